@@ -1,0 +1,47 @@
+// swift-tools-version:6.0
+import PackageDescription
+
+let package = Package(
+    name: "ferry",
+    products: [
+        .executable(name: "ferry", targets: ["ferry"]),
+        .library(name: "FerryCore", targets: ["FerryCore"]),
+    ],
+    dependencies: [
+        .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
+        .package(url: "https://github.com/apple/swift-crypto", from: "3.12.3"),
+        .package(url: "https://github.com/apple/swift-nio", from: "2.101.2"),
+    ],
+    targets: [
+        // The transfer service: no terminal code, no knowledge of any front end.
+        .target(
+            name: "FerryCore",
+            dependencies: [.product(name: "Crypto", package: "swift-crypto")]
+        ),
+        // The executable only parses arguments and wires FerryCore to a front end.
+        .executableTarget(
+            name: "ferry",
+            dependencies: [
+                "FerryCore",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ]
+        ),
+        // A real HTTP/1.1 server for tests, started in-process on 127.0.0.1, that can misbehave on purpose.
+        .target(
+            name: "TestHTTPServer",
+            dependencies: [
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+                .product(name: "Crypto", package: "swift-crypto"),
+            ],
+            path: "Tests/TestHTTPServer"
+        ),
+        .testTarget(name: "FerryCoreTests", dependencies: ["FerryCore"]),
+        .testTarget(
+            name: "FerryIntegrationTests",
+            dependencies: ["FerryCore", "TestHTTPServer", .product(name: "Crypto", package: "swift-crypto")]
+        ),
+    ],
+    swiftLanguageModes: [.v6]
+)

@@ -1,0 +1,201 @@
+import Foundation
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+import Synchronization
+
+/// One attempt at a download: one data task, bytes written straight into the `.part` file.
+/// Its callbacks all arrive on the session's serial delegate queue; the lock is only there for
+/// the compiler and for snapshot readers, so it is uncontended on the per-chunk path.
+final class DownloadRun: TaskRun {
+    struct Start: Sendable {
+        var spec: TransferSpec
+        /// The name already claimed by an earlier attempt (its `.part` file exists), if any.
+        var fileName: String?
+        /// Offset asked for with Range (the `.part` file's length), 0 for the whole file.
+        var offset: Int64
+        var knownTotal: Int64?
+        var bufferSize: Int
+    }
+
+    private struct State {
+        var file: PartialFile?
+        var fileName: String?
+        var gotResponse = false
+        var total: Int64?
+        var validators = Validators()
+        var status: Int?
+        /// Set when the run decided to stop the task itself (bad status, bad range, local error).
+        var verdict: TransferFailure?
+        var alreadyComplete = false
+        var startedAt: Int64 = 0
+        var bodyBytes: Int64 = 0
+    }
+
+    let start: Start
+    private let names: NameClaims
+    private let finish: @Sendable (RunOutcome, _ validators: Validators, _ status: Int?, _ fileName: String?) -> Void
+    private let state: Mutex<State>
+    private let done = Atomic<Int64>(0)
+    private let expected = Atomic<Int64>(-1)
+
+    init(
+        start: Start, names: NameClaims,
+        finish: @escaping @Sendable (RunOutcome, Validators, Int?, String?) -> Void
+    ) throws(TransferFailure) {
+        self.start = start
+        self.names = names
+        self.finish = finish
+        var initial = State()
+        initial.fileName = start.fileName
+        initial.total = start.knownTotal
+        if let name = start.fileName {
+            // A later attempt: reopen the existing `.part` file at its end.
+            initial.file = try PartialFile(openingOrCreating: start.spec.directory + "/" + name + ".part",
+                                           bufferSize: start.bufferSize)
+        }
+        self.state = Mutex(initial)
+        done.store(start.offset, ordering: .relaxed)
+        if let total = start.knownTotal { expected.store(total, ordering: .relaxed) }
+    }
+
+    var bytesDone: Int64 { done.load(ordering: .relaxed) }
+    var bytesExpected: Int64? {
+        let e = expected.load(ordering: .relaxed)
+        return e >= 0 ? e : nil
+    }
+
+    /// The request for this attempt: Range + If-Range when resuming, identity encoding so byte counts and ranges
+    /// refer to the file itself (corelibs turns on automatic decompression otherwise).
+    func makeRequest(validators: Validators, userAgent: String, timeout: TimeInterval) -> URLRequest {
+        var request = URLRequest(url: start.spec.url, cachePolicy: .reloadIgnoringLocalCacheData, timeoutInterval: timeout)
+        request.httpMethod = "GET"
+        for header in start.spec.headers { request.setValue(header.value, forHTTPHeaderField: header.name) }
+        if request.value(forHTTPHeaderField: "User-Agent") == nil { request.setValue(userAgent, forHTTPHeaderField: "User-Agent") }
+        request.setValue("identity", forHTTPHeaderField: "Accept-Encoding")
+        if start.offset > 0 {
+            request.setValue("bytes=\(start.offset)-", forHTTPHeaderField: "Range")
+            if let ifRange = validators.ifRange { request.setValue(ifRange, forHTTPHeaderField: "If-Range") }
+        }
+        return request
+    }
+
+    func didReceive(response: URLResponse, task: URLSessionTask) {
+        guard let http = response as? HTTPURLResponse else {
+            stop(task, .protocolViolation("not an HTTP response"))
+            return
+        }
+        // Interim 1xx answers (100 Continue) arrive as extra responses on Linux: not the real one.
+        if http.statusCode < 200 { return }
+        let header: (String) -> String? = { http.value(forHTTPHeaderField: $0) }
+        let verdict = ResumeRule.evaluate(status: http.statusCode, header: header,
+                                          requestedOffset: start.offset, knownTotal: start.knownTotal)
+        let failure: TransferFailure? = state.withLock { s -> TransferFailure? in
+            guard !s.gotResponse else { return nil }
+            s.gotResponse = true
+            s.status = http.statusCode
+            var validators = Validators(etag: header("ETag"), lastModified: header("Last-Modified"))
+            do throws(TransferFailure) {
+                switch verdict {
+                case let .failure(f):
+                    return f
+                case .alreadyComplete:
+                    s.alreadyComplete = true
+                    validators.totalLength = start.offset
+                    s.validators = validators
+                    return nil
+                case let .discardAndRestart(reason):
+                    try s.file?.truncate()
+                    done.store(0, ordering: .relaxed)
+                    return .protocolViolation(reason)
+                case let .append(_, total):
+                    validators.totalLength = total
+                    s.total = total
+                case let .startOver(total):
+                    validators.totalLength = total
+                    s.total = total
+                    try s.file?.truncate()
+                    done.store(0, ordering: .relaxed)
+                }
+                s.validators = validators
+                expected.store(s.total ?? -1, ordering: .relaxed)
+                if s.file == nil {
+                    let name = FileNaming.chooseName(explicit: start.spec.fileName,
+                                                     contentDisposition: header("Content-Disposition"),
+                                                     url: http.url ?? start.spec.url)
+                    let claim = try names.claim(directory: start.spec.directory, name: name)
+                    s.fileName = claim.name
+                    s.file = PartialFile(path: start.spec.directory + "/" + claim.name + ".part", fd: claim.fd,
+                                         bufferSize: start.bufferSize)
+                }
+                return nil
+            } catch {
+                return error
+            }
+        }
+        if let failure { stop(task, failure) }
+        if state.withLock({ $0.alreadyComplete }) { task.cancel() }
+    }
+
+    private func stop(_ task: URLSessionTask, _ failure: TransferFailure) {
+        state.withLock { s in if s.verdict == nil { s.verdict = failure } }
+        task.cancel()
+    }
+
+    func didReceive(data: Data) {
+        let failed: Bool = state.withLock { s in
+            guard s.verdict == nil, !s.alreadyComplete, let file = s.file else { return false }
+            do throws(TransferFailure) {
+                try file.append(data)
+            } catch {
+                s.verdict = error
+                return true
+            }
+            s.bodyBytes += Int64(data.count)
+            return false
+        }
+        if failed { return }  // the task is cancelled at completion; nothing more is written
+        done.add(Int64(data.count), ordering: .relaxed)
+    }
+
+    func didComplete(error: Error?) {
+        let (outcome, validators, status, name) = state.withLock { s -> (RunOutcome, Validators, Int?, String?) in
+            let outcome = conclude(&s, error: error)
+            return (outcome, s.validators, s.status, s.fileName)
+        }
+        finish(outcome, validators, status, name)
+    }
+
+    private func conclude(_ s: inout State, error: Error?) -> RunOutcome {
+        let progressed = s.bodyBytes > 0
+        var failure = s.verdict
+        if failure == nil, let file = s.file {
+            do throws(TransferFailure) { try file.flush() } catch { failure = error }
+        }
+        if let failure {
+            s.file = nil
+            return .failed(failure, progressed: progressed)
+        }
+        if s.alreadyComplete, let file = s.file, let name = s.fileName {
+            s.file = nil
+            return .finished(FileHandover(file: file, fileName: name, total: file.size))
+        }
+        if let error {
+            s.file = nil
+            let ns = error as NSError
+            if ns.domain == NSURLErrorDomain, ns.code == NSURLErrorCancelled { return .stopped }
+            // -1 is what a mid-body close looks like on Linux ("transfer closed with N bytes remaining").
+            return .failed(.transport(code: ns.code, message: TerminalSafe.sanitize(ns.localizedDescription)),
+                           progressed: progressed)
+        }
+        guard s.gotResponse, let file = s.file, let name = s.fileName else {
+            s.file = nil
+            return .failed(.protocolViolation("the server sent no usable response"), progressed: progressed)
+        }
+        s.file = nil
+        if let total = s.total, file.size != total {
+            return .failed(.protocolViolation("received \(file.size) of \(total) bytes"), progressed: progressed)
+        }
+        return .finished(FileHandover(file: file, fileName: name, total: s.total))
+    }
+}

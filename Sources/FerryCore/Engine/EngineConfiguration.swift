@@ -1,0 +1,17 @@
+import Foundation
+
+/// The knobs of the engine. The config file and the command line fill it; defaults are the documented ones.
+public struct EngineConfiguration: Sendable, Equatable {
+    /// Transfers running at once (`-j`).
+    public var maxConcurrent = 4
+    /// Transfers running at once against one host; nil means the same as `maxConcurrent`.
+    public var maxPerHost: Int?
+    public var retry = RetryPolicy()
+    /// Seconds without a byte before an attempt is given up (URLSession's request timeout is an idle timer).
+    public var idleTimeout: TimeInterval = 30
+    public var userAgent = "ferry/0.1"
+    /// Chunks are coalesced into writes of this size.
+    public var writeBufferSize = 1 << 20
+
+    public init() {}
+}

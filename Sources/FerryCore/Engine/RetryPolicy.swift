@@ -1,0 +1,82 @@
+import Foundation
+
+/// Why an attempt ended without success. Carries what the retry decision needs and what the user reads.
+public enum TransferFailure: Error, Sendable, Equatable {
+    /// The server answered with a non-success status.
+    case http(status: Int, reason: String, retryAfter: TimeInterval?)
+    /// The connection failed (NSURLErrorDomain code).
+    case transport(code: Int, message: String)
+    /// A local problem: the file system, a full disk, a bad path. Never retried.
+    case local(String)
+    /// The bytes did not check out (size or checksum). Never retried: the server keeps sending the same thing.
+    case integrity(String)
+    /// The server's answer breaks the protocol in a way a retry may fix (e.g. a wrong Content-Range).
+    case protocolViolation(String)
+
+    public var message: String {
+        switch self {
+        case let .http(status, reason, _): return "HTTP \(status) \(reason)"
+        case let .transport(code, message): return "\(message) (error \(code))"
+        case let .local(m), let .integrity(m), let .protocolViolation(m): return m
+        }
+    }
+}
+
+/// When and whether to try again: exponential backoff with full jitter, Retry-After honoured.
+public struct RetryPolicy: Sendable, Equatable {
+    /// Retries after the first attempt (`--retries N`).
+    public var maxRetries: Int = 5
+    public var baseDelay: TimeInterval = 1
+    public var factor: Double = 2
+    public var maxDelay: TimeInterval = 60
+    /// The longest Retry-After we are willing to wait; a longer one is cut to this.
+    public var maxRetryAfter: TimeInterval = 600
+    /// DNS failures are usually permanent typos: only this many retries for them.
+    public var maxDNSRetries: Int = 2
+    public var retryableStatuses: Set<Int> = [408, 429, 500, 502, 503, 504]
+    /// -1: Linux's "transfer closed with N bytes remaining" (a mid-body close), -1001 timed out,
+    /// -1004 cannot connect, -1005 connection lost, -1009 not connected, -1020 data not allowed.
+    public var retryableTransportCodes: Set<Int> = [-1, -1001, -1004, -1005, -1009, -1020]
+    public var dnsTransportCodes: Set<Int> = [-1003, -1006]
+
+    public init() {}
+
+    /// The jitter-free ceiling for retry number `n` (1-based).
+    public func backoffCeiling(retry n: Int) -> TimeInterval {
+        let exponent = Double(max(0, n - 1))
+        let raw = baseDelay * pow(factor, exponent)
+        return min(maxDelay, raw.isFinite ? raw : maxDelay)
+    }
+
+    public enum Decision: Sendable, Equatable {
+        case retry(after: TimeInterval)
+        case giveUp
+    }
+
+    /// Decides what follows a failure. `retries` counts the retries already spent, `dnsRetries` those spent on DNS.
+    /// `random` draws uniformly from the range (injectable for tests).
+    public func decide(
+        _ failure: TransferFailure, retries: Int, dnsRetries: Int = 0,
+        random: (ClosedRange<Double>) -> Double = { Double.random(in: $0) }
+    ) -> Decision {
+        guard retries < maxRetries else { return .giveUp }
+        var floor: TimeInterval = 0
+        switch failure {
+        case let .http(status, _, retryAfter):
+            guard retryableStatuses.contains(status) else { return .giveUp }
+            if let retryAfter { floor = min(max(0, retryAfter), maxRetryAfter) }
+        case let .transport(code, _):
+            if dnsTransportCodes.contains(code) {
+                guard dnsRetries < maxDNSRetries else { return .giveUp }
+            } else if !retryableTransportCodes.contains(code) {
+                return .giveUp
+            }
+        case .protocolViolation:
+            break
+        case .local, .integrity:
+            return .giveUp
+        }
+        let jittered = random(0...backoffCeiling(retry: retries + 1))
+        return .retry(after: max(floor, jittered))
+    }
+}

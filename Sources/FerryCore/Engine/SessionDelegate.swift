@@ -1,0 +1,46 @@
+import Foundation
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+import Synchronization
+
+/// Receives every URLSession callback and routes it by task identifier to the attempt that owns the task.
+/// Runs on the session's serial delegate queue (a concurrent one delivers chunks out of order on Linux).
+final class SessionDelegate: NSObject, URLSessionDataDelegate, Sendable {
+    private let runs = Mutex<[Int: any TaskRun]>([:])
+
+    func register(_ run: any TaskRun, for task: URLSessionTask) {
+        runs.withLock { $0[task.taskIdentifier] = run }
+    }
+
+    private func run(for task: URLSessionTask) -> (any TaskRun)? {
+        runs.withLock { $0[task.taskIdentifier] }
+    }
+
+    func urlSession(
+        _ session: URLSession, dataTask: URLSessionDataTask, didReceive response: URLResponse,
+        completionHandler: @escaping @Sendable (URLSession.ResponseDisposition) -> Void
+    ) {
+        // The disposition is ignored on Linux (.cancel does not cancel): runs call task.cancel() themselves.
+        run(for: dataTask)?.didReceive(response: response, task: dataTask)
+        completionHandler(.allow)
+    }
+
+    func urlSession(_ session: URLSession, dataTask: URLSessionDataTask, didReceive data: Data) {
+        run(for: dataTask)?.didReceive(data: data)
+    }
+
+    func urlSession(_ session: URLSession, task: URLSessionTask, didCompleteWithError error: Error?) {
+        let run = runs.withLock { $0.removeValue(forKey: task.taskIdentifier) }
+        run?.didComplete(error: error)
+    }
+
+    func urlSession(
+        _ session: URLSession, task: URLSessionTask, willPerformHTTPRedirection response: HTTPURLResponse,
+        newRequest request: URLRequest, completionHandler: @escaping @Sendable (URLRequest?) -> Void
+    ) {
+        // Downloads follow redirects; only http(s) targets are allowed.
+        let scheme = request.url?.scheme?.lowercased()
+        completionHandler(scheme == "http" || scheme == "https" ? request : nil)
+    }
+}

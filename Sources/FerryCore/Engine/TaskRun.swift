@@ -1,0 +1,31 @@
+import Foundation
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+
+/// How one attempt (one URLSession task) ended, as the manager sees it.
+enum RunOutcome: Sendable {
+    /// The bytes are all there; `file` is handed over for the final checks and the rename.
+    case finished(FileHandover)
+    case failed(TransferFailure, progressed: Bool)
+    /// Stopped by `cancel()`: the manager knows why (pause, cancel, shutdown).
+    case stopped
+}
+
+/// An open `.part` file passed from the attempt to the finishing step.
+struct FileHandover: @unchecked Sendable {
+    // The attempt gives up the file before handing it over; only the finisher touches it afterwards.
+    let file: PartialFile
+    let fileName: String
+    let total: Int64?
+}
+
+/// What the delegate routes a task's callbacks to. Each attempt is a fresh object.
+protocol TaskRun: AnyObject, Sendable {
+    func didReceive(response: URLResponse, task: URLSessionTask)
+    func didReceive(data: Data)
+    func didComplete(error: Error?)
+    /// Bytes of the file done so far (on disk or buffered), read by snapshots.
+    var bytesDone: Int64 { get }
+    var bytesExpected: Int64? { get }
+}

@@ -1,0 +1,661 @@
+import Foundation
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+#if canImport(Glibc)
+import Glibc
+#endif
+import Synchronization
+
+/// The one public facade of the engine: commands in, immutable snapshots and events out.
+/// Owns one URLSession with a serial delegate queue; each attempt of each transfer is a data task
+/// whose callbacks the delegate routes to the attempt's run object.
+public final class TransferManager: Sendable {
+    typealias Effect = @Sendable () -> Void
+
+    enum StopIntent: Sendable { case pause, cancel, remove, shutdown }
+
+    struct Item {
+        let id: TransferID
+        var spec: TransferSpec
+        var state: TransferState
+        var fileName: String?
+        var savedPath: String?
+        var validators = Validators()
+        var bytesDone: Int64 = 0
+        var highWater: Int64 = 0
+        var retries = 0
+        var dnsRetries = 0
+        var attempts: [Attempt] = []
+        var lastError: String?
+        var lastStatus: Int?
+        var nextRetryAt: Date?
+        var generation = 0
+        var run: DownloadRun?
+        var task: URLSessionTask?
+        var stopIntent: StopIntent?
+        var finishing = false
+        var restartFromZero = false
+        var rate = RateEstimator()
+
+        var holdsSlot: Bool { state == .running || run != nil }
+    }
+
+    struct Core {
+        var order: [TransferID] = []
+        var items: [TransferID: Item] = [:]
+        var nextID: Int64 = 1
+        var maxConcurrent: Int
+        var maxPerHost: Int
+        var version: UInt64 = 0
+        var changed: Set<TransferID> = []
+        var orderChanged = false
+        var waiters: [(ids: Set<TransferID>, continuation: CheckedContinuation<Void, Never>)] = []
+        var sampler: DispatchSourceTimer?
+        var lastCheckpoint: TimeInterval = 0
+        var shuttingDown = false
+        var shutdownSignal: DispatchSemaphore?
+
+        mutating func touch(_ id: TransferID) {
+            changed.insert(id)
+            version &+= 1
+        }
+    }
+
+    public let configuration: EngineConfiguration
+    private let core: Mutex<Core>
+    private let session: URLSession
+    private let delegate: SessionDelegate
+    private let names = NameClaims()
+    private let store: any QueueStore
+    private let timerQueue = DispatchQueue(label: "ferry.timers")
+    private let finishQueue = DispatchQueue(label: "ferry.finish", attributes: .concurrent)
+    private let storeQueue = DispatchQueue(label: "ferry.store")
+    private let eventQueue = DispatchQueue(label: "ferry.events")
+    private let onEvent: (@Sendable (TransferEvent) -> Void)?
+
+    /// - Parameters:
+    ///   - store: where the queue is kept; items found there are loaded, and those that were running are queued again.
+    ///   - onEvent: called on a serial queue, in order, after every state change.
+    public init(
+        configuration: EngineConfiguration = EngineConfiguration(),
+        store: any QueueStore = InMemoryQueueStore(),
+        onEvent: (@Sendable (TransferEvent) -> Void)? = nil
+    ) throws {
+        self.configuration = configuration
+        self.store = store
+        self.onEvent = onEvent
+        let sessionConfig = URLSessionConfiguration.ephemeral
+        sessionConfig.timeoutIntervalForRequest = configuration.idleTimeout
+        // Our scheduler enforces the caps; URLSession must not queue tasks behind our back.
+        sessionConfig.httpMaximumConnectionsPerHost = 256
+        sessionConfig.urlCache = nil
+        sessionConfig.requestCachePolicy = .reloadIgnoringLocalCacheData
+        sessionConfig.httpCookieStorage = nil
+        sessionConfig.httpShouldSetCookies = false
+        let delegate = SessionDelegate()
+        self.delegate = delegate
+        let delegateQueue = OperationQueue()
+        delegateQueue.maxConcurrentOperationCount = 1  // serial: a concurrent queue reorders chunks
+        delegateQueue.name = "ferry.delegate"
+        self.session = URLSession(configuration: sessionConfig, delegate: delegate, delegateQueue: delegateQueue)
+
+        var core = Core(maxConcurrent: max(1, configuration.maxConcurrent),
+                        maxPerHost: max(1, configuration.maxPerHost ?? configuration.maxConcurrent))
+        for stored in try store.loadAll() {
+            var item = Item(id: stored.id, spec: stored.spec, state: stored.state)
+            if item.state == .running || item.state == .waiting { item.state = .queued }
+            item.fileName = stored.fileName
+            item.savedPath = stored.savedPath
+            item.validators = stored.validators
+            item.bytesDone = stored.bytesDone
+            item.highWater = stored.bytesDone
+            item.retries = stored.retries
+            item.attempts = stored.attempts
+            item.lastError = stored.lastError
+            if let name = stored.fileName, !item.state.isTerminal { names.adopt(directory: stored.spec.directory, name: name) }
+            core.items[item.id] = item
+            core.order.append(item.id)
+            core.nextID = max(core.nextID, stored.id.rawValue + 1)
+        }
+        self.core = Mutex(core)
+        mutate { core in ((), self.pump(&core)) }
+    }
+
+    // MARK: Commands
+
+    /// Queues a transfer at the end of the queue and starts it when a slot is free.
+    @discardableResult
+    public func add(_ spec: TransferSpec) -> TransferID {
+        mutate { core in
+            let id = TransferID(core.nextID)
+            core.nextID += 1
+            core.items[id] = Item(id: id, spec: spec, state: .queued)
+            core.order.append(id)
+            core.orderChanged = true
+            core.touch(id)
+            return (id, self.pump(&core))
+        }
+    }
+
+    /// Stops a running or waiting transfer and keeps its `.part` file and validators.
+    public func pause(_ id: TransferID) {
+        mutate { core in
+            guard var item = core.items[id] else { return ((), []) }
+            var effects: [Effect] = []
+            switch item.state {
+            case .running where !item.finishing:
+                item.stopIntent = .pause
+                item.state = .paused
+                if let task = item.task { effects.append { task.cancel() } }
+            case .queued, .waiting:
+                item.nextRetryAt = nil
+                item.state = .paused
+            default:
+                return ((), [])
+            }
+            core.items[id] = item
+            core.touch(id)
+            return ((), effects + self.pump(&core))
+        }
+    }
+
+    /// Queues a paused transfer again; it continues from its `.part` offset.
+    public func resume(_ id: TransferID) {
+        mutate { core in
+            guard var item = core.items[id], item.state == .paused else { return ((), []) }
+            item.state = .queued
+            core.items[id] = item
+            core.touch(id)
+            return ((), self.pump(&core))
+        }
+    }
+
+    /// Stops the transfer and any pending retry at once and frees its slot. The `.part` file stays for `retry`.
+    public func cancel(_ id: TransferID) {
+        mutate { core in
+            guard var item = core.items[id], !item.state.isTerminal, !item.finishing else { return ((), []) }
+            var effects: [Effect] = []
+            item.nextRetryAt = nil
+            if item.run != nil {
+                item.stopIntent = .cancel
+                if let task = item.task { effects.append { task.cancel() } }
+            }
+            item.state = .cancelled
+            item.lastError = "cancelled"
+            core.items[id] = item
+            core.touch(id)
+            return ((), effects + self.pump(&core))
+        }
+    }
+
+    /// Queues a failed or cancelled transfer again with a fresh retry budget.
+    public func retry(_ id: TransferID) {
+        mutate { core in
+            guard var item = core.items[id], item.state == .failed || item.state == .cancelled else { return ((), []) }
+            item.state = .queued
+            item.retries = 0
+            item.dnsRetries = 0
+            item.lastError = nil
+            core.items[id] = item
+            core.touch(id)
+            return ((), self.pump(&core))
+        }
+    }
+
+    /// Takes an item off the queue. A finished file is never touched; `deletePartial` also deletes the `.part` file.
+    public func remove(_ id: TransferID, deletePartial: Bool = false) {
+        mutate { core in
+            guard let item = core.items.removeValue(forKey: id) else { return ((), []) }
+            var effects: [Effect] = []
+            if let task = item.task { effects.append { task.cancel() } }
+            core.order.removeAll { $0 == id }
+            core.orderChanged = true
+            core.version &+= 1
+            if let name = item.fileName, item.state != .completed {
+                let directory = item.spec.directory
+                names.release(directory: directory, name: name)
+                if deletePartial { effects.append { _ = unlink(directory + "/" + name + ".part") } }
+            }
+            let store = self.store
+            effects.append { [storeQueue] in storeQueue.async { try? store.remove(id) } }
+            self.resumeWaiters(&core)
+            return ((), effects + self.pump(&core))
+        }
+    }
+
+    /// Moves an item in the user's queue order.
+    public func move(_ id: TransferID, _ direction: QueueMove) {
+        mutate { core in
+            guard let index = core.order.firstIndex(of: id) else { return ((), []) }
+            core.order.remove(at: index)
+            let target: Int
+            switch direction {
+            case .up: target = max(0, index - 1)
+            case .down: target = min(core.order.count, index + 1)
+            case .top: target = 0
+            case .bottom: target = core.order.count
+            }
+            core.order.insert(id, at: target)
+            core.orderChanged = true
+            core.version &+= 1
+            return ((), self.pump(&core))
+        }
+    }
+
+    /// Changes the caps at run time. Running transfers are never interrupted by a lower cap.
+    public func setConcurrency(maxConcurrent: Int? = nil, maxPerHost: Int? = nil) {
+        mutate { core in
+            if let maxConcurrent { core.maxConcurrent = max(1, maxConcurrent) }
+            if let maxPerHost { core.maxPerHost = max(1, maxPerHost) }
+            core.version &+= 1
+            return ((), self.pump(&core))
+        }
+    }
+
+    public func pauseAll() {
+        for item in snapshot().items where [.running, .queued, .waiting].contains(item.state) { pause(item.id) }
+    }
+
+    public func resumeAll() {
+        for item in snapshot().items where item.state == .paused { resume(item.id) }
+    }
+
+    // MARK: Snapshots
+
+    public func snapshot() -> QueueSnapshot {
+        core.withLock { core in
+            var totals = QueueTotals()
+            var items: [TransferSnapshot] = []
+            items.reserveCapacity(core.order.count)
+            for id in core.order {
+                guard let item = core.items[id] else { continue }
+                let snap = self.snapshot(of: item)
+                totals.count[item.state, default: 0] += 1
+                if item.state == .running, let rate = snap.bytesPerSecond {
+                    if item.spec.direction == .download { totals.downloadBytesPerSecond += rate }
+                    else { totals.uploadBytesPerSecond += rate }
+                }
+                items.append(snap)
+            }
+            return QueueSnapshot(version: core.version, items: items, totals: totals,
+                                 maxConcurrent: core.maxConcurrent, maxPerHost: core.maxPerHost)
+        }
+    }
+
+    public func snapshot(of id: TransferID) -> TransferSnapshot? {
+        core.withLock { core in core.items[id].map { self.snapshot(of: $0) } }
+    }
+
+    func snapshot(of item: Item) -> TransferSnapshot {
+        let done = item.run?.bytesDone ?? item.bytesDone
+        let expected = item.run?.bytesExpected ?? item.validators.totalLength
+        let rate = item.state == .running ? item.rate.bytesPerSecond : nil
+        let eta = (item.state == .running && expected != nil) ? item.rate.eta(remaining: max(0, expected! - done)) : nil
+        return TransferSnapshot(
+            id: item.id, spec: item.spec, state: item.state, bytesDone: done, bytesExpected: expected,
+            fileName: item.fileName, savedPath: item.savedPath, bytesPerSecond: rate, eta: eta,
+            retries: item.retries, maxRetries: configuration.retry.maxRetries, nextRetryAt: item.nextRetryAt, lastError: item.lastError,
+            attempts: item.attempts, validators: item.validators, lastStatus: item.lastStatus)
+    }
+
+    /// Returns once every one of `ids` is completed, failed, cancelled or removed.
+    public func waitUntilFinished(_ ids: Set<TransferID>) async {
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            let ready = core.withLock { core -> Bool in
+                if Self.allFinished(ids, in: core) { return true }
+                core.waiters.append((ids, continuation))
+                return false
+            }
+            if ready { continuation.resume() }
+        }
+    }
+
+    /// Stops every attempt (their `.part` files are flushed and kept; they stay queued for the next start),
+    /// waits up to `timeout` for them to drain, and releases the session.
+    public func shutdown(timeout: TimeInterval = 5) {
+        let signal = DispatchSemaphore(value: 0)
+        let (effects, waiting) = core.withLock { core -> ([Effect], Bool) in
+            core.shuttingDown = true
+            var effects: [Effect] = []
+            for id in core.order {
+                guard var item = core.items[id] else { continue }
+                if item.state == .waiting { item.state = .queued; item.nextRetryAt = nil }
+                if item.run != nil, !item.finishing {
+                    item.stopIntent = .shutdown
+                    if let task = item.task { effects.append { task.cancel() } }
+                }
+                core.items[id] = item
+            }
+            let busy = core.items.values.contains { $0.run != nil || $0.finishing }
+            if busy { core.shutdownSignal = signal }
+            core.sampler?.cancel()
+            core.sampler = nil
+            return (effects, busy)
+        }
+        effects.forEach { $0() }
+        if waiting { _ = signal.wait(timeout: .now() + timeout) }
+        checkpointAll()
+        storeQueue.sync {}
+        eventQueue.sync {}
+        session.invalidateAndCancel()
+    }
+
+    // MARK: Internals
+
+    /// Runs `body` under the lock, then (outside it) its effects, the store writes and the events for what changed.
+    @discardableResult
+    private func mutate<R: Sendable>(_ body: (inout Core) -> (R, [Effect])) -> R {
+        let (result, effects, events, order) = core.withLock { core -> (R, [Effect], [TransferEvent], [TransferID]?) in
+            let (result, effects) = body(&core)
+            var events: [TransferEvent] = []
+            for id in core.changed.sorted() {
+                guard let item = core.items[id] else { continue }
+                events.append(TransferEvent(id: id, state: item.state, snapshot: self.snapshot(of: item)))
+            }
+            core.changed.removeAll()
+            if !events.isEmpty { self.resumeWaiters(&core) }
+            let order = core.orderChanged ? core.order : nil
+            core.orderChanged = false
+            let positions = Dictionary(uniqueKeysWithValues: core.order.enumerated().map { ($1, $0) })
+            let records = events.compactMap { event in core.items[event.id].map { Self.record($0, position: positions[$0.id] ?? 0) } }
+            let store = self.store
+            if !records.isEmpty || order != nil {
+                storeQueue.async {
+                    for record in records { try? store.save(record) }
+                    if let order { try? store.saveOrder(order) }
+                }
+            }
+            return (result, effects, events, order)
+        }
+        _ = order
+        effects.forEach { $0() }
+        if let onEvent, !events.isEmpty {
+            eventQueue.async { events.forEach(onEvent) }
+        }
+        return result
+    }
+
+    private static func record(_ item: Item, position: Int) -> StoredTransfer {
+        StoredTransfer(id: item.id, position: position, spec: item.spec, state: item.state, fileName: item.fileName,
+                       savedPath: item.savedPath, validators: item.validators,
+                       bytesDone: item.run?.bytesDone ?? item.bytesDone, retries: item.retries,
+                       attempts: Array(item.attempts.suffix(20)), lastError: item.lastError)
+    }
+
+    private static func allFinished(_ ids: Set<TransferID>, in core: Core) -> Bool {
+        ids.allSatisfy { id in
+            guard let item = core.items[id] else { return true }
+            return item.state.isTerminal && item.run == nil
+        }
+    }
+
+    private func resumeWaiters(_ core: inout Core) {
+        var remaining: [(ids: Set<TransferID>, continuation: CheckedContinuation<Void, Never>)] = []
+        for waiter in core.waiters {
+            if Self.allFinished(waiter.ids, in: core) { waiter.continuation.resume() } else { remaining.append(waiter) }
+        }
+        core.waiters = remaining
+    }
+
+    /// Starts whatever the caps allow, in queue order.
+    private func pump(_ core: inout Core) -> [Effect] {
+        guard !core.shuttingDown else { return [] }
+        let candidates = core.order.compactMap { id -> Scheduler.Candidate? in
+            guard let item = core.items[id] else { return nil }
+            return Scheduler.Candidate(id: id, host: item.spec.host,
+                                       ready: item.state == .queued && item.run == nil && !item.finishing,
+                                       holdsSlot: item.holdsSlot || item.finishing)
+        }
+        var effects: [Effect] = []
+        for id in Scheduler.pick(candidates, maxConcurrent: core.maxConcurrent, maxPerHost: core.maxPerHost) {
+            effects += launch(id, &core)
+        }
+        if core.sampler == nil, core.items.values.contains(where: { $0.state == .running }) {
+            core.sampler = startSampler()
+        }
+        return effects
+    }
+
+    private func launch(_ id: TransferID, _ core: inout Core) -> [Effect] {
+        guard var item = core.items[id] else { return [] }
+        item.generation += 1
+        item.stopIntent = nil
+        item.nextRetryAt = nil
+        let generation = item.generation
+        var offset: Int64 = 0
+        if let name = item.fileName {
+            let partPath = item.spec.directory + "/" + name + ".part"
+            if item.restartFromZero { _ = truncate(partPath, 0) }
+            var st = stat()
+            if stat(partPath, &st) == 0 { offset = Int64(st.st_size) }
+        }
+        item.restartFromZero = false
+        let start = DownloadRun.Start(spec: item.spec, fileName: item.fileName, offset: offset,
+                                      knownTotal: offset > 0 ? item.validators.totalLength : nil,
+                                      bufferSize: configuration.writeBufferSize)
+        let run: DownloadRun
+        do {
+            run = try DownloadRun(start: start, names: names) { [weak self] outcome, validators, status, name in
+                self?.runFinished(id, generation: generation, outcome: outcome, validators: validators,
+                                  status: status, fileName: name)
+            }
+        } catch {
+            item.state = .failed
+            item.lastError = error.message
+            core.items[id] = item
+            core.touch(id)
+            return []
+        }
+        item.attempts.append(Attempt(number: item.attempts.count + 1, startedAt: Date(), fromOffset: offset))
+        item.bytesDone = offset
+        item.rate.reset()
+        item.state = .running
+        item.run = run
+        let task = session.dataTask(with: run.makeRequest(validators: item.validators, userAgent: configuration.userAgent,
+                                                          timeout: configuration.idleTimeout))
+        delegate.register(run, for: task)
+        item.task = task
+        core.items[id] = item
+        core.touch(id)
+        return [{ task.resume() }]
+    }
+
+    private func runFinished(
+        _ id: TransferID, generation: Int, outcome: RunOutcome, validators: Validators, status: Int?, fileName: String?
+    ) {
+        mutate { core in
+            guard var item = core.items[id], item.generation == generation, let run = item.run else {
+                return ((), [])
+            }
+            item.bytesDone = run.bytesDone
+            item.run = nil
+            item.task = nil
+            if let fileName { item.fileName = fileName }
+            if validators != Validators() { item.validators = validators }
+            item.lastStatus = status ?? item.lastStatus
+            var effects: [Effect] = []
+            var attemptError: String?
+            let intent = item.stopIntent
+            item.stopIntent = nil
+
+            switch (outcome, intent) {
+            case let (.finished(handover), intent) where intent != .cancel:
+                item.finishing = true
+                item.state = .running
+                effects.append { [finishQueue] in finishQueue.async { self.finalize(id, generation, handover) } }
+            case let (_, .some(intent)):
+                // Stopped on purpose: pause and cancel already set the state; a shutdown leaves it queued for the next start.
+                if intent == .shutdown { item.state = .queued }
+                if case let .failed(failure, _) = outcome { attemptError = failure.message } else { attemptError = "stopped" }
+            case (.finished, .none):
+                break  // handled by the first case
+            case (.stopped, .none):
+                // Nobody asked for it: treat it like a lost connection.
+                attemptError = "stopped unexpectedly"
+                effects += scheduleRetryOrFail(&item, .transport(code: NSURLErrorCancelled, message: "cancelled"), progressed: false)
+            case let (.failed(failure, progressed), .none):
+                attemptError = failure.message
+                effects += scheduleRetryOrFail(&item, failure, progressed: progressed)
+            }
+            if var attempt = item.attempts.popLast() {
+                attempt.endedAt = Date()
+                attempt.status = status
+                attempt.error = attemptError
+                item.attempts.append(attempt)
+            }
+            core.items[id] = item
+            core.touch(id)
+            self.checkShutdown(&core)
+            return ((), effects + self.pump(&core))
+        }
+    }
+
+    private func scheduleRetryOrFail(_ item: inout Item, _ failure: TransferFailure, progressed: Bool) -> [Effect] {
+        if progressed, item.bytesDone > item.highWater {
+            // Progress was made: a flaky link that keeps moving should not run out of retries.
+            item.highWater = item.bytesDone
+            item.retries = 0
+            item.dnsRetries = 0
+        }
+        let policy = configuration.retry
+        switch policy.decide(failure, retries: item.retries, dnsRetries: item.dnsRetries) {
+        case .giveUp:
+            item.state = .failed
+            item.lastError = failure.message
+            return []
+        case let .retry(after):
+            item.retries += 1
+            if case let .transport(code, _) = failure, policy.dnsTransportCodes.contains(code) { item.dnsRetries += 1 }
+            item.state = .waiting
+            item.lastError = failure.message
+            item.nextRetryAt = Date().addingTimeInterval(after)
+            let id = item.id
+            let generation = item.generation
+            // A stale timer is harmless: it only fires for the same generation still waiting.
+            return [{ [timerQueue] in
+                timerQueue.asyncAfter(deadline: .now() + after) { [weak self] in
+                    self?.retryTimerFired(id, generation: generation)
+                }
+            }]
+        }
+    }
+
+    private func retryTimerFired(_ id: TransferID, generation: Int) {
+        mutate { core in
+            guard var item = core.items[id], item.generation == generation, item.state == .waiting else { return ((), []) }
+            item.state = .queued
+            core.items[id] = item
+            core.touch(id)
+            return ((), self.pump(&core))
+        }
+    }
+
+    /// The last steps of a download, off the delegate queue: size check, checksum, fsync, rename to the final name.
+    private func finalize(_ id: TransferID, _ generation: Int, _ handover: FileHandover) {
+        let spec = core.withLock { $0.items[id]?.spec }
+        guard let spec else { return }
+        var result: Result<String, TransferFailure>
+        do throws(TransferFailure) {
+            try handover.file.sync()
+            let size = handover.file.size
+            if let total = handover.total, size != total {
+                throw .protocolViolation("received \(size) of \(total) bytes")
+            }
+            if let expected = spec.sha256 {
+                let actual = try FileDigest.sha256Hex(fd: handover.file.fd, path: handover.file.path)
+                if actual != expected {
+                    throw .integrity("SHA-256 mismatch: expected \(expected), got \(actual)")
+                }
+            }
+            handover.file.close()
+            let finalName = try names.publish(directory: spec.directory, name: handover.fileName)
+            result = .success(finalName)
+        } catch {
+            handover.file.close()
+            result = .failure(error)
+        }
+        mutate { core in
+            guard var item = core.items[id], item.generation == generation else { return ((), []) }
+            item.finishing = false
+            var effects: [Effect] = []
+            switch result {
+            case let .success(finalName):
+                names.release(directory: spec.directory, name: handover.fileName)
+                names.release(directory: spec.directory, name: finalName)
+                item.fileName = finalName
+                item.savedPath = spec.directory + "/" + finalName
+                item.state = .completed
+                item.lastError = nil
+                item.bytesDone = handover.total ?? item.bytesDone
+                if item.validators.totalLength == nil { item.validators.totalLength = item.bytesDone }
+            case let .failure(failure):
+                if case .integrity = failure { item.restartFromZero = true }
+                if var attempt = item.attempts.popLast() {
+                    attempt.error = failure.message
+                    item.attempts.append(attempt)
+                }
+                effects += scheduleRetryOrFail(&item, failure, progressed: false)
+            }
+            core.items[id] = item
+            core.touch(id)
+            self.checkShutdown(&core)
+            return ((), effects + self.pump(&core))
+        }
+    }
+
+    private func checkShutdown(_ core: inout Core) {
+        guard core.shuttingDown, let signal = core.shutdownSignal else { return }
+        if !core.items.values.contains(where: { $0.run != nil || $0.finishing }) {
+            core.shutdownSignal = nil
+            signal.signal()
+        }
+    }
+
+    // MARK: Sampling: rates and checkpoints, only while something runs
+
+    private static let samplePeriod: Double = 0.2
+
+    private func startSampler() -> DispatchSourceTimer {
+        let timer = DispatchSource.makeTimerSource(queue: timerQueue)
+        timer.schedule(deadline: .now() + Self.samplePeriod, repeating: Self.samplePeriod, leeway: .milliseconds(20))
+        timer.setEventHandler { [weak self] in self?.sample() }
+        timer.resume()
+        return timer
+    }
+
+    private func sample() {
+        let now = Double(DispatchTime.now().uptimeNanoseconds) / 1e9
+        let checkpoints = core.withLock { core -> [(TransferID, Int64)]? in
+            var anyRunning = false
+            var moved = false
+            for id in core.order {
+                guard var item = core.items[id], item.state == .running, let run = item.run else { continue }
+                anyRunning = true
+                let done = run.bytesDone
+                if done != item.bytesDone { moved = true }
+                item.bytesDone = done
+                item.rate.add(totalBytes: done, at: now)
+                core.items[id] = item
+            }
+            if moved { core.version &+= 1 }
+            if !anyRunning, !core.items.values.contains(where: { $0.finishing }) {
+                core.sampler?.cancel()
+                core.sampler = nil
+            }
+            guard now - core.lastCheckpoint >= 1 else { return nil }
+            core.lastCheckpoint = now
+            return core.items.values.compactMap { item in item.run.map { (item.id, $0.bytesDone) } }
+        }
+        if let checkpoints, !checkpoints.isEmpty {
+            let store = self.store
+            storeQueue.async { for (id, bytes) in checkpoints { try? store.checkpoint(id, bytesDone: bytes) } }
+        }
+    }
+
+    private func checkpointAll() {
+        let checkpoints = core.withLock { core in core.items.values.map { ($0.id, $0.run?.bytesDone ?? $0.bytesDone) } }
+        let store = self.store
+        storeQueue.async { for (id, bytes) in checkpoints { try? store.checkpoint(id, bytesDone: bytes) } }
+    }
+}

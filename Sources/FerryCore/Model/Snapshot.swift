@@ -1,0 +1,60 @@
+import Foundation
+
+/// An immutable picture of one item, taken under the manager's lock; what a UI or reporter draws from.
+public struct TransferSnapshot: Sendable, Identifiable, Equatable {
+    public var id: TransferID
+    public var spec: TransferSpec
+    public var state: TransferState
+    /// Bytes of the file that are done (on disk or in the write buffer).
+    public var bytesDone: Int64
+    /// Full size when known.
+    public var bytesExpected: Int64?
+    /// The name the file is saved under, once chosen.
+    public var fileName: String?
+    /// Final path, once the item completed.
+    public var savedPath: String?
+    /// Smoothed rate in bytes per second while running.
+    public var bytesPerSecond: Double?
+    public var eta: TimeInterval?
+    /// Failed attempts counted against the retry budget.
+    public var retries: Int
+    public var maxRetries: Int
+    public var nextRetryAt: Date?
+    public var lastError: String?
+    public var attempts: [Attempt]
+    public var validators: Validators
+    public var lastStatus: Int?
+
+    /// `Float(totalBytesWritten) / Float(totalBytesExpected)`; nil when the size is unknown.
+    public var progress: Float? {
+        guard let bytesExpected, bytesExpected > 0 else { return nil }
+        return Float(bytesDone) / Float(bytesExpected)
+    }
+
+    /// A name to show before the real one is known.
+    public var displayName: String {
+        fileName ?? FileNaming.filename(fromURL: spec.url) ?? spec.url.host ?? "?"
+    }
+}
+
+public struct QueueTotals: Sendable, Equatable {
+    public var count: [TransferState: Int] = [:]
+    public var downloadBytesPerSecond: Double = 0
+    public var uploadBytesPerSecond: Double = 0
+}
+
+/// Everything a front end needs for one frame. `version` changes whenever a state, order or setting changed.
+public struct QueueSnapshot: Sendable, Equatable {
+    public var version: UInt64
+    public var items: [TransferSnapshot]
+    public var totals: QueueTotals
+    public var maxConcurrent: Int
+    public var maxPerHost: Int
+}
+
+/// A state change, as the reporter and the store see it.
+public struct TransferEvent: Sendable {
+    public var id: TransferID
+    public var state: TransferState
+    public var snapshot: TransferSnapshot
+}

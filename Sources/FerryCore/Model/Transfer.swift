@@ -1,0 +1,99 @@
+import Foundation
+
+/// Identifies one item in the queue for its whole life (stable across restarts once a store keeps it).
+public struct TransferID: Hashable, Comparable, Sendable, Codable, CustomStringConvertible {
+    public let rawValue: Int64
+    public init(_ rawValue: Int64) { self.rawValue = rawValue }
+    public static func < (a: TransferID, b: TransferID) -> Bool { a.rawValue < b.rawValue }
+    public var description: String { "#\(rawValue)" }
+}
+
+public enum Direction: String, Sendable, Codable {
+    case download, upload
+}
+
+/// Where an item is in its life. `waiting` is the pause between a failed attempt and its retry.
+public enum TransferState: String, Sendable, Codable, CaseIterable {
+    case queued, running, waiting, paused, completed, failed, cancelled
+
+    /// No further work will happen without a user command.
+    public var isTerminal: Bool { self == .completed || self == .failed || self == .cancelled }
+    /// Holds or is about to hold a connection slot.
+    public var isActive: Bool { self == .running || self == .waiting }
+}
+
+/// One header the user asked to send (`-H 'Name: value'`).
+public struct HTTPHeader: Sendable, Codable, Equatable {
+    public var name: String
+    public var value: String
+    public init(name: String, value: String) {
+        self.name = name
+        self.value = value
+    }
+
+    /// Parses `Name: value`; nil when the name is not an HTTP token or the value holds CR, LF or NUL.
+    public static func parse(_ line: String) -> HTTPHeader? {
+        guard let colon = line.firstIndex(of: ":") else { return nil }
+        let name = String(line[..<colon]).trimmingCharacters(in: .whitespaces)
+        let value = String(line[line.index(after: colon)...]).trimmingCharacters(in: .whitespaces)
+        let tokenChars = Set("!#$%&'*+-.^_`|~0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ")
+        guard !name.isEmpty, name.allSatisfy({ tokenChars.contains($0) }) else { return nil }
+        guard !value.unicodeScalars.contains(where: { $0 == "\r" || $0 == "\n" || $0 == "\0" }) else { return nil }
+        return HTTPHeader(name: name, value: value)
+    }
+}
+
+/// What the user asked for. Immutable once queued.
+public struct TransferSpec: Sendable, Codable, Equatable {
+    public var direction: Direction
+    public var url: URL
+    public var headers: [HTTPHeader]
+    /// Downloads: the directory the file lands in (absolute).
+    public var directory: String
+    /// Downloads: the name given with `-O`; nil means "ask the server, then the URL".
+    public var fileName: String?
+    /// Downloads: expected lowercase hex SHA-256 of the whole file.
+    public var sha256: String?
+
+    public init(download url: URL, directory: String, fileName: String? = nil, sha256: String? = nil, headers: [HTTPHeader] = []) {
+        self.direction = .download
+        self.url = url
+        self.headers = headers
+        self.directory = directory
+        self.fileName = fileName
+        self.sha256 = sha256?.lowercased()
+    }
+
+    public var host: String { url.host?.lowercased() ?? "" }
+}
+
+/// What the server said about the representation, kept so a resume asks for the same bytes.
+public struct Validators: Sendable, Codable, Equatable {
+    public var etag: String?
+    public var lastModified: String?
+    /// Full size of the representation, when the server told it.
+    public var totalLength: Int64?
+
+    public init(etag: String? = nil, lastModified: String? = nil, totalLength: Int64? = nil) {
+        self.etag = etag
+        self.lastModified = lastModified
+        self.totalLength = totalLength
+    }
+
+    /// The value for `If-Range`: a strong ETag, else Last-Modified; nil when neither can be trusted.
+    public var ifRange: String? {
+        if let etag, !etag.hasPrefix("W/"), etag.hasPrefix("\"") { return etag }
+        return lastModified
+    }
+}
+
+/// One try at a transfer, for the detail view and the headless failure message.
+public struct Attempt: Sendable, Codable, Equatable {
+    public var number: Int
+    public var startedAt: Date
+    public var endedAt: Date?
+    /// The offset the attempt asked to start from (0 = whole file).
+    public var fromOffset: Int64
+    public var status: Int?
+    public var error: String?
+}

@@ -1,0 +1,98 @@
+import Foundation
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// A `NAME.part` file being written: chunks are coalesced in a buffer and written in large blocks,
+/// because URLSession on Linux hands over at most 16 KiB per callback (65,000 callbacks per GiB).
+/// Not thread-safe: one attempt owns it and touches it from the serial delegate queue, then hands it on.
+final class PartialFile {
+    let path: String
+    private(set) var fd: Int32
+    private let buffer: UnsafeMutableRawBufferPointer
+    private var buffered = 0
+    /// Bytes already written to the file (the buffer comes after them).
+    private(set) var written: Int64
+
+    /// Opens (creating when missing) a partial file and positions at its end.
+    convenience init(openingOrCreating path: String, bufferSize: Int) throws(TransferFailure) {
+        let fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0o644)
+        guard fd >= 0 else { throw .local("cannot open \(path): \(String(cString: strerror(errno)))") }
+        self.init(path: path, fd: fd, bufferSize: bufferSize)
+    }
+
+    /// Takes over an already open descriptor (e.g. one created with O_EXCL while claiming a name).
+    init(path: String, fd: Int32, bufferSize: Int) {
+        self.path = path
+        self.fd = fd
+        self.buffer = .allocate(byteCount: max(bufferSize, 64 * 1024), alignment: 4096)
+        var st = stat()
+        written = fstat(fd, &st) == 0 ? Int64(st.st_size) : 0
+        _ = lseek(fd, off_t(written), SEEK_SET)
+    }
+
+    deinit {
+        if fd >= 0 { _ = Glibc.close(fd) }
+        buffer.deallocate()
+    }
+
+    /// Everything received so far, flushed or not.
+    var size: Int64 { written + Int64(buffered) }
+
+    func append(_ data: Data) throws(TransferFailure) {
+        let count = data.count
+        if buffered + count > buffer.count { try flush() }
+        if count >= buffer.count {
+            let failure = data.withUnsafeBytes { raw -> TransferFailure? in
+                do throws(TransferFailure) { try writeAll(raw) } catch { return error }
+                return nil
+            }
+            if let failure { throw failure }
+            return
+        }
+        data.withUnsafeBytes { raw in
+            (buffer.baseAddress! + buffered).copyMemory(from: raw.baseAddress!, byteCount: count)
+        }
+        buffered += count
+    }
+
+    func flush() throws(TransferFailure) {
+        guard buffered > 0 else { return }
+        let pending = UnsafeRawBufferPointer(start: buffer.baseAddress, count: buffered)
+        buffered = 0
+        try writeAll(pending)
+    }
+
+    private func writeAll(_ bytes: UnsafeRawBufferPointer) throws(TransferFailure) {
+        var offset = 0
+        while offset < bytes.count {
+            let n = write(fd, bytes.baseAddress! + offset, bytes.count - offset)
+            if n < 0 {
+                if errno == EINTR { continue }
+                let reason = errno == ENOSPC ? "disk full" : String(cString: strerror(errno))
+                throw .local("cannot write \(path): \(reason)")
+            }
+            offset += n
+            written += Int64(n)
+        }
+    }
+
+    /// Drops everything (the server sent the whole representation again, or a new one).
+    func truncate() throws(TransferFailure) {
+        buffered = 0
+        guard ftruncate(fd, 0) == 0, lseek(fd, 0, SEEK_SET) == 0 else {
+            throw .local("cannot truncate \(path): \(String(cString: strerror(errno)))")
+        }
+        written = 0
+    }
+
+    func sync() throws(TransferFailure) {
+        try flush()
+        guard fsync(fd) == 0 else { throw .local("cannot sync \(path): \(String(cString: strerror(errno)))") }
+    }
+
+    func close() {
+        if fd >= 0 { _ = Glibc.close(fd) }
+        fd = -1
+    }
+}

@@ -1,0 +1,50 @@
+import Foundation
+
+/// Human-readable sizes, rates and durations for the terminal. Locale-independent ("." as decimal separator).
+public enum ByteFormat {
+    static let units = ["KiB", "MiB", "GiB", "TiB", "PiB", "EiB"]
+
+    /// Binary units with one decimal from KiB up: 0 -> "0 B", 1023 -> "1023 B", 1536 -> "1.5 KiB", 10*1024*1024 -> "10.0 MiB",
+    /// then GiB, TiB, PiB, EiB. Values that would round to "1024.0" of a unit are shown in the next unit.
+    /// Negative values get a leading "-".
+    public static func bytes(_ n: Int64) -> String {
+        n < 0 ? "-" + format(Double(n.magnitude)) : format(Double(n))
+    }
+
+    /// "12.3 MiB/s"; negative or non-finite -> "0 B/s".
+    public static func rate(_ bytesPerSecond: Double) -> String {
+        guard bytesPerSecond.isFinite, bytesPerSecond > 0 else { return "0 B/s" }
+        return format(min(bytesPerSecond, Double(Int64.max))) + "/s"
+    }
+
+    /// Compact duration: 5 -> "5s", 65 -> "1m05s", 3725 -> "1h02m", >= 100 h -> "99h+"; negative/non-finite -> "--".
+    /// Rounded to the nearest second.
+    public static func duration(_ seconds: TimeInterval) -> String {
+        guard seconds.isFinite, seconds >= 0 else { return "--" }
+        guard seconds < 360_000 else { return "99h+" }
+        let s = Int(seconds.rounded())
+        if s >= 360_000 { return "99h+" }
+        if s < 60 { return "\(s)s" }
+        if s < 3600 { return "\(s / 60)m\(twoDigits(s % 60))s" }
+        return "\(s / 3600)h\(twoDigits(s / 60 % 60))m"
+    }
+
+    /// `v` is finite and in 0...Int64.max.
+    static func format(_ v: Double) -> String {
+        let whole = v.rounded()
+        if whole < 1024 { return "\(Int(whole)) B" }
+        var value = v / 1024
+        var unit = 0
+        while true {
+            let tenths = (value * 10).rounded()
+            if tenths < 10_240 || unit == units.count - 1 {
+                let t = Int64(tenths)
+                return "\(t / 10).\(t % 10) \(units[unit])"
+            }
+            value /= 1024
+            unit += 1
+        }
+    }
+
+    static func twoDigits(_ n: Int) -> String { n < 10 ? "0\(n)" : "\(n)" }
+}

@@ -1,0 +1,78 @@
+import Foundation
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// A problem with what the user typed or gave: reported with exit status 2 before anything is transferred.
+public struct UsageError: Error, CustomStringConvertible, Sendable {
+    public let description: String
+    public init(_ description: String) { self.description = description }
+}
+
+/// Checks of user input that must hold before anything is queued.
+public enum InputValidation {
+    /// An absolute http(s) URL with a host, or a message naming what is wrong.
+    public static func url(_ text: String) throws(UsageError) -> URL {
+        let trimmed = text.trimmingCharacters(in: .whitespaces)
+        let shown = TerminalSafe.sanitize(trimmed)
+        guard !trimmed.isEmpty else { throw UsageError("empty URL") }
+        guard let url = URL(string: trimmed), let scheme = url.scheme?.lowercased() else {
+            throw UsageError("not a valid URL: '\(shown)'")
+        }
+        guard scheme == "http" || scheme == "https" else {
+            throw UsageError("unsupported scheme '\(TerminalSafe.sanitize(scheme))' in '\(shown)': only http and https")
+        }
+        guard let host = url.host, !host.isEmpty else { throw UsageError("no host in URL '\(shown)'") }
+        return url
+    }
+
+    /// The URLs of a `-i` list: one per line, blank lines and `#` comments skipped. Every line is checked first;
+    /// the first bad one is named with its line number.
+    public static func urlList(contents: String, path: String) throws(UsageError) -> [URL] {
+        var urls: [URL] = []
+        for (index, rawLine) in contents.split(separator: "\n", omittingEmptySubsequences: false).enumerated() {
+            let line = rawLine.trimmingCharacters(in: .whitespacesAndNewlines)
+            if line.isEmpty || line.hasPrefix("#") { continue }
+            do throws(UsageError) {
+                urls.append(try url(line))
+            } catch {
+                throw UsageError("\(TerminalSafe.sanitize(path)):\(index + 1): \(error.description)")
+            }
+        }
+        return urls
+    }
+
+    /// A directory downloads can be written into, made absolute; created when missing.
+    public static func writableDirectory(_ path: String, relativeTo cwd: String) throws(UsageError) -> String {
+        let absolute = path.hasPrefix("/") ? path : cwd + "/" + path
+        let url = URL(fileURLWithPath: absolute).standardizedFileURL
+        var isDirectory: ObjCBool = false
+        if !FileManager.default.fileExists(atPath: url.path, isDirectory: &isDirectory) {
+            do {
+                try FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
+            } catch {
+                throw UsageError("cannot create directory \(url.path): \(error.localizedDescription)")
+            }
+            isDirectory = true
+        }
+        guard isDirectory.boolValue else { throw UsageError("not a directory: \(url.path)") }
+        guard access(url.path, W_OK | X_OK) == 0 else { throw UsageError("directory is not writable: \(url.path)") }
+        return url.path
+    }
+
+    /// Lowercase hex of a SHA-256, or a message.
+    public static func sha256(_ text: String) throws(UsageError) -> String {
+        let hex = text.lowercased()
+        guard hex.count == 64, hex.allSatisfy({ $0.isHexDigit }) else {
+            throw UsageError("--sha256 needs 64 hex digits, got '\(TerminalSafe.sanitize(text))'")
+        }
+        return hex
+    }
+
+    public static func header(_ text: String) throws(UsageError) -> HTTPHeader {
+        guard let header = HTTPHeader.parse(text) else {
+            throw UsageError("bad header '\(TerminalSafe.sanitize(text))': expected 'Name: value'")
+        }
+        return header
+    }
+}

@@ -1,0 +1,72 @@
+import ArgumentParser
+import FerryCore
+import Foundation
+
+struct Get: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Download URLs (headless until the terminal UI lands).",
+        discussion: "Saved paths go to stdout, progress to stderr. Exit 0 when every download succeeded, 1 when any failed, 2 for bad input."
+    )
+
+    @Argument(help: "http or https URLs.")
+    var urls: [String] = []
+
+    @Option(name: [.customShort("o"), .customLong("dir")], help: "Directory to save into (default: the current one; created when missing).")
+    var directory: String?
+
+    @Option(name: [.customShort("O"), .customLong("output")], help: "File name to save a single URL under.")
+    var outputName: String?
+
+    @Option(name: .customLong("sha256"), help: "Expected SHA-256 (hex) of a single download.")
+    var sha256: String?
+
+    @Option(name: [.customShort("H"), .customLong("header")], help: "Extra request header, 'Name: value'. Repeatable.")
+    var headers: [String] = []
+
+    @Option(name: [.customShort("i"), .customLong("input-file")], help: "Read URLs from FILE, one per line, '#' comments.")
+    var inputFile: String?
+
+    @OptionGroup var common: CommonOptions
+
+    func run() async throws {
+        let specs = try makeSpecs()
+        let exitCode = await HeadlessRun(configuration: common.engineConfiguration()).run(specs)
+        throw ExitCode(exitCode)
+    }
+
+    /// Every input is checked before anything is queued or created.
+    func makeSpecs() throws(UsageError) -> [TransferSpec] {
+        var parsed: [URL] = []
+        for text in urls { parsed.append(try InputValidation.url(text)) }
+        if let inputFile {
+            guard let data = FileManager.default.contents(atPath: inputFile) else {
+                throw UsageError("cannot read URL list \(inputFile)")
+            }
+            parsed += try InputValidation.urlList(contents: String(decoding: data, as: UTF8.self), path: inputFile)
+        }
+        guard !parsed.isEmpty else { throw UsageError("no URL given (ferry get URL... or -i FILE)") }
+        if outputName != nil, parsed.count > 1 { throw UsageError("-O names one file, but \(parsed.count) URLs were given") }
+        if sha256 != nil, parsed.count > 1 { throw UsageError("--sha256 checks one file, but \(parsed.count) URLs were given") }
+        let digest = try sha256.map { (text: String) throws(UsageError) in try InputValidation.sha256(text) }
+        var extraHeaders: [HTTPHeader] = []
+        for text in headers { extraHeaders.append(try InputValidation.header(text)) }
+
+        let cwd = FileManager.default.currentDirectoryPath
+        var directoryPath = directory ?? "."
+        var fileName: String?
+        if let outputName {
+            // -O may carry a directory part, like wget -O path.
+            let url = URL(fileURLWithPath: outputName, relativeTo: URL(fileURLWithPath: directoryPath, isDirectory: true))
+            let base = url.lastPathComponent
+            guard outputName.last != "/", let safe = FileNaming.safeBaseName(base), safe == base else {
+                throw UsageError("-O needs a plain file name, got '\(TerminalSafe.sanitize(outputName))'")
+            }
+            fileName = safe
+            if outputName.contains("/") { directoryPath = url.deletingLastPathComponent().path }
+        }
+        let absoluteDirectory = try InputValidation.writableDirectory(directoryPath, relativeTo: cwd)
+        return parsed.map { url in
+            TransferSpec(download: url, directory: absoluteDirectory, fileName: fileName, sha256: digest, headers: extraHeaders)
+        }
+    }
+}

@@ -1,0 +1,70 @@
+import Foundation
+import Testing
+@testable import FerryCore
+
+@Suite struct ByteFormatTests {
+    @Test func bytes() {
+        #expect(ByteFormat.bytes(0) == "0 B")
+        #expect(ByteFormat.bytes(1) == "1 B")
+        #expect(ByteFormat.bytes(1023) == "1023 B")
+        #expect(ByteFormat.bytes(1024) == "1.0 KiB")
+        #expect(ByteFormat.bytes(1536) == "1.5 KiB")
+        #expect(ByteFormat.bytes(10 * 1024 * 1024) == "10.0 MiB")
+        #expect(ByteFormat.bytes(1_288_490_189) == "1.2 GiB")
+        #expect(ByteFormat.bytes(3 * 1024 * 1024 * 1024 * 1024) == "3.0 TiB")
+        #expect(ByteFormat.bytes(5 * 1024 * 1024 * 1024 * 1024 * 1024) == "5.0 PiB")
+        #expect(ByteFormat.bytes(Int64.max) == "8.0 EiB")
+    }
+
+    @Test func roundingCarriesToNextUnit() {
+        #expect(ByteFormat.bytes(1024 * 1024 - 1) == "1.0 MiB")
+        #expect(ByteFormat.bytes(1024 * 1024 - 60) == "1023.9 KiB")
+        #expect(ByteFormat.bytes(1024 * 1024 * 1024 - 1) == "1.0 GiB")
+    }
+
+    @Test func negative() {
+        #expect(ByteFormat.bytes(-1536) == "-1.5 KiB")
+        #expect(ByteFormat.bytes(-5) == "-5 B")
+        #expect(ByteFormat.bytes(Int64.min) == "-8.0 EiB")
+    }
+
+    @Test func rate() {
+        #expect(ByteFormat.rate(12.3 * 1024 * 1024) == "12.3 MiB/s")
+        #expect(ByteFormat.rate(0) == "0 B/s")
+        #expect(ByteFormat.rate(512.4) == "512 B/s")
+        #expect(ByteFormat.rate(1023.6) == "1.0 KiB/s")
+        #expect(ByteFormat.rate(1536) == "1.5 KiB/s")
+        #expect(ByteFormat.rate(-5) == "0 B/s")
+        #expect(ByteFormat.rate(.nan) == "0 B/s")
+        #expect(ByteFormat.rate(.infinity) == "0 B/s")
+        #expect(ByteFormat.rate(-.infinity) == "0 B/s")
+        #expect(ByteFormat.rate(1e300) == "8.0 EiB/s")
+        #expect(ByteFormat.rate(.leastNonzeroMagnitude) == "0 B/s")
+    }
+
+    @Test func duration() {
+        #expect(ByteFormat.duration(0) == "0s")
+        #expect(ByteFormat.duration(5) == "5s")
+        #expect(ByteFormat.duration(59) == "59s")
+        #expect(ByteFormat.duration(60) == "1m00s")
+        #expect(ByteFormat.duration(65) == "1m05s")
+        #expect(ByteFormat.duration(3599) == "59m59s")
+        #expect(ByteFormat.duration(3600) == "1h00m")
+        #expect(ByteFormat.duration(3725) == "1h02m")
+        #expect(ByteFormat.duration(99 * 3600 + 59 * 60 + 59) == "99h59m")
+        #expect(ByteFormat.duration(100 * 3600) == "99h+")
+        #expect(ByteFormat.duration(359_999.6) == "99h+")
+        #expect(ByteFormat.duration(1e300) == "99h+")
+        #expect(ByteFormat.duration(.infinity) == "--")
+        #expect(ByteFormat.duration(.nan) == "--")
+        #expect(ByteFormat.duration(-1) == "--")
+        #expect(ByteFormat.duration(4.6) == "5s")
+        #expect(ByteFormat.duration(59.6) == "1m00s")
+    }
+
+    @Test func localeIndependent() {
+        // No Foundation formatting is involved: always "." as decimal separator.
+        #expect(ByteFormat.bytes(1536).contains("."))
+        #expect(!ByteFormat.rate(1536).contains(","))
+    }
+}
