@@ -43,8 +43,9 @@ public enum ResumeRule {
                 start = nil
                 end = nil
             } else {
-                let ends = range.split(separator: "-", maxSplits: 1)
-                guard ends.count == 2, let s = Int64(ends[0]), let e = Int64(ends[1]), s >= 0, e >= s else { return nil }
+                let ends = range.split(separator: "-", omittingEmptySubsequences: false)
+                guard ends.count == 2, ends.allSatisfy({ !$0.isEmpty && $0.allSatisfy(\.isASCII) && $0.allSatisfy(\.isNumber) }),
+                      let s = Int64(ends[0]), let e = Int64(ends[1]), e >= s else { return nil }
                 if let total, e >= total { return nil }
                 start = s
                 end = e

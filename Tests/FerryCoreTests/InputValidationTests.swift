@@ -1,0 +1,48 @@
+import Foundation
+import Testing
+@testable import FerryCore
+
+@Suite struct InputValidationTests {
+    @Test func acceptsHTTPAndHTTPS() throws {
+        #expect(try InputValidation.url("http://example.com/a").host == "example.com")
+        #expect(try InputValidation.url(" HTTPS://example.com/ ").scheme?.lowercased() == "https")
+    }
+
+    @Test(arguments: ["", "not a url", "ftp://example.com/x", "file:///etc/passwd", "http://", "example.com/x", "http:///x"])
+    func rejectsEverythingElse(_ text: String) {
+        #expect(throws: UsageError.self) { try InputValidation.url(text) }
+    }
+
+    @Test func urlListNamesTheBadLine() throws {
+        let list = "# mirrors\nhttp://a/x\n\n   \nhttps://b/y\nftp://c/z\n"
+        do {
+            _ = try InputValidation.urlList(contents: list, path: "list.txt")
+            Issue.record("a bad line must be rejected")
+        } catch {
+            #expect(error.description.hasPrefix("list.txt:6: "))
+        }
+        #expect(try InputValidation.urlList(contents: "http://a/x\n# c\nhttps://b/y", path: "l").count == 2)
+    }
+
+    @Test func sha256NeedsSixtyFourHexDigits() throws {
+        #expect(try InputValidation.sha256(String(repeating: "AB", count: 32)) == String(repeating: "ab", count: 32))
+        #expect(throws: UsageError.self) { try InputValidation.sha256("abc") }
+        #expect(throws: UsageError.self) { try InputValidation.sha256(String(repeating: "g", count: 64)) }
+    }
+
+    @Test func headersCannotInjectLines() throws {
+        #expect(try InputValidation.header("X-Token: a b").value == "a b")
+        #expect(throws: UsageError.self) { try InputValidation.header("X-Token: a\r\nEvil: 1") }
+        #expect(throws: UsageError.self) { try InputValidation.header("Bad Name: v") }
+        #expect(throws: UsageError.self) { try InputValidation.header("novalue") }
+    }
+
+    @Test func directoryIsCreatedOrRefused() throws {
+        let base = FileManager.default.temporaryDirectory.appendingPathComponent("ferry-iv-\(UUID().uuidString)").path
+        defer { try? FileManager.default.removeItem(atPath: base) }
+        let made = try InputValidation.writableDirectory("sub/dir", relativeTo: base)
+        #expect(made == base + "/sub/dir")
+        _ = FileManager.default.createFile(atPath: base + "/file", contents: Data())
+        #expect(throws: UsageError.self) { try InputValidation.writableDirectory(base + "/file", relativeTo: "/") }
+    }
+}

@@ -1,0 +1,77 @@
+import Foundation
+import Testing
+@testable import FerryCore
+
+@Suite struct RetryPolicyTests {
+    let policy = RetryPolicy()
+    /// Always draws the top of the range, so the ceiling is visible.
+    let top: (ClosedRange<Double>) -> Double = { $0.upperBound }
+
+    @Test func defaultsMatchTheDesign() {
+        #expect(policy.maxRetries == 5)
+        #expect(policy.baseDelay == 1)
+        #expect(policy.factor == 2)
+        #expect(policy.maxDelay == 60)
+        #expect(policy.maxRetryAfter == 600)
+    }
+
+    @Test func backoffDoublesUpToTheCap() {
+        #expect((1...8).map { policy.backoffCeiling(retry: $0) } == [1, 2, 4, 8, 16, 32, 60, 60])
+        #expect(policy.backoffCeiling(retry: 10_000) == 60)
+    }
+
+    @Test func fullJitterDrawsFromZeroToTheCeiling() {
+        var seen: ClosedRange<Double>?
+        _ = policy.decide(.transport(code: -1005, message: "lost"), retries: 2) { range in
+            seen = range
+            return range.lowerBound
+        }
+        #expect(seen == 0...4)
+    }
+
+    @Test(arguments: [408, 429, 500, 502, 503, 504])
+    func retryableStatuses(_ status: Int) {
+        #expect(policy.decide(.http(status: status, reason: "", retryAfter: nil), retries: 0, random: top) == .retry(after: 1))
+    }
+
+    @Test(arguments: [400, 401, 403, 404, 410, 416, 501])
+    func otherStatusesFailAtOnce(_ status: Int) {
+        #expect(policy.decide(.http(status: status, reason: "", retryAfter: nil), retries: 0) == .giveUp)
+    }
+
+    /// -1 is how a mid-body close looks on Linux ("transfer closed with N bytes remaining"), not -1005.
+    @Test(arguments: [-1, -1001, -1004, -1005])
+    func connectionFailuresAreRetried(_ code: Int) {
+        #expect(policy.decide(.transport(code: code, message: ""), retries: 0, random: top) == .retry(after: 1))
+    }
+
+    @Test(arguments: [-1002, -999, -1000])
+    func badURLsAndUnsupportedSchemesAreNotRetried(_ code: Int) {
+        #expect(policy.decide(.transport(code: code, message: ""), retries: 0) == .giveUp)
+    }
+
+    @Test func localAndIntegrityFailuresAreNotRetried() {
+        #expect(policy.decide(.local("disk full"), retries: 0) == .giveUp)
+        #expect(policy.decide(.integrity("SHA-256 mismatch"), retries: 0) == .giveUp)
+    }
+
+    @Test func dnsFailuresOnlyALimitedNumberOfTimes() {
+        let dns = TransferFailure.transport(code: -1003, message: "no such host")
+        #expect(policy.decide(dns, retries: 0, dnsRetries: 0, random: top) != .giveUp)
+        #expect(policy.decide(dns, retries: 2, dnsRetries: 2, random: top) == .giveUp)
+    }
+
+    @Test func theBudgetRunsOut() {
+        let lost = TransferFailure.transport(code: -1005, message: "")
+        #expect(policy.decide(lost, retries: 4, random: top) == .retry(after: 16))
+        #expect(policy.decide(lost, retries: 5, random: top) == .giveUp)
+    }
+
+    @Test func retryAfterIsAFloorAndIsCapped() {
+        let zero: (ClosedRange<Double>) -> Double = { $0.lowerBound }
+        #expect(policy.decide(.http(status: 503, reason: "", retryAfter: 2), retries: 0, random: zero) == .retry(after: 2))
+        #expect(policy.decide(.http(status: 429, reason: "", retryAfter: 86_400), retries: 0, random: zero) == .retry(after: 600))
+        // A short Retry-After never makes the wait shorter than the backoff drawn.
+        #expect(policy.decide(.http(status: 503, reason: "", retryAfter: 0.5), retries: 3, random: top) == .retry(after: 8))
+    }
+}
