@@ -219,7 +219,6 @@ public final class TransferManager: Sendable {
             }
             let store = self.store
             effects.append { [storeQueue] in storeQueue.async { try? store.remove(id) } }
-            self.resumeWaiters(&core)
             return ((), effects + self.pump(&core))
         }
     }
@@ -346,7 +345,8 @@ public final class TransferManager: Sendable {
     /// Runs `body` under the lock, then (outside it) its effects, the store writes and the events for what changed.
     @discardableResult
     private func mutate<R: Sendable>(_ body: (inout Core) -> (R, [Effect])) -> R {
-        let (result, effects, events, order) = core.withLock { core -> (R, [Effect], [TransferEvent], [TransferID]?) in
+        let (result, effects, events, finished) = core.withLock {
+            core -> (R, [Effect], [TransferEvent], [CheckedContinuation<Void, Never>]) in
             let (result, effects) = body(&core)
             var events: [TransferEvent] = []
             for id in core.changed.sorted() {
@@ -354,7 +354,6 @@ public final class TransferManager: Sendable {
                 events.append(TransferEvent(id: id, state: item.state, snapshot: self.snapshot(of: item)))
             }
             core.changed.removeAll()
-            if !events.isEmpty { self.resumeWaiters(&core) }
             let order = core.orderChanged ? core.order : nil
             core.orderChanged = false
             let positions = Dictionary(uniqueKeysWithValues: core.order.enumerated().map { ($1, $0) })
@@ -366,13 +365,15 @@ public final class TransferManager: Sendable {
                     if let order { try? store.saveOrder(order) }
                 }
             }
-            return (result, effects, events, order)
+            return (result, effects, events, self.takeFinishedWaiters(&core))
         }
-        _ = order
         effects.forEach { $0() }
         if let onEvent, !events.isEmpty {
             eventQueue.async { events.forEach(onEvent) }
         }
+        // Waiters wake only after this change's events are queued, so a waiter that drains the
+        // event queue (as shutdown does) sees every event up to the one that finished its items.
+        finished.forEach { $0.resume() }
         return result
     }
 
@@ -390,12 +391,15 @@ public final class TransferManager: Sendable {
         }
     }
 
-    private func resumeWaiters(_ core: inout Core) {
+    private func takeFinishedWaiters(_ core: inout Core) -> [CheckedContinuation<Void, Never>] {
+        guard !core.waiters.isEmpty else { return [] }
+        var finished: [CheckedContinuation<Void, Never>] = []
         var remaining: [(ids: Set<TransferID>, continuation: CheckedContinuation<Void, Never>)] = []
         for waiter in core.waiters {
-            if Self.allFinished(waiter.ids, in: core) { waiter.continuation.resume() } else { remaining.append(waiter) }
+            if Self.allFinished(waiter.ids, in: core) { finished.append(waiter.continuation) } else { remaining.append(waiter) }
         }
         core.waiters = remaining
+        return finished
     }
 
     /// Starts whatever the caps allow, in queue order.

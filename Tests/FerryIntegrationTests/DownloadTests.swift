@@ -1,0 +1,337 @@
+import FerryCore
+import Foundation
+import Synchronization
+import Testing
+import TestHTTPServer
+
+/// Downloads through the real engine against the real in-process server.
+@Suite struct DownloadTests {
+    let server: TestHTTPServer
+    let dir: TempDir
+
+    init() throws {
+        server = try TestHTTPServer()
+        dir = try TempDir()
+    }
+
+    func download(_ path: String, manager: TransferManager, name: String? = nil, sha256: String? = nil) -> TransferID {
+        manager.add(TransferSpec(download: server.url(path), directory: dir.path, fileName: name, sha256: sha256))
+    }
+
+    @Test func sixtyFourMiBArriveIdenticalAndProgressEndsAtExactlyOne() async throws {
+        let body = Resource.randomBytes(count: 64 << 20, seed: 1)
+        server.route("/big.bin", .serve(Resource(body: body, etag: "\"big\"")))
+        let progress = Mutex<[Float]>([])
+        let manager = try TransferManager(configuration: testConfiguration()) { event in
+            if let p = event.snapshot.progress { progress.withLock { $0.append(p) } }
+        }
+        defer { manager.shutdown() }
+        let id = download("/big.bin", manager: manager)
+        try await finish(manager, [id])
+        let item = try #require(manager.snapshot(of: id))
+        #expect(item.state == .completed)
+        #expect(item.progress == 1.0)
+        #expect(item.bytesExpected == Int64(body.count))
+        #expect(item.savedPath == dir.path + "/big.bin")
+        #expect(dir.files() == ["big.bin"])
+        #expect(sha256Hex(try #require(dir.contents("big.bin"))) == sha256Hex(body))
+        #expect(progress.withLock { $0.allSatisfy { $0 <= 1 } })
+        // Downloads ask for the file itself: corelibs turns on automatic decompression otherwise,
+        // and byte counts and ranges would no longer refer to the file.
+        #expect(server.requests("/big.bin").first?.header("Accept-Encoding") == "identity")
+    }
+
+    @Test func withoutContentLengthProgressIsUnknownUntilTheEnd() async throws {
+        let body = Resource.randomBytes(count: 3 << 20, seed: 2)
+        server.route("/chunked.bin", .serve(Resource(body: body), ServeOptions(sendContentLength: false, bytesPerSecond: 6 << 20)))
+        let manager = try TransferManager(configuration: testConfiguration())
+        defer { manager.shutdown() }
+        let id = download("/chunked.bin", manager: manager)
+        try await eventually("bytes flowing") { (manager.snapshot(of: id)?.bytesDone ?? 0) > 0 }
+        let midway = try #require(manager.snapshot(of: id))
+        if midway.state == .running {
+            #expect(midway.progress == nil)
+            #expect(midway.bytesExpected == nil)
+        }
+        try await finish(manager, [id])
+        let item = try #require(manager.snapshot(of: id))
+        #expect(item.state == .completed)
+        #expect(item.progress == 1.0)
+        #expect(dir.contents("chunked.bin") == body)
+    }
+
+    @Test func aCutConnectionResumesWithOneRangedRequest() async throws {
+        let body = Resource.randomBytes(count: 10 << 20, seed: 3)
+        let resource = Resource(body: body, etag: "\"v1\"")
+        server.route("/cut.bin", [.serve(resource, ServeOptions(cutAfter: 3 << 20)), .serve(resource)])
+        let manager = try TransferManager(configuration: testConfiguration())
+        defer { manager.shutdown() }
+        let id = download("/cut.bin", manager: manager)
+        try await finish(manager, [id])
+        #expect(manager.snapshot(of: id)?.state == .completed)
+        #expect(dir.contents("cut.bin") == body)
+        let requests = server.requests("/cut.bin")
+        try #require(requests.count == 2)
+        #expect(requests[0].header("Range") == nil)
+        let range = try #require(requests[1].header("Range"))
+        let offset = try #require(Int(range.dropFirst("bytes=".count).dropLast()))
+        #expect(range.hasPrefix("bytes=") && range.hasSuffix("-"))
+        #expect(offset > 0 && offset <= 3 << 20)
+        #expect(requests[1].header("If-Range") == "\"v1\"")
+        let attempts = try #require(manager.snapshot(of: id)?.attempts)
+        #expect(attempts.count == 2)
+        #expect(attempts[0].error != nil)
+    }
+
+    @Test func aChangedFileStartsOverAndNeverMixesVersions() async throws {
+        let old = Resource(body: Resource.randomBytes(count: 6 << 20, seed: 4), etag: "\"old\"")
+        let new = Resource(body: Resource.randomBytes(count: 5 << 20, seed: 5), etag: "\"new\"")
+        server.route("/changing.bin", [.serve(old, ServeOptions(cutAfter: 3 << 20)), .serve(new)])
+        let manager = try TransferManager(configuration: testConfiguration())
+        defer { manager.shutdown() }
+        let id = download("/changing.bin", manager: manager)
+        try await finish(manager, [id])
+        #expect(manager.snapshot(of: id)?.state == .completed)
+        #expect(dir.contents("changing.bin") == new.body)
+        #expect(server.requests("/changing.bin").last?.header("If-Range") == "\"old\"")
+    }
+
+    @Test func aServerIgnoringRangeStillGivesAnIdenticalFile() async throws {
+        let resource = Resource(body: Resource.randomBytes(count: 6 << 20, seed: 6), etag: "\"same\"")
+        server.route("/norange.bin", [.serve(resource, ServeOptions(cutAfter: 2 << 20)),
+                                      .serve(resource, ServeOptions(honorRange: false))])
+        let manager = try TransferManager(configuration: testConfiguration())
+        defer { manager.shutdown() }
+        let id = download("/norange.bin", manager: manager)
+        try await finish(manager, [id])
+        #expect(manager.snapshot(of: id)?.state == .completed)
+        #expect(dir.contents("norange.bin") == resource.body)
+        #expect(server.requests("/norange.bin").last?.header("Range") != nil)
+    }
+
+    @Test func retryAfterInSecondsIsHonoured() async throws {
+        let body = Resource.randomBytes(count: 100_000, seed: 7)
+        let busy = Behavior.status(503, headers: [("Retry-After", "2")])
+        server.route("/busy.bin", [busy, busy, .serve(Resource(body: body))])
+        let manager = try TransferManager(configuration: testConfiguration())
+        defer { manager.shutdown() }
+        let id = download("/busy.bin", manager: manager)
+        try await finish(manager, [id])
+        #expect(manager.snapshot(of: id)?.state == .completed)
+        #expect(dir.contents("busy.bin") == body)
+        let times = server.requests("/busy.bin").map(\.receivedAt)
+        try #require(times.count == 3)
+        #expect(times[1].timeIntervalSince(times[0]) >= 2)
+        #expect(times[2].timeIntervalSince(times[1]) >= 2)
+    }
+
+    @Test func retryAfterAsAnHTTPDateIsHonoured() async throws {
+        let body = Resource.randomBytes(count: 1000, seed: 8)
+        let when = HTTPDate.format(Date().addingTimeInterval(3))
+        server.route("/slow.bin", [.status(429, headers: [("Retry-After", when)]), .serve(Resource(body: body))])
+        let manager = try TransferManager(configuration: testConfiguration())
+        defer { manager.shutdown() }
+        let id = download("/slow.bin", manager: manager)
+        try await finish(manager, [id])
+        #expect(manager.snapshot(of: id)?.state == .completed)
+        let times = server.requests("/slow.bin").map(\.receivedAt)
+        try #require(times.count == 2)
+        // The date has whole seconds: at least 2 s of the 3 asked for remain after rounding.
+        #expect(times[1].timeIntervalSince(times[0]) >= 2)
+    }
+
+    @Test func notFoundFailsAfterOneRequest() async throws {
+        server.route("/missing.bin", .status(404))
+        let manager = try TransferManager(configuration: testConfiguration())
+        defer { manager.shutdown() }
+        let id = download("/missing.bin", manager: manager)
+        try await finish(manager, [id])
+        let item = try #require(manager.snapshot(of: id))
+        #expect(item.state == .failed)
+        #expect(item.lastError == "HTTP 404 Not Found")
+        #expect(server.requests("/missing.bin").count == 1)
+        #expect(dir.files().allSatisfy { !$0.hasPrefix("missing.bin") || $0.hasSuffix(".part") })
+    }
+
+    @Test(arguments: [
+        ("attachment; filename=\"../../x.bin\"", "x.bin"),
+        ("attachment; filename=\"..\"", "dots"),
+        ("attachment; filename=\"evil\u{1B}[31m\u{07}name.bin\"", "evil_[31m_name.bin"),
+        ("attachment; filename*=UTF-8''%E6%95%B0.bin", "数.bin"),
+        ("attachment; filename=\"-rf .bin\"; filename*=UTF-8''..%2F..%2Fescape.bin", "escape.bin"),
+    ])
+    func hostileContentDispositionStaysInside(_ disposition: String, _ expected: String) async throws {
+        let body = Data("payload".utf8)
+        server.route("/dots", .serve(Resource(body: body, contentDisposition: disposition)))
+        let manager = try TransferManager(configuration: testConfiguration())
+        defer { manager.shutdown() }
+        let id = download("/dots", manager: manager)
+        try await finish(manager, [id])
+        let item = try #require(manager.snapshot(of: id))
+        #expect(item.state == .completed)
+        #expect(dir.files() == [expected])
+        #expect(item.savedPath == dir.path + "/" + expected)
+        #expect(dir.contents(expected) == body)
+        // Nothing escaped the directory.
+        let parent = URL(fileURLWithPath: dir.path).deletingLastPathComponent().path
+        #expect(!FileManager.default.fileExists(atPath: parent + "/x.bin"))
+        #expect(!FileManager.default.fileExists(atPath: parent + "/escape.bin"))
+    }
+
+    @Test func anExistingFileIsNeverOverwritten() async throws {
+        let keep = Data("the user's own file".utf8)
+        _ = FileManager.default.createFile(atPath: dir.path + "/report.pdf", contents: keep)
+        _ = FileManager.default.createFile(atPath: dir.path + "/report (1).pdf", contents: keep)
+        let body = Data("downloaded".utf8)
+        server.route("/report.pdf", .serve(Resource(body: body)))
+        let manager = try TransferManager(configuration: testConfiguration())
+        defer { manager.shutdown() }
+        let first = download("/report.pdf", manager: manager)
+        let named = download("/report.pdf", manager: manager, name: "report.pdf")
+        try await finish(manager, [first, named])
+        #expect(dir.contents("report.pdf") == keep)
+        #expect(dir.contents("report (1).pdf") == keep)
+        #expect(dir.contents("report (2).pdf") == body)
+        #expect(dir.contents("report (3).pdf") == body)
+        #expect(dir.files().count == 4)
+    }
+
+    @Test func twentyDownloadsOfTheSameNameMakeTwentyFiles() async throws {
+        var bodies: [Data] = []
+        for i in 0..<20 {
+            let body = Resource.randomBytes(count: 200_000, seed: UInt64(100 + i))
+            bodies.append(body)
+            server.route("/m\(i)/same.bin", .serve(Resource(body: body), ServeOptions(bytesPerSecond: 2 << 20)))
+        }
+        let manager = try TransferManager(configuration: testConfiguration(maxConcurrent: 20))
+        defer { manager.shutdown() }
+        let ids = (0..<20).map { download("/m\($0)/same.bin", manager: manager) }
+        try await finish(manager, Set(ids))
+        let files = dir.files()
+        #expect(files.count == 20)
+        #expect(Set(files).count == 20)
+        #expect(files.allSatisfy { $0.hasPrefix("same") && $0.hasSuffix(".bin") })
+        let saved = Set(files.compactMap { dir.contents($0) })
+        #expect(saved == Set(bodies))
+        #expect(server.maxConcurrentRequests > 1)
+    }
+
+    @Test func theGlobalCapHolds() async throws {
+        for i in 0..<20 {
+            server.route("/c\(i).bin", .serve(Resource(body: Resource.randomBytes(count: 100_000, seed: UInt64(i))),
+                                             ServeOptions(bytesPerSecond: 1 << 20)))
+        }
+        let manager = try TransferManager(configuration: testConfiguration(maxConcurrent: 4))
+        defer { manager.shutdown() }
+        let ids = (0..<20).map { download("/c\($0).bin", manager: manager) }
+        try await finish(manager, Set(ids))
+        #expect(manager.snapshot().items.allSatisfy { $0.state == .completed })
+        #expect(server.maxConcurrentRequests == 4)
+    }
+
+    @Test func thePerHostCapHolds() async throws {
+        for i in 0..<6 {
+            server.route("/h\(i).bin", .serve(Resource(body: Resource.randomBytes(count: 60_000, seed: UInt64(i))),
+                                             ServeOptions(bytesPerSecond: 1 << 20)))
+        }
+        var configuration = testConfiguration(maxConcurrent: 6)
+        configuration.maxPerHost = 2
+        let manager = try TransferManager(configuration: configuration)
+        defer { manager.shutdown() }
+        let ids = (0..<6).map { download("/h\($0).bin", manager: manager) }
+        try await finish(manager, Set(ids))
+        #expect(server.maxConcurrentRequests == 2)
+    }
+
+    @Test func pauseThenResumeContinuesFromThePartFile() async throws {
+        let body = Resource.randomBytes(count: 4 << 20, seed: 9)
+        // Slow enough (4 s) that the pause lands mid-way even when the machine is busy.
+        server.route("/pause.bin", .serve(Resource(body: body, etag: "\"p\""), ServeOptions(bytesPerSecond: 1 << 20)))
+        let manager = try TransferManager(configuration: testConfiguration())
+        defer { manager.shutdown() }
+        let id = download("/pause.bin", manager: manager)
+        try await eventually("512 KiB received") { (manager.snapshot(of: id)?.bytesDone ?? 0) > 512 << 10 }
+        manager.pause(id)
+        let partPath = dir.path + "/pause.bin.part"
+        try await eventually("the attempt drained: \(String(describing: manager.snapshot(of: id)))") {
+            manager.snapshot(of: id)?.state == .paused && manager.snapshot(of: id)?.attempts.last?.endedAt != nil
+        }
+        let partSize = try #require(FileManager.default.attributesOfItem(atPath: partPath)[.size] as? Int)
+        #expect(partSize > 512 << 10 && partSize < body.count)
+        #expect(manager.snapshot(of: id)?.bytesDone == Int64(partSize))
+        manager.resume(id)
+        try await finish(manager, [id])
+        #expect(manager.snapshot(of: id)?.state == .completed)
+        #expect(dir.contents("pause.bin") == body)
+        #expect(!FileManager.default.fileExists(atPath: partPath))
+        let requests = server.requests("/pause.bin")
+        try #require(requests.count == 2)
+        #expect(requests[1].header("Range") == "bytes=\(partSize)-")
+        #expect(requests[1].header("If-Range") == "\"p\"")
+    }
+
+    @Test func cancelStopsAPendingRetryAtOnce() async throws {
+        server.route("/flaky.bin", .status(503, headers: [("Retry-After", "30")]))
+        let manager = try TransferManager(configuration: testConfiguration())
+        defer { manager.shutdown() }
+        let id = download("/flaky.bin", manager: manager)
+        try await eventually("waiting to retry") { manager.snapshot(of: id)?.state == .waiting }
+        let waiting = try #require(manager.snapshot(of: id))
+        #expect(waiting.nextRetryAt.map { $0.timeIntervalSinceNow > 20 } == true)
+        manager.cancel(id)
+        #expect(manager.snapshot(of: id)?.state == .cancelled)
+        try await finish(manager, [id], within: 5)
+        #expect(server.requests("/flaky.bin").count == 1)
+    }
+
+    @Test func reorderingChangesWhatStartsNext() async throws {
+        for name in ["a", "b", "c"] {
+            server.route("/\(name)", .serve(Resource(body: Data(name.utf8)), ServeOptions(delayBeforeHead: 0.3)))
+        }
+        let manager = try TransferManager(configuration: testConfiguration(maxConcurrent: 1))
+        defer { manager.shutdown() }
+        let a = download("/a", manager: manager)
+        let b = download("/b", manager: manager)
+        let c = download("/c", manager: manager)
+        manager.move(c, .top)
+        #expect(manager.snapshot().items.map(\.id) == [c, a, b])
+        try await finish(manager, [a, b, c])
+        // `a` had started before the move; `c` jumped ahead of `b`.
+        #expect(server.allRequests.map(\.uri) == ["/a", "/c", "/b"])
+    }
+
+    @Test func aSHA256MismatchLeavesNoFileUnderTheFinalName() async throws {
+        server.route("/sum.bin", .serve(Resource(body: Data("content".utf8))))
+        let manager = try TransferManager(configuration: testConfiguration())
+        defer { manager.shutdown() }
+        let id = download("/sum.bin", manager: manager, sha256: String(repeating: "0", count: 64))
+        try await finish(manager, [id])
+        let item = try #require(manager.snapshot(of: id))
+        #expect(item.state == .failed)
+        #expect(item.lastError?.contains("SHA-256 mismatch") == true)
+        #expect(!FileManager.default.fileExists(atPath: dir.path + "/sum.bin"))
+        #expect(server.requests("/sum.bin").count == 1)
+    }
+
+    @Test func aMatchingSHA256Completes() async throws {
+        let body = Resource.randomBytes(count: 3 << 20, seed: 10)
+        server.route("/ok.bin", .serve(Resource(body: body)))
+        let manager = try TransferManager(configuration: testConfiguration())
+        defer { manager.shutdown() }
+        let id = download("/ok.bin", manager: manager, sha256: sha256Hex(body).uppercased())
+        try await finish(manager, [id])
+        #expect(manager.snapshot(of: id)?.state == .completed)
+    }
+
+    @Test func redirectsAreFollowedForDownloads() async throws {
+        let body = Data("moved".utf8)
+        server.route("/old", .redirect(302, location: server.url("/new/file.txt").absoluteString))
+        server.route("/new/file.txt", .serve(Resource(body: body)))
+        let manager = try TransferManager(configuration: testConfiguration())
+        defer { manager.shutdown() }
+        let id = download("/old", manager: manager)
+        try await finish(manager, [id])
+        #expect(manager.snapshot(of: id)?.state == .completed)
+        #expect(dir.files() == ["file.txt"])
+    }
+}

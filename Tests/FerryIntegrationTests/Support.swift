@@ -1,0 +1,118 @@
+import Crypto
+import FerryCore
+import Foundation
+import Testing
+import TestHTTPServer
+
+/// A temporary directory removed when the value is released.
+final class TempDir: Sendable {
+    let path: String
+    init() throws {
+        path = FileManager.default.temporaryDirectory.appendingPathComponent("ferry-test-\(UUID().uuidString)").path
+        try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
+    }
+    deinit { try? FileManager.default.removeItem(atPath: path) }
+
+    func files() -> [String] { ((try? FileManager.default.contentsOfDirectory(atPath: path)) ?? []).sorted() }
+    func contents(_ name: String) -> Data? { FileManager.default.contents(atPath: path + "/" + name) }
+}
+
+func sha256Hex(_ data: Data) -> String { SHA256.hash(data: data).map { String(format: "%02x", $0) }.joined() }
+
+/// Engine settings for tests: short backoff so retries do not slow the suite (Retry-After still wins).
+func testConfiguration(maxConcurrent: Int = 4) -> EngineConfiguration {
+    var configuration = EngineConfiguration()
+    configuration.maxConcurrent = maxConcurrent
+    configuration.retry.baseDelay = 0.05
+    configuration.retry.maxDelay = 0.2
+    configuration.idleTimeout = 10
+    return configuration
+}
+
+struct Timeout: Error {}
+
+/// Waits for the transfers to finish, failing the test instead of hanging when they do not.
+func finish(_ manager: TransferManager, _ ids: Set<TransferID>, within seconds: Double = 60) async throws {
+    try await withThrowingTaskGroup(of: Bool.self) { group in
+        group.addTask { await manager.waitUntilFinished(ids); return true }
+        group.addTask { try await Task.sleep(for: .seconds(seconds)); return false }
+        let finished = try await group.next() ?? false
+        group.cancelAll()
+        if !finished {
+            Issue.record("transfers did not finish within \(seconds) s: \(manager.snapshot().items.map { "\($0.id) \($0.state) \($0.lastError ?? "")" })")
+            throw Timeout()
+        }
+    }
+}
+
+/// Polls until `condition` holds (or fails the test after `seconds`).
+func eventually(within seconds: Double = 20, _ what: String, _ condition: () -> Bool) async throws {
+    let deadline = Date().addingTimeInterval(seconds)
+    while !condition() {
+        if Date() > deadline {
+            Issue.record("timed out waiting for: \(what)")
+            throw Timeout()
+        }
+        try await Task.sleep(for: .milliseconds(10))
+    }
+}
+
+/// The result of running the real `ferry` binary.
+struct CommandResult {
+    var status: Int32
+    var stdout: String
+    var stderr: String
+}
+
+/// Runs the `ferry` executable built next to the test bundle.
+func runFerry(_ arguments: [String], cwd: String? = nil, timeout: Double = 60) throws -> CommandResult {
+    let process = Process()
+    process.executableURL = ferryExecutable()
+    process.arguments = arguments
+    if let cwd { process.currentDirectoryURL = URL(fileURLWithPath: cwd) }
+    let out = Pipe(), err = Pipe()
+    process.standardOutput = out
+    process.standardError = err
+    process.standardInput = FileHandle.nullDevice
+    try process.run()
+    let outData = DataReader(out.fileHandleForReading), errData = DataReader(err.fileHandleForReading)
+    let deadline = Date().addingTimeInterval(timeout)
+    while process.isRunning {
+        if Date() > deadline {
+            process.terminate()
+            Issue.record("ferry \(arguments) did not exit within \(timeout) s")
+            break
+        }
+        Thread.sleep(forTimeInterval: 0.01)
+    }
+    process.waitUntilExit()
+    return CommandResult(status: process.terminationStatus,
+                         stdout: String(decoding: outData.finish(), as: UTF8.self),
+                         stderr: String(decoding: errData.finish(), as: UTF8.self))
+}
+
+/// Drains a pipe on a background thread so a chatty child never blocks on a full pipe.
+final class DataReader: @unchecked Sendable {
+    // `data` is written only by the reading thread until `finish()` joins it through the semaphore.
+    private var data = Data()
+    private let done = DispatchSemaphore(value: 0)
+    init(_ handle: FileHandle) {
+        Thread.detachNewThread { [self] in
+            data = handle.readDataToEndOfFile()
+            done.signal()
+        }
+    }
+    func finish() -> Data {
+        done.wait()
+        return data
+    }
+}
+
+func ferryExecutable() -> URL {
+    let candidates = [
+        URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent().appendingPathComponent("ferry"),
+        Bundle.main.bundleURL.appendingPathComponent("ferry"),
+        Bundle.main.bundleURL.deletingLastPathComponent().appendingPathComponent("ferry"),
+    ]
+    return candidates.first { FileManager.default.isExecutableFile(atPath: $0.path) } ?? candidates[0]
+}

@@ -1,0 +1,208 @@
+import Foundation
+import NIOCore
+import NIOHTTP1
+import NIOPosix
+import Synchronization
+
+/// A real HTTP/1.1 server on 127.0.0.1 (ephemeral port) for tests: serves resources with
+/// Range/If-Range/ETag, records requests, and misbehaves on request.
+public final class TestHTTPServer: Sendable {
+    public let port: Int
+    let core: ServerCore
+    private let group: MultiThreadedEventLoopGroup
+    private let serverChannel: any Channel
+
+    /// Binds 127.0.0.1:0 and starts serving.
+    public init() throws {
+        let core = ServerCore()
+        let group = MultiThreadedEventLoopGroup(numberOfThreads: 2)
+        let bootstrap = ServerBootstrap(group: group)
+            .serverChannelOption(.backlog, value: 256)
+            .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
+            .childChannelOption(.socketOption(.tcp_nodelay), value: 1)
+            .childChannelOption(.maxMessagesPerRead, value: 16)
+            .childChannelInitializer { channel in
+                core.register(channel)
+                return channel.eventLoop.makeCompletedFuture {
+                    try channel.pipeline.syncOperations.configureHTTPServerPipeline(
+                        withErrorHandling: true,
+                        withOutboundHeaderValidation: false)  // the server must be able to send hostile headers
+                    try channel.pipeline.syncOperations.addHandler(ConnectionHandler(core: core))
+                }
+            }
+        do {
+            let channel = try bootstrap.bind(host: "127.0.0.1", port: 0).wait()
+            guard let port = channel.localAddress?.port else {
+                try? channel.close().wait()
+                throw TestHTTPServerError.noPort
+            }
+            self.port = port
+            self.serverChannel = channel
+        } catch {
+            try? group.syncShutdownGracefully()
+            throw error
+        }
+        self.core = core
+        self.group = group
+    }
+
+    deinit {
+        shutdown()
+    }
+
+    public func url(_ path: String) -> URL {
+        URL(string: "http://127.0.0.1:\(port)\(path)")!
+    }
+
+    /// Idempotent: closes the listener and live connections, then shuts the event loops down.
+    /// Must not be called from one of the server's own event loop threads.
+    public func shutdown() {
+        guard let children = core.beginShutdown() else { return }
+        try? serverChannel.close().wait()
+        for child in children {
+            try? child.close().wait()
+        }
+        try? group.syncShutdownGracefully()
+    }
+
+    /// Per-request script for `path` (no query): request k gets `behaviors[k]`, the last one
+    /// repeats forever. Routing a path again replaces its script and restarts it.
+    public func route(_ path: String, _ behaviors: [Behavior]) {
+        precondition(!behaviors.isEmpty, "a route needs at least one behavior")
+        core.setRoute(path, behaviors)
+    }
+
+    public func route(_ path: String, _ behavior: Behavior) {
+        route(path, [behavior])
+    }
+
+    /// Requests to `path` (matched without query), in arrival order.
+    public func requests(_ path: String) -> [RecordedRequest] {
+        core.state.withLock { $0.requests.filter { $0.path == path } }
+    }
+
+    public var allRequests: [RecordedRequest] {
+        core.state.withLock { $0.requests }
+    }
+
+    /// Peak number of requests in flight: from request head received to response fully written
+    /// (or connection closed).
+    public var maxConcurrentRequests: Int {
+        core.state.withLock { $0.maxInFlight }
+    }
+
+    public var currentConcurrentRequests: Int {
+        core.state.withLock { $0.inFlight }
+    }
+
+    /// Malformed requests (NIO decoder errors) answered with 400 and a close. Not recorded.
+    public var badRequests: Int {
+        core.state.withLock { $0.badRequests }
+    }
+
+    /// Connections accepted so far.
+    public var connectionsAccepted: Int {
+        core.state.withLock { $0.connectionsAccepted }
+    }
+
+    /// Sets the peak to the current in-flight count and zeroes `badRequests` and
+    /// `connectionsAccepted`. Recorded requests and route scripts are kept.
+    public func resetCounters() {
+        core.state.withLock {
+            $0.maxInFlight = $0.inFlight
+            $0.badRequests = 0
+            $0.connectionsAccepted = 0
+        }
+    }
+
+    /// Forgets all recorded requests.
+    public func clearRequests() {
+        core.state.withLock { $0.requests.removeAll() }
+    }
+}
+
+enum TestHTTPServerError: Error {
+    case noPort
+}
+
+/// State shared between the public API and the connection handlers.
+final class ServerCore: Sendable {
+    struct Route {
+        var behaviors: [Behavior]
+        var next = 0
+    }
+
+    struct State {
+        var routes: [String: Route] = [:]
+        var requests: [RecordedRequest] = []
+        var inFlight = 0
+        var maxInFlight = 0
+        var badRequests = 0
+        var connectionsAccepted = 0
+        var channels: [ObjectIdentifier: any Channel] = [:]
+        var isShutdown = false
+    }
+
+    let state = Mutex(State())
+
+    func register(_ channel: any Channel) {
+        let id = ObjectIdentifier(channel)
+        let accepted = state.withLock { s -> Bool in
+            if s.isShutdown { return false }
+            s.channels[id] = channel
+            s.connectionsAccepted += 1
+            return true
+        }
+        if !accepted {
+            channel.close(promise: nil)
+            return
+        }
+        channel.closeFuture.whenComplete { [self] _ in
+            _ = state.withLock { $0.channels.removeValue(forKey: id) }
+        }
+    }
+
+    /// Returns the live connections to close, or nil if shutdown already began.
+    func beginShutdown() -> [any Channel]? {
+        state.withLock { s -> [any Channel]? in
+            if s.isShutdown { return nil }
+            s.isShutdown = true
+            let list = Array(s.channels.values)
+            s.channels.removeAll()
+            return list
+        }
+    }
+
+    func setRoute(_ path: String, _ behaviors: [Behavior]) {
+        state.withLock { $0.routes[path] = Route(behaviors: behaviors) }
+    }
+
+    func requestStarted() {
+        state.withLock {
+            $0.inFlight += 1
+            $0.maxInFlight = max($0.maxInFlight, $0.inFlight)
+        }
+    }
+
+    func requestEnded(count: Int = 1) {
+        guard count > 0 else { return }
+        state.withLock { $0.inFlight -= count }
+    }
+
+    func badRequest() {
+        state.withLock { $0.badRequests += 1 }
+    }
+
+    /// Records the request and picks its behavior (nil: unrouted, answer 404).
+    func record(_ request: RecordedRequest) -> Behavior? {
+        state.withLock { s -> Behavior? in
+            s.requests.append(request)
+            let path = request.path
+            guard var route = s.routes[path] else { return nil }
+            let index = min(route.next, route.behaviors.count - 1)
+            route.next += 1
+            s.routes[path] = route
+            return route.behaviors[index]
+        }
+    }
+}
