@@ -153,6 +153,21 @@ import TestHTTPServer
         #expect(dir.files().allSatisfy { !$0.hasPrefix("missing.bin") || $0.hasSuffix(".part") })
     }
 
+    /// On Linux the ResponseDisposition handed to the delegate is ignored (.cancel does not cancel), so the
+    /// engine cancels the task itself on a bad status. Here the error body promises 100 MB and never sends
+    /// them: without our own cancel the attempt would sit until the idle timeout and end as a timeout.
+    @Test func aBadStatusIsCancelledAtOnceNotReadToTheEnd() async throws {
+        server.route("/teapot", .status(404, headers: [("Content-Length", "100000000")], body: Data("not here".utf8)))
+        var configuration = testConfiguration()
+        configuration.idleTimeout = 60
+        let manager = try TransferManager(configuration: configuration)
+        defer { manager.shutdown() }
+        let id = download("/teapot", manager: manager)
+        try await finish(manager, [id], within: 10)
+        #expect(manager.snapshot(of: id)?.lastError == "HTTP 404 Not Found")
+        #expect(server.requests("/teapot").count == 1)
+    }
+
     @Test(arguments: [
         ("attachment; filename=\"../../x.bin\"", "x.bin"),
         ("attachment; filename=\"..\"", "dots"),

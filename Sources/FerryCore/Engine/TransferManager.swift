@@ -50,7 +50,8 @@ public final class TransferManager: Sendable {
         var version: UInt64 = 0
         var changed: Set<TransferID> = []
         var orderChanged = false
-        var waiters: [(ids: Set<TransferID>, continuation: CheckedContinuation<Void, Never>)] = []
+        var waiters: [Int: (ids: Set<TransferID>, continuation: CheckedContinuation<Void, Never>)] = [:]
+        var nextWaiter = 0
         var sampler: DispatchSourceTimer?
         var lastCheckpoint: TimeInterval = 0
         var shuttingDown = false
@@ -298,15 +299,23 @@ public final class TransferManager: Sendable {
             attempts: item.attempts, validators: item.validators, lastStatus: item.lastStatus)
     }
 
-    /// Returns once every one of `ids` is completed, failed, cancelled or removed.
+    /// Returns once every one of `ids` is completed, failed, cancelled or removed, or when the calling task is cancelled.
     public func waitUntilFinished(_ ids: Set<TransferID>) async {
-        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
-            let ready = core.withLock { core -> Bool in
-                if Self.allFinished(ids, in: core) { return true }
-                core.waiters.append((ids, continuation))
-                return false
+        let token = core.withLock { core -> Int in
+            core.nextWaiter += 1
+            return core.nextWaiter
+        }
+        await withTaskCancellationHandler {
+            await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+                let ready = core.withLock { core -> Bool in
+                    if Self.allFinished(ids, in: core) || Task.isCancelled { return true }
+                    core.waiters[token] = (ids, continuation)
+                    return false
+                }
+                if ready { continuation.resume() }
             }
-            if ready { continuation.resume() }
+        } onCancel: {
+            core.withLock { $0.waiters.removeValue(forKey: token) }?.continuation.resume()
         }
     }
 
@@ -394,11 +403,10 @@ public final class TransferManager: Sendable {
     private func takeFinishedWaiters(_ core: inout Core) -> [CheckedContinuation<Void, Never>] {
         guard !core.waiters.isEmpty else { return [] }
         var finished: [CheckedContinuation<Void, Never>] = []
-        var remaining: [(ids: Set<TransferID>, continuation: CheckedContinuation<Void, Never>)] = []
-        for waiter in core.waiters {
-            if Self.allFinished(waiter.ids, in: core) { finished.append(waiter.continuation) } else { remaining.append(waiter) }
+        for (token, waiter) in core.waiters where Self.allFinished(waiter.ids, in: core) {
+            finished.append(waiter.continuation)
+            core.waiters.removeValue(forKey: token)
         }
-        core.waiters = remaining
         return finished
     }
 
