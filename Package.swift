@@ -11,6 +11,7 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
         .package(url: "https://github.com/apple/swift-crypto", from: "3.12.3"),
         .package(url: "https://github.com/apple/swift-nio", from: "2.101.2"),
+        .package(url: "https://github.com/vapor/multipart-kit", from: "4.7.1"),
     ],
     targets: [
         // The transfer service: no terminal code, no knowledge of any front end.
@@ -40,7 +41,12 @@ let package = Package(
         .testTarget(name: "FerryCoreTests", dependencies: ["FerryCore"]),
         .testTarget(
             name: "FerryIntegrationTests",
-            dependencies: ["FerryCore", "TestHTTPServer", .product(name: "Crypto", package: "swift-crypto")]
+            dependencies: [
+                "FerryCore", "TestHTTPServer",
+                .product(name: "Crypto", package: "swift-crypto"),
+                // An independent multipart parser, to check what ferry's encoder produced.
+                .product(name: "MultipartKit", package: "multipart-kit"),
+            ]
         ),
     ],
     swiftLanguageModes: [.v6]

@@ -7,7 +7,7 @@ struct Ferry: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "ferry",
         abstract: "A terminal upload/download manager with resume, retries and a durable queue.",
-        subcommands: [Get.self]
+        subcommands: [Get.self, Put.self]
     )
 
     /// Usage errors exit 2 (ArgumentParser's default is 64); everything else keeps its code.

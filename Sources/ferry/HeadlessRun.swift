@@ -42,6 +42,8 @@ final class HeadlessRun: Sendable {
         for item in manager.snapshot().items where ids.contains(item.id) {
             if item.state == .completed, let path = item.savedPath {
                 print(path)
+            } else if item.state == .completed, item.spec.direction == .upload {
+                writeResponseBody(item.response)
             } else {
                 failed += 1
                 let reason = item.lastError ?? item.state.rawValue
@@ -49,8 +51,22 @@ final class HeadlessRun: Sendable {
             }
         }
         fflush(nil)
-        if failed > 0 { printError("\(failed) of \(ids.count) downloads failed") }
+        if failed > 0 { printError("\(failed) of \(ids.count) transfers failed") }
         return failed > 0 ? 1 : 0
+    }
+
+    /// The server's answer to an upload, on stdout: raw when piped (so it can go on to jq), made
+    /// terminal-safe when stdout is a terminal.
+    private func writeResponseBody(_ response: ServerResponse?) {
+        guard let response, !response.body.isEmpty else { return }
+        if isatty(STDOUT_FILENO) != 0 {
+            FileHandle.standardOutput.write(Data(TerminalSafe.sanitize(bytes: response.body, allowNewlines: true).utf8))
+        } else {
+            FileHandle.standardOutput.write(response.body)
+        }
+        if response.truncated {
+            printError("the response body was cut at \(ByteFormat.bytes(Int64(response.body.count))) of \(ByteFormat.bytes(response.bodyLength))")
+        }
     }
 
     private func report(_ event: TransferEvent) {
@@ -65,10 +81,13 @@ final class HeadlessRun: Sendable {
             else { return }
             line = attempt.fromOffset > 0
                 ? "\(item.id) \(name): resuming at \(ByteFormat.bytes(attempt.fromOffset)) (attempt \(attempt.number))"
-                : "\(item.id) \(name): downloading (attempt \(attempt.number))"
+                : "\(item.id) \(name): \(item.spec.direction == .upload ? "uploading" : "downloading") (attempt \(attempt.number))"
         case .waiting:
             let wait = item.nextRetryAt.map { max(0, $0.timeIntervalSinceNow) } ?? 0
             line = "\(item.id) \(name): retry \(item.retries)/\(item.maxRetries) in \(ByteFormat.duration(wait.rounded(.up))): \(TerminalSafe.sanitize(item.lastError ?? ""))"
+        case .completed where item.spec.direction == .upload:
+            let status = item.response.map { " (HTTP \($0.status))" } ?? ""
+            line = "\(item.id) \(name): done, \(ByteFormat.bytes(item.bytesDone)) sent\(status)"
         case .completed:
             line = "\(item.id) \(name): done, \(ByteFormat.bytes(item.bytesDone))"
         case .failed:

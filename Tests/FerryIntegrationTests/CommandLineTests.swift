@@ -13,10 +13,10 @@ import TestHTTPServer
         dir = try TempDir()
     }
 
-    @Test func getPrintsTheSavedPathAndExitsZero() throws {
+    @Test func getPrintsTheSavedPathAndExitsZero() async throws {
         let body = Resource.randomBytes(count: 2 << 20, seed: 20)
         server.route("/files/data.bin", .serve(Resource(body: body)))
-        let result = try runFerry(["get", "--no-tui", "-o", dir.path, server.url("/files/data.bin").absoluteString])
+        let result = try await runFerry(["get", "--no-tui", "-o", dir.path, server.url("/files/data.bin").absoluteString])
         #expect(result.status == 0, "\(result.stderr)")
         #expect(result.stdout == dir.path + "/data.bin\n")
         #expect(dir.contents("data.bin") == body)
@@ -24,9 +24,9 @@ import TestHTTPServer
         #expect(!result.stderr.contains("\u{1B}"))
     }
 
-    @Test func notFoundExitsOneWithTheStatusLineAfterOneRequest() throws {
+    @Test func notFoundExitsOneWithTheStatusLineAfterOneRequest() async throws {
         server.route("/nope", .status(404))
-        let result = try runFerry(["get", "-o", dir.path, server.url("/nope").absoluteString])
+        let result = try await runFerry(["get", "-o", dir.path, server.url("/nope").absoluteString])
         #expect(result.status == 1)
         #expect(result.stderr.contains("HTTP 404 Not Found"))
         #expect(result.stderr.contains(server.url("/nope").absoluteString))
@@ -34,10 +34,10 @@ import TestHTTPServer
         #expect(server.requests("/nope").count == 1)
     }
 
-    @Test func oneFailureAmongSuccessesExitsOne() throws {
+    @Test func oneFailureAmongSuccessesExitsOne() async throws {
         server.route("/ok", .serve(Resource(body: Data("ok".utf8))))
         server.route("/gone", .status(410))
-        let result = try runFerry(["get", "-o", dir.path, server.url("/ok").absoluteString, server.url("/gone").absoluteString])
+        let result = try await runFerry(["get", "-o", dir.path, server.url("/ok").absoluteString, server.url("/gone").absoluteString])
         #expect(result.status == 1)
         #expect(result.stdout == dir.path + "/ok\n")
         #expect(result.stderr.contains("HTTP 410 Gone"))
@@ -54,34 +54,34 @@ import TestHTTPServer
         (["get", "-O", "one", "http://127.0.0.1:1/a", "http://127.0.0.1:1/b"], "-O names one file"),
         (["get", "--bogus", "http://127.0.0.1:1/x"], "Unknown option"),
     ])
-    func badUsageExitsTwo(_ arguments: [String], _ message: String) throws {
-        let result = try runFerry(arguments, cwd: dir.path)
+    func badUsageExitsTwo(_ arguments: [String], _ message: String) async throws {
+        let result = try await runFerry(arguments, cwd: dir.path)
         #expect(result.status == 2, "\(result.stderr)")
         #expect(result.stderr.contains(message), "\(result.stderr)")
         #expect(dir.files().isEmpty)
     }
 
-    @Test func anUnwritableDirectoryExitsTwoAndSendsNothing() throws {
+    @Test func anUnwritableDirectoryExitsTwoAndSendsNothing() async throws {
         server.route("/x", .serve(Resource(body: Data("x".utf8))))
         _ = FileManager.default.createFile(atPath: dir.path + "/plainfile", contents: Data())
-        let result = try runFerry(["get", "-o", dir.path + "/plainfile/sub", server.url("/x").absoluteString])
+        let result = try await runFerry(["get", "-o", dir.path + "/plainfile/sub", server.url("/x").absoluteString])
         #expect(result.status == 2)
         #expect(result.stderr.contains("plainfile/sub"))
         #expect(server.allRequests.isEmpty)
     }
 
-    @Test func aBadLineInTheListIsNamedAndNothingIsDownloaded() throws {
+    @Test func aBadLineInTheListIsNamedAndNothingIsDownloaded() async throws {
         server.route("/a", .serve(Resource(body: Data("a".utf8))))
         let list = dir.path + "/urls.txt"
         try "# my list\n\(server.url("/a"))\n\nhttp://[broken\n".write(toFile: list, atomically: true, encoding: .utf8)
-        let result = try runFerry(["get", "-o", dir.path + "/out", "-i", list])
+        let result = try await runFerry(["get", "-o", dir.path + "/out", "-i", list])
         #expect(result.status == 2)
         #expect(result.stderr.contains("urls.txt:4:"), "\(result.stderr)")
         #expect(server.allRequests.isEmpty)
         #expect(!FileManager.default.fileExists(atPath: dir.path + "/out"))
     }
 
-    @Test func aListDownloadsEveryURL() throws {
+    @Test func aListDownloadsEveryURL() async throws {
         var lines = ["# comment"]
         for i in 0..<5 {
             server.route("/l\(i).txt", .serve(Resource(body: Data("line \(i)".utf8))))
@@ -89,31 +89,31 @@ import TestHTTPServer
         }
         let list = dir.path + "/urls.txt"
         try lines.joined(separator: "\n").write(toFile: list, atomically: true, encoding: .utf8)
-        let result = try runFerry(["get", "-j", "2", "-o", dir.path + "/out", "-i", list])
+        let result = try await runFerry(["get", "-j", "2", "-o", dir.path + "/out", "-i", list])
         #expect(result.status == 0, "\(result.stderr)")
         #expect(result.stdout.split(separator: "\n").count == 5)
         #expect(FileManager.default.contents(atPath: dir.path + "/out/l3.txt") == Data("line 3".utf8))
     }
 
-    @Test func aSHA256MismatchExitsOneAndLeavesNoFinalFile() throws {
+    @Test func aSHA256MismatchExitsOneAndLeavesNoFinalFile() async throws {
         server.route("/sum.bin", .serve(Resource(body: Data("payload".utf8))))
-        let result = try runFerry(["get", "-o", dir.path, "--sha256", String(repeating: "a", count: 64), server.url("/sum.bin").absoluteString])
+        let result = try await runFerry(["get", "-o", dir.path, "--sha256", String(repeating: "a", count: 64), server.url("/sum.bin").absoluteString])
         #expect(result.status == 1)
         #expect(result.stderr.contains("SHA-256 mismatch"))
         #expect(!FileManager.default.fileExists(atPath: dir.path + "/sum.bin"))
     }
 
-    @Test func outputNameAndHeadersAreUsed() throws {
+    @Test func outputNameAndHeadersAreUsed() async throws {
         server.route("/h", .serve(Resource(body: Data("h".utf8))))
-        let result = try runFerry(["get", "-o", dir.path, "-O", "named.txt", "-H", "X-Ferry-Test: yes please", server.url("/h").absoluteString])
+        let result = try await runFerry(["get", "-o", dir.path, "-O", "named.txt", "-H", "X-Ferry-Test: yes please", server.url("/h").absoluteString])
         #expect(result.status == 0, "\(result.stderr)")
         #expect(dir.files() == ["named.txt"])
         #expect(server.requests("/h").first?.header("X-Ferry-Test") == "yes please")
     }
 
-    @Test func aHostileNameNeverReachesTheTerminalRaw() throws {
+    @Test func aHostileNameNeverReachesTheTerminalRaw() async throws {
         server.route("/evil", .serve(Resource(body: Data("x".utf8), contentDisposition: "attachment; filename=\"a\u{1B}]0;pwned\u{07}b.txt\"")))
-        let result = try runFerry(["get", "-o", dir.path, server.url("/evil").absoluteString])
+        let result = try await runFerry(["get", "-o", dir.path, server.url("/evil").absoluteString])
         #expect(result.status == 0)
         #expect(!result.stderr.contains("\u{1B}"))
         #expect(!result.stdout.contains("\u{1B}"))

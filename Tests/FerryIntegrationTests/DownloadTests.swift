@@ -259,8 +259,8 @@ import TestHTTPServer
     }
 
     @Test func pauseThenResumeContinuesFromThePartFile() async throws {
-        let body = Resource.randomBytes(count: 4 << 20, seed: 9)
-        // Slow enough (4 s) that the pause lands mid-way even when the machine is busy.
+        let body = Resource.randomBytes(count: 8 << 20, seed: 9)
+        // Slow enough (8 s) that the pause lands mid-way even when the machine is busy.
         server.route("/pause.bin", .serve(Resource(body: body, etag: "\"p\""), ServeOptions(bytesPerSecond: 1 << 20)))
         let manager = try TransferManager(configuration: testConfiguration())
         defer { manager.shutdown() }

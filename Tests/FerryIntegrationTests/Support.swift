@@ -65,27 +65,38 @@ struct CommandResult {
 }
 
 /// Runs the `ferry` executable built next to the test bundle.
-func runFerry(_ arguments: [String], cwd: String? = nil, timeout: Double = 60) throws -> CommandResult {
+/// Runs the real binary without blocking a thread of the test pool (Swift Testing runs tests on the
+/// cooperative pool, which has only as many threads as cores). `feed`, when given, writes the child's
+/// standard input on a thread of its own and must close it.
+func runFerry(
+    _ arguments: [String], cwd: String? = nil, timeout: Double = 60,
+    feed: (@Sendable (FileHandle) -> Void)? = nil
+) async throws -> CommandResult {
     let process = Process()
     process.executableURL = ferryExecutable()
     process.arguments = arguments
     if let cwd { process.currentDirectoryURL = URL(fileURLWithPath: cwd) }
-    let out = Pipe(), err = Pipe()
+    let out = Pipe(), err = Pipe(), input = Pipe()
     process.standardOutput = out
     process.standardError = err
-    process.standardInput = FileHandle.nullDevice
+    process.standardInput = feed == nil ? FileHandle.nullDevice : input
+    let exited = AsyncStream<Void>.makeStream()
+    process.terminationHandler = { _ in exited.continuation.finish() }
     try process.run()
-    let outData = DataReader(out.fileHandleForReading), errData = DataReader(err.fileHandleForReading)
-    let deadline = Date().addingTimeInterval(timeout)
-    while process.isRunning {
-        if Date() > deadline {
-            process.terminate()
-            Issue.record("ferry \(arguments) did not exit within \(timeout) s")
-            break
-        }
-        Thread.sleep(forTimeInterval: 0.01)
+    if let feed {
+        let writer = input.fileHandleForWriting
+        Thread.detachNewThread { feed(writer) }
     }
-    process.waitUntilExit()
+    let outData = DataReader(out.fileHandleForReading), errData = DataReader(err.fileHandleForReading)
+    let watchdog = Task {
+        try await Task.sleep(for: .seconds(timeout))
+        process.terminate()
+    }
+    for await _ in exited.stream {}
+    watchdog.cancel()
+    if (try? await watchdog.value) != nil {
+        Issue.record("ferry \(arguments) did not exit within \(timeout) s")
+    }
     return CommandResult(status: process.terminationStatus,
                          stdout: String(decoding: outData.finish(), as: UTF8.self),
                          stderr: String(decoding: errData.finish(), as: UTF8.self))

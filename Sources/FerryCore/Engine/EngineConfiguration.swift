@@ -10,6 +10,10 @@ public struct EngineConfiguration: Sendable, Equatable {
     /// Seconds without a byte before an attempt is given up (URLSession's request timeout is an idle timer).
     public var idleTimeout: TimeInterval = 30
     public var userAgent = "ferry/0.1"
+    /// Whether failed uploads are retried at all (PUT like downloads; POST only when the server cannot have acted).
+    public var retryUploads = true
+    /// Where `UploadSource.standardInput` reads from.
+    public var standardInputPath = "/dev/stdin"
     /// Chunks are coalesced into writes of this size.
     public var writeBufferSize = 1 << 20
 

@@ -55,8 +55,12 @@ public struct RetryPolicy: Sendable, Equatable {
 
     /// Decides what follows a failure. `retries` counts the retries already spent, `dnsRetries` those spent on DNS.
     /// `random` draws uniformly from the range (injectable for tests).
+    /// Statuses after which a non-idempotent request (POST) cannot have been acted on.
+    public var retryableStatusesForNonIdempotent: Set<Int> = [408, 429, 503]
+
+    /// - Parameter idempotent: false for POST: only failures where the server cannot have acted are retried.
     public func decide(
-        _ failure: TransferFailure, retries: Int, dnsRetries: Int = 0,
+        _ failure: TransferFailure, retries: Int, dnsRetries: Int = 0, idempotent: Bool = true,
         random: (ClosedRange<Double>) -> Double = { Double.random(in: $0) }
     ) -> Decision {
         guard retries < maxRetries else { return .giveUp }
@@ -64,6 +68,7 @@ public struct RetryPolicy: Sendable, Equatable {
         switch failure {
         case let .http(status, _, retryAfter):
             guard retryableStatuses.contains(status) else { return .giveUp }
+            guard idempotent || retryableStatusesForNonIdempotent.contains(status) else { return .giveUp }
             if let retryAfter { floor = min(max(0, retryAfter), maxRetryAfter) }
         case let .transport(code, _):
             if dnsTransportCodes.contains(code) {

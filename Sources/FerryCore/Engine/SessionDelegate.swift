@@ -39,8 +39,26 @@ final class SessionDelegate: NSObject, URLSessionDataDelegate, Sendable {
         _ session: URLSession, task: URLSessionTask, willPerformHTTPRedirection response: HTTPURLResponse,
         newRequest request: URLRequest, completionHandler: @escaping @Sendable (URLRequest?) -> Void
     ) {
-        // Downloads follow redirects; only http(s) targets are allowed.
+        // Uploads never follow a redirect: on Linux a 307/308 re-sends the request with an empty body and
+        // reports success. Returning nil hands the 3xx to the run as the response. Downloads follow http(s) only.
         let scheme = request.url?.scheme?.lowercased()
-        completionHandler(scheme == "http" || scheme == "https" ? request : nil)
+        let isUpload = run(for: task) is UploadRun
+        completionHandler(!isUpload && (scheme == "http" || scheme == "https") ? request : nil)
+    }
+
+    // Called on an internal queue of the session, not the delegate queue; the run builds the stream from
+    // Sendable parts, since InputStream itself is not Sendable.
+    func urlSession(
+        _ session: URLSession, task: URLSessionTask,
+        needNewBodyStream completionHandler: @escaping @Sendable (InputStream?) -> Void
+    ) {
+        completionHandler(run(for: task)?.makeBodyStream())
+    }
+
+    func urlSession(
+        _ session: URLSession, task: URLSessionTask, didSendBodyData bytesSent: Int64,
+        totalBytesSent: Int64, totalBytesExpectedToSend: Int64
+    ) {
+        run(for: task)?.didSend(bytes: bytesSent)
     }
 }

@@ -5,8 +5,8 @@ import FoundationNetworking
 
 /// How one attempt (one URLSession task) ended, as the manager sees it.
 enum RunOutcome: Sendable {
-    /// The bytes are all there; `file` is handed over for the final checks and the rename.
-    case finished(FileHandover)
+    /// The transfer succeeded. Downloads hand over their file for the final checks and the rename.
+    case finished(FileHandover?)
     case failed(TransferFailure, progressed: Bool)
     /// Stopped by `cancel()`: the manager knows why (pause, cancel, shutdown).
     case stopped
@@ -28,4 +28,13 @@ protocol TaskRun: AnyObject, Sendable {
     /// Bytes of the file done so far (on disk or buffered), read by snapshots.
     var bytesDone: Int64 { get }
     var bytesExpected: Int64? { get }
+    /// Uploads: a fresh body stream (asked again when the session must re-send); nil when it cannot be made.
+    func makeBodyStream() -> InputStream?
+    /// Uploads: bytes of the body handed to the connection since the last call.
+    func didSend(bytes: Int64)
+}
+
+extension TaskRun {
+    func makeBodyStream() -> InputStream? { nil }
+    func didSend(bytes: Int64) {}
 }

@@ -23,6 +23,8 @@ public final class TransferManager: Sendable {
         var savedPath: String?
         var validators = Validators()
         var bytesDone: Int64 = 0
+        /// Size of the body being transferred, once known (uploads: the body's length).
+        var bytesExpected: Int64?
         var highWater: Int64 = 0
         var retries = 0
         var dnsRetries = 0
@@ -31,7 +33,8 @@ public final class TransferManager: Sendable {
         var lastStatus: Int?
         var nextRetryAt: Date?
         var generation = 0
-        var run: DownloadRun?
+        var run: (any TaskRun)?
+        var response: ServerResponse?
         var task: URLSessionTask?
         var stopIntent: StopIntent?
         var finishing = false
@@ -289,14 +292,14 @@ public final class TransferManager: Sendable {
 
     func snapshot(of item: Item) -> TransferSnapshot {
         let done = item.run?.bytesDone ?? item.bytesDone
-        let expected = item.run?.bytesExpected ?? item.validators.totalLength
+        let expected = item.run?.bytesExpected ?? item.bytesExpected ?? item.validators.totalLength
         let rate = item.state == .running ? item.rate.bytesPerSecond : nil
         let eta = (item.state == .running && expected != nil) ? item.rate.eta(remaining: max(0, expected! - done)) : nil
         return TransferSnapshot(
             id: item.id, spec: item.spec, state: item.state, bytesDone: done, bytesExpected: expected,
             fileName: item.fileName, savedPath: item.savedPath, bytesPerSecond: rate, eta: eta,
             retries: item.retries, maxRetries: configuration.retry.maxRetries, nextRetryAt: item.nextRetryAt, lastError: item.lastError,
-            attempts: item.attempts, validators: item.validators, lastStatus: item.lastStatus)
+            attempts: item.attempts, validators: item.validators, lastStatus: item.lastStatus, response: item.response)
     }
 
     /// Returns once every one of `ids` is completed, failed, cancelled or removed, or when the calling task is cancelled.
@@ -434,6 +437,34 @@ public final class TransferManager: Sendable {
         item.generation += 1
         item.stopIntent = nil
         item.nextRetryAt = nil
+        let started: Result<(run: any TaskRun, task: URLSessionTask, offset: Int64), TransferFailure>
+        switch item.spec.direction {
+        case .download: started = startDownload(&item)
+        case .upload: started = startUpload(&item)
+        }
+        switch started {
+        case let .failure(failure):
+            item.state = .failed
+            item.lastError = failure.message
+            core.items[id] = item
+            core.touch(id)
+            return []
+        case let .success((run, task, offset)):
+            item.attempts.append(Attempt(number: item.attempts.count + 1, startedAt: Date(), fromOffset: offset))
+            item.bytesDone = offset
+            item.rate.reset()
+            item.state = .running
+            item.run = run
+            delegate.register(run, for: task)
+            item.task = task
+            core.items[id] = item
+            core.touch(id)
+            return [{ task.resume() }]
+        }
+    }
+
+    private func startDownload(_ item: inout Item) -> Result<(run: any TaskRun, task: URLSessionTask, offset: Int64), TransferFailure> {
+        let id = item.id
         let generation = item.generation
         var offset: Int64 = 0
         if let name = item.fileName {
@@ -446,56 +477,75 @@ public final class TransferManager: Sendable {
         let start = DownloadRun.Start(spec: item.spec, fileName: item.fileName, offset: offset,
                                       knownTotal: offset > 0 ? item.validators.totalLength : nil,
                                       bufferSize: configuration.writeBufferSize)
-        let run: DownloadRun
-        do {
-            run = try DownloadRun(start: start, names: names) { [weak self] outcome, validators, status, name in
-                self?.runFinished(id, generation: generation, outcome: outcome, validators: validators,
-                                  status: status, fileName: name)
+        do throws(TransferFailure) {
+            let run = try DownloadRun(start: start, names: names) { [weak self] outcome, validators, status, name in
+                self?.runFinished(id, generation: generation, outcome: outcome) { item in
+                    if let name { item.fileName = name }
+                    if validators != Validators() { item.validators = validators }
+                    item.lastStatus = status ?? item.lastStatus
+                }
             }
+            let task = session.dataTask(with: run.makeRequest(validators: item.validators, userAgent: configuration.userAgent,
+                                                              timeout: configuration.idleTimeout))
+            return .success((run, task, offset))
         } catch {
-            item.state = .failed
-            item.lastError = error.message
-            core.items[id] = item
-            core.touch(id)
-            return []
+            return .failure(error)
         }
-        item.attempts.append(Attempt(number: item.attempts.count + 1, startedAt: Date(), fromOffset: offset))
-        item.bytesDone = offset
-        item.rate.reset()
-        item.state = .running
-        item.run = run
-        let task = session.dataTask(with: run.makeRequest(validators: item.validators, userAgent: configuration.userAgent,
-                                                          timeout: configuration.idleTimeout))
-        delegate.register(run, for: task)
-        item.task = task
-        core.items[id] = item
-        core.touch(id)
-        return [{ task.resume() }]
     }
 
+    private func startUpload(_ item: inout Item) -> Result<(run: any TaskRun, task: URLSessionTask, offset: Int64), TransferFailure> {
+        let id = item.id
+        let generation = item.generation
+        guard let upload = item.spec.upload else { return .failure(.local("an upload without a body")) }
+        let plan: BodyPlan
+        do throws(UsageError) {
+            plan = try BodyPlan.make(for: upload)
+        } catch {
+            return .failure(.local(error.description))
+        }
+        let run = UploadRun(spec: item.spec, plan: plan) { [weak self] outcome, response in
+            self?.runFinished(id, generation: generation, outcome: outcome) { item in
+                if let response {
+                    item.response = response
+                    item.lastStatus = response.status
+                }
+            }
+        }
+        let request = run.makeRequest(userAgent: configuration.userAgent, timeout: configuration.idleTimeout)
+        let task = run.readsStandardInput
+            ? session.uploadTask(with: request, fromFile: URL(fileURLWithPath: configuration.standardInputPath))
+            : session.uploadTask(withStreamedRequest: request)
+        return .success((run, task, 0))
+    }
+
+    /// An attempt ended. `update` records what the attempt learned (name, validators, the server's answer).
     private func runFinished(
-        _ id: TransferID, generation: Int, outcome: RunOutcome, validators: Validators, status: Int?, fileName: String?
+        _ id: TransferID, generation: Int, outcome: RunOutcome, update: (inout Item) -> Void
     ) {
         mutate { core in
             guard var item = core.items[id], item.generation == generation, let run = item.run else {
                 return ((), [])
             }
             item.bytesDone = run.bytesDone
+            item.bytesExpected = run.bytesExpected ?? item.bytesExpected
             item.run = nil
             item.task = nil
-            if let fileName { item.fileName = fileName }
-            if validators != Validators() { item.validators = validators }
-            item.lastStatus = status ?? item.lastStatus
+            update(&item)
+            let status = item.lastStatus
             var effects: [Effect] = []
             var attemptError: String?
             let intent = item.stopIntent
             item.stopIntent = nil
 
             switch (outcome, intent) {
-            case let (.finished(handover), intent) where intent != .cancel:
+            case let (.finished(.some(handover)), intent) where intent != .cancel:
                 item.finishing = true
                 item.state = .running
                 effects.append { [finishQueue] in finishQueue.async { self.finalize(id, generation, handover) } }
+            case (.finished(.none), _):
+                // An upload the server accepted: done, whatever was asked meanwhile.
+                item.state = .completed
+                item.lastError = nil
             case let (_, .some(intent)):
                 // Stopped on purpose: pause and cancel already set the state; a shutdown leaves it queued for the next start.
                 if intent == .shutdown { item.state = .queued }
@@ -531,11 +581,17 @@ public final class TransferManager: Sendable {
             item.dnsRetries = 0
         }
         let policy = configuration.retry
-        switch policy.decide(failure, retries: item.retries, dnsRetries: item.dnsRetries) {
+        var idempotent = true
+        if let upload = item.spec.upload {
+            guard configuration.retryUploads else { return fail(&item, failure.message) }
+            guard upload.isRepeatable else {
+                return fail(&item, failure.message + " (standard input cannot be sent again)")
+            }
+            idempotent = upload.method.uppercased() != "POST"
+        }
+        switch policy.decide(failure, retries: item.retries, dnsRetries: item.dnsRetries, idempotent: idempotent) {
         case .giveUp:
-            item.state = .failed
-            item.lastError = failure.message
-            return []
+            return fail(&item, failure.message)
         case let .retry(after):
             item.retries += 1
             if case let .transport(code, _) = failure, policy.dnsTransportCodes.contains(code) { item.dnsRetries += 1 }
@@ -551,6 +607,12 @@ public final class TransferManager: Sendable {
                 }
             }]
         }
+    }
+
+    private func fail(_ item: inout Item, _ message: String) -> [Effect] {
+        item.state = .failed
+        item.lastError = message
+        return []
     }
 
     private func retryTimerFired(_ id: TransferID, generation: Int) {

@@ -24,6 +24,8 @@ public struct TransferSnapshot: Sendable, Identifiable, Equatable {
     public var attempts: [Attempt]
     public var validators: Validators
     public var lastStatus: Int?
+    /// Uploads: the server's answer (status line, a few headers, the first 64 KiB of the body), raw bytes.
+    public var response: ServerResponse?
 
     /// `Float(totalBytesWritten) / Float(totalBytesExpected)`; nil when the size is unknown.
     public var progress: Float? {
@@ -33,8 +35,30 @@ public struct TransferSnapshot: Sendable, Identifiable, Equatable {
 
     /// A name to show before the real one is known.
     public var displayName: String {
-        fileName ?? FileNaming.filename(fromURL: spec.url) ?? spec.url.host ?? "?"
+        if let source = spec.upload?.primarySource { return source.displayName }
+        return fileName ?? FileNaming.filename(fromURL: spec.url) ?? spec.url.host ?? "?"
     }
+}
+
+/// What a server answered to an upload. Untrusted: sanitize before showing.
+public struct ServerResponse: Sendable, Equatable, Codable {
+    public var status: Int
+    public var headers: [HTTPHeader]
+    /// The first `ServerResponse.bodyLimit` bytes of the body.
+    public var body: Data
+    /// The body's full length as received (may exceed what is kept).
+    public var bodyLength: Int64
+
+    public static let bodyLimit = 64 * 1024
+
+    public init(status: Int, headers: [HTTPHeader], body: Data, bodyLength: Int64) {
+        self.status = status
+        self.headers = headers
+        self.body = body
+        self.bodyLength = bodyLength
+    }
+
+    public var truncated: Bool { bodyLength > Int64(body.count) }
 }
 
 public struct QueueTotals: Sendable, Equatable {

@@ -43,12 +43,75 @@ public struct HTTPHeader: Sendable, Codable, Equatable {
     }
 }
 
+/// Where an upload's bytes come from.
+public enum UploadSource: Sendable, Codable, Equatable {
+    /// A regular file, sent with Content-Length.
+    case file(path: String)
+    /// Standard input: unknown length, sent chunked, cannot be sent twice.
+    case standardInput
+
+    public var displayName: String {
+        switch self {
+        case let .file(path): return URL(fileURLWithPath: path).lastPathComponent
+        case .standardInput: return "stdin"
+        }
+    }
+}
+
+/// One part of a multipart/form-data body.
+public enum FormPart: Sendable, Codable, Equatable {
+    case field(name: String, value: String)
+    case file(name: String, source: UploadSource, fileName: String, contentType: String)
+
+    public var name: String {
+        switch self {
+        case let .field(name, _), let .file(name, _, _, _): return name
+        }
+    }
+}
+
+/// What an upload sends.
+public struct UploadSpec: Sendable, Codable, Equatable {
+    public enum Body: Sendable, Codable, Equatable {
+        /// The source is the whole body (`ferry put FILE URL`).
+        case raw(UploadSource, contentType: String)
+        /// multipart/form-data (`ferry put FILE URL -F ...`).
+        case multipart([FormPart])
+    }
+    public var method: String
+    public var body: Body
+
+    public init(method: String, body: Body) {
+        self.method = method
+        self.body = body
+    }
+
+    /// The part that names the item in lists: the raw source or the first file part.
+    public var primarySource: UploadSource? {
+        switch body {
+        case let .raw(source, _): return source
+        case let .multipart(parts):
+            for case let .file(_, source, _, _) in parts { return source }
+            return nil
+        }
+    }
+
+    /// Only bodies that can be produced again may be re-sent by a retry.
+    public var isRepeatable: Bool {
+        switch body {
+        case let .raw(source, _): return source != .standardInput
+        case let .multipart(parts):
+            return !parts.contains { if case .file(_, .standardInput, _, _) = $0 { return true } else { return false } }
+        }
+    }
+}
+
 /// What the user asked for. Immutable once queued.
 public struct TransferSpec: Sendable, Codable, Equatable {
     public var direction: Direction
     public var url: URL
     public var headers: [HTTPHeader]
-    /// Downloads: the directory the file lands in (absolute).
+    /// Downloads: the directory the file lands in (absolute). Uploads: empty.
     public var directory: String
     /// Downloads: the name given with `-O`; nil means "ask the server, then the URL".
     public var fileName: String?
@@ -62,6 +125,17 @@ public struct TransferSpec: Sendable, Codable, Equatable {
         self.directory = directory
         self.fileName = fileName
         self.sha256 = sha256?.lowercased()
+    }
+
+    /// Uploads: the method and body.
+    public var upload: UploadSpec?
+
+    public init(upload: UploadSpec, to url: URL, headers: [HTTPHeader] = []) {
+        self.direction = .upload
+        self.url = url
+        self.headers = headers
+        self.directory = ""
+        self.upload = upload
     }
 
     public var host: String { url.host?.lowercased() ?? "" }

@@ -1,0 +1,100 @@
+import ArgumentParser
+import FerryCore
+import Foundation
+
+struct Put: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Upload a file (or stdin with '-') as a raw body, or as multipart/form-data with -F.",
+        discussion: """
+            The server's response body goes to stdout, progress and status to stderr.
+            Raw: ferry put FILE URL [-X PUT|POST] [--content-type TYPE]
+            Form: ferry put FILE URL -F name=value -F other=@path[;type=mime] [--field NAME]
+            Exit 0 on a 2xx answer, 1 otherwise, 2 for bad input (nothing is sent).
+            """
+    )
+
+    @Argument(help: "The file to send, or '-' for standard input (a raw body only, sent chunked; cannot be retried).")
+    var file: String
+
+    @Argument(help: "The http or https URL to send it to.")
+    var url: String
+
+    @Option(name: [.customShort("X"), .customLong("method")], help: "PUT (default for a raw body) or POST (default with -F).")
+    var method: String?
+
+    @Option(name: .customLong("content-type"), help: "Content type of FILE (default: by its extension).")
+    var contentType: String?
+
+    @Option(name: [.customShort("H"), .customLong("header")], help: "Extra request header, 'Name: value'. Repeatable.")
+    var headers: [String] = []
+
+    @Option(name: [.customShort("F"), .customLong("form")], help: "Form field name=value, or a file part name=@path[;type=mime]. Repeatable.")
+    var form: [String] = []
+
+    @Option(name: .customLong("field"), help: "With -F: the form field FILE is sent as (default 'file').")
+    var field: String = "file"
+
+    @OptionGroup var common: CommonOptions
+
+    func run() async throws {
+        let spec = try makeSpec()
+        let exitCode = await HeadlessRun(configuration: common.engineConfiguration()).run([spec])
+        throw ExitCode(exitCode)
+    }
+
+    func makeSpec() throws(UsageError) -> TransferSpec {
+        let target = try InputValidation.url(url)
+        var extraHeaders: [HTTPHeader] = []
+        for text in headers { extraHeaders.append(try InputValidation.header(text)) }
+        let source = try Self.source(file)
+        let body: UploadSpec.Body
+        let defaultMethod: String
+        if form.isEmpty {
+            let type = contentType ?? (file == "-" ? MIMETypes.fallback : MIMETypes.type(forFileName: file))
+            body = .raw(source, contentType: type)
+            defaultMethod = "PUT"
+        } else {
+            let fileName = file == "-" ? "stdin" : URL(fileURLWithPath: file).lastPathComponent
+            let type = contentType ?? (file == "-" ? MIMETypes.fallback : MIMETypes.type(forFileName: file))
+            var parts: [FormPart] = [.file(name: field, source: source, fileName: fileName, contentType: type)]
+            for text in form { parts.append(try Self.formPart(text)) }
+            body = .multipart(parts)
+            defaultMethod = "POST"
+        }
+        let verb = (method ?? defaultMethod).uppercased()
+        guard verb == "PUT" || verb == "POST" else { throw UsageError("-X takes PUT or POST, got '\(TerminalSafe.sanitize(verb))'") }
+        let upload = UploadSpec(method: verb, body: body)
+        _ = try BodyPlan.make(for: upload)  // every file checked before anything is sent
+        return TransferSpec(upload: upload, to: target, headers: extraHeaders)
+    }
+
+    static func source(_ path: String) throws(UsageError) -> UploadSource {
+        if path == "-" { return .standardInput }
+        _ = try BodyPlan.checkedFileLength(path)
+        return .file(path: URL(fileURLWithPath: path).standardizedFileURL.path)
+    }
+
+    /// `name=value`, or `name=@path[;type=mime]` for a file part (curl's -F syntax, without its quoting).
+    static func formPart(_ text: String) throws(UsageError) -> FormPart {
+        guard let equals = text.firstIndex(of: "="), equals != text.startIndex else {
+            throw UsageError("bad -F '\(TerminalSafe.sanitize(text))': expected name=value or name=@file")
+        }
+        let name = String(text[..<equals])
+        let value = String(text[text.index(after: equals)...])
+        guard value.hasPrefix("@") else { return .field(name: name, value: value) }
+        var path = String(value.dropFirst())
+        var type: String?
+        if let semicolon = path.range(of: ";type=", options: .backwards) {
+            type = String(path[semicolon.upperBound...])
+            path = String(path[..<semicolon.lowerBound])
+        }
+        guard !path.isEmpty else { throw UsageError("bad -F '\(TerminalSafe.sanitize(text))': no file after '@'") }
+        if let type, type.isEmpty || type.contains(where: { $0 == "\r" || $0 == "\n" }) {
+            throw UsageError("bad -F '\(TerminalSafe.sanitize(text))': empty or invalid type")
+        }
+        let source = try source(path)
+        let fileName = path == "-" ? "stdin" : URL(fileURLWithPath: path).lastPathComponent
+        return .file(name: name, source: source, fileName: fileName,
+                     contentType: type ?? (path == "-" ? MIMETypes.fallback : MIMETypes.type(forFileName: path)))
+    }
+}
