@@ -285,6 +285,18 @@ import TestHTTPServer
         #expect(requests[1].header("If-Range") == "\"p\"")
     }
 
+    @Test func aRunningTransferKeepsASecondBySecondRateHistory() async throws {
+        let body = Resource.randomBytes(count: 3 << 20, seed: 11)
+        server.route("/graph.bin", .serve(Resource(body: body), ServeOptions(bytesPerSecond: 1 << 20)))
+        let manager = try TransferManager(configuration: testConfiguration())
+        defer { manager.shutdown() }
+        let id = download("/graph.bin", manager: manager)
+        try await finish(manager, [id])
+        let history = try #require(manager.snapshot(of: id)?.rateHistory)
+        #expect(history.count >= 1 && history.count <= 60)
+        #expect(history.contains { $0 > 0 })
+    }
+
     @Test func cancelStopsAPendingRetryAtOnce() async throws {
         server.route("/flaky.bin", .status(503, headers: [("Retry-After", "30")]))
         let manager = try TransferManager(configuration: testConfiguration())

@@ -40,6 +40,9 @@ public final class TransferManager: Sendable {
         var finishing = false
         var restartFromZero = false
         var rate = RateEstimator()
+        /// The smoothed rate once a second, oldest first, at most a minute of it.
+        var rateHistory: [Double] = []
+        var lastHistorySample: TimeInterval = 0
 
         var holdsSlot: Bool { state == .running || run != nil }
     }
@@ -299,7 +302,8 @@ public final class TransferManager: Sendable {
             id: item.id, spec: item.spec, state: item.state, bytesDone: done, bytesExpected: expected,
             fileName: item.fileName, savedPath: item.savedPath, bytesPerSecond: rate, eta: eta,
             retries: item.retries, maxRetries: configuration.retry.maxRetries, nextRetryAt: item.nextRetryAt, lastError: item.lastError,
-            attempts: item.attempts, validators: item.validators, lastStatus: item.lastStatus, response: item.response)
+            attempts: item.attempts, validators: item.validators, lastStatus: item.lastStatus, response: item.response,
+            rateHistory: item.rateHistory)
     }
 
     /// Returns once every one of `ids` is completed, failed, cancelled or removed, or when the calling task is cancelled.
@@ -689,6 +693,7 @@ public final class TransferManager: Sendable {
     // MARK: Sampling: rates and checkpoints, only while something runs
 
     private static let samplePeriod: Double = 0.2
+    static let rateHistoryLength = 60
 
     private func startSampler() -> DispatchSourceTimer {
         let timer = DispatchSource.makeTimerSource(queue: timerQueue)
@@ -710,6 +715,11 @@ public final class TransferManager: Sendable {
                 if done != item.bytesDone { moved = true }
                 item.bytesDone = done
                 item.rate.add(totalBytes: done, at: now)
+                if now - item.lastHistorySample >= 1 {
+                    item.lastHistorySample = now
+                    item.rateHistory.append(item.rate.bytesPerSecond ?? 0)
+                    if item.rateHistory.count > Self.rateHistoryLength { item.rateHistory.removeFirst() }
+                }
                 core.items[id] = item
             }
             if moved { core.version &+= 1 }

@@ -26,6 +26,8 @@ public struct TransferSnapshot: Sendable, Identifiable, Equatable {
     public var lastStatus: Int?
     /// Uploads: the server's answer (status line, a few headers, the first 64 KiB of the body), raw bytes.
     public var response: ServerResponse?
+    /// The smoothed rate (bytes/s) sampled once a second while running, oldest first, at most 60 values.
+    public var rateHistory: [Double] = []
 
     /// `Float(totalBytesWritten) / Float(totalBytesExpected)`; nil when the size is unknown.
     public var progress: Float? {
