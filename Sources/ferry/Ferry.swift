@@ -7,13 +7,40 @@ struct Ferry: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "ferry",
         abstract: "A terminal upload/download manager with resume, retries and a durable queue.",
-        subcommands: [Get.self, Put.self]
+        subcommands: [Get.self, Put.self, List.self, Run.self]
     )
+
+    /// Options that may come before the subcommand (`ferry --config F list`) as well as after it.
+    static let globalOptions: Set<String> = ["--config", "--state-dir"]
+
+    /// Moves global options written before the subcommand to just after it, where the subcommand parses them.
+    static func reorder(_ arguments: [String]) -> [String] {
+        let subcommands = Set(configuration.subcommands.map { $0._commandName })
+        guard let commandIndex = arguments.firstIndex(where: { subcommands.contains($0) }) else { return arguments }
+        var moved: [String] = []
+        var rest: [String] = []
+        var index = 0
+        while index < commandIndex {
+            let argument = arguments[index]
+            let name = String(argument.split(separator: "=", maxSplits: 1).first ?? "")
+            if globalOptions.contains(name) {
+                moved.append(argument)
+                if !argument.contains("="), index + 1 < commandIndex {
+                    moved.append(arguments[index + 1])
+                    index += 1
+                }
+            } else {
+                rest.append(argument)
+            }
+            index += 1
+        }
+        return rest + [arguments[commandIndex]] + moved + arguments[(commandIndex + 1)...]
+    }
 
     /// Usage errors exit 2 (ArgumentParser's default is 64); everything else keeps its code.
     static func main() async {
         do {
-            var command = try parseAsRoot()
+            var command = try parseAsRoot(reorder(Array(CommandLine.arguments.dropFirst())))
             if var asyncCommand = command as? AsyncParsableCommand {
                 try await asyncCommand.run()
             } else {
@@ -35,16 +62,19 @@ struct Ferry: AsyncParsableCommand {
 
 /// Options every subcommand takes.
 struct CommonOptions: ParsableArguments {
-    @Option(name: .customLong("state-dir"), help: "Where the queue is kept (default: $FERRY_STATE_DIR, else ~/.local/state/ferry).")
+    @Option(name: .customLong("state-dir"), help: "Where the queue is kept (default: $FERRY_STATE_DIR, else $XDG_STATE_HOME/ferry).")
     var stateDir: String?
+
+    @Option(name: .customLong("config"), help: "Config file (default: $FERRY_CONFIG, else $XDG_CONFIG_HOME/ferry/config.toml).")
+    var config: String?
 
     @Flag(name: .customLong("no-tui"), help: "Run without the terminal UI (implied when stdout is not a terminal).")
     var noTUI = false
 
-    @Option(name: .customShort("j"), help: "Transfers at once (default 4).")
+    @Option(name: .customShort("j"), help: "Transfers at once (default 4, or [transfers] concurrency).")
     var jobs: Int?
 
-    @Option(name: .customLong("retries"), help: "Retries after a failed attempt (default 5).")
+    @Option(name: .customLong("retries"), help: "Retries after a failed attempt (default 5, or [retry] attempts).")
     var retries: Int?
 
     func validate() throws {
@@ -52,9 +82,17 @@ struct CommonOptions: ParsableArguments {
         if let retries, retries < 0 { throw ValidationError("--retries needs 0 or more, got \(retries)") }
     }
 
-    func engineConfiguration() -> EngineConfiguration {
-        var configuration = EngineConfiguration()
-        if let jobs { configuration.maxConcurrent = jobs }
+    var stateDirectory: StateDirectory { StateDirectory(option: stateDir) }
+
+    func loadConfig() throws(UsageError) -> Config { try Config.load(option: config) }
+
+    /// The config file's settings with the command line's on top.
+    func engineConfiguration(_ config: Config) -> EngineConfiguration {
+        var configuration = config.engine
+        if let jobs {
+            configuration.maxConcurrent = jobs
+            configuration.maxPerHost = max(jobs, config.perHost)
+        }
         if let retries { configuration.retry.maxRetries = retries }
         return configuration
     }

@@ -29,13 +29,13 @@ struct Get: AsyncParsableCommand {
     @OptionGroup var common: CommonOptions
 
     func run() async throws {
-        let specs = try makeSpecs()
-        let exitCode = await HeadlessRun(configuration: common.engineConfiguration()).run(specs)
-        throw ExitCode(exitCode)
+        let config = try common.loadConfig()
+        let specs = try makeSpecs(defaultDirectory: config.downloadDirectory)
+        try await runEngine(common, config: config, specs: specs)
     }
 
     /// Every input is checked before anything is queued or created.
-    func makeSpecs() throws(UsageError) -> [TransferSpec] {
+    func makeSpecs(defaultDirectory: String = ".") throws(UsageError) -> [TransferSpec] {
         var parsed: [URL] = []
         for text in urls { parsed.append(try InputValidation.url(text)) }
         if let inputFile {
@@ -52,7 +52,7 @@ struct Get: AsyncParsableCommand {
         for text in headers { extraHeaders.append(try InputValidation.header(text)) }
 
         let cwd = FileManager.default.currentDirectoryPath
-        var directoryPath = directory ?? "."
+        var directoryPath = directory ?? defaultDirectory
         var fileName: String?
         if let outputName {
             // -O may carry a directory part, like wget -O path.

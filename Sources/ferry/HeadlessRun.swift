@@ -17,12 +17,16 @@ final class HeadlessRun: Sendable {
         self.configuration = configuration
     }
 
-    func run(_ specs: [TransferSpec]) async -> Int32 {
+    /// What the engine works on: `specs` are added to the queue, and the run waits for them and for any
+    /// items handed over by another ferry meanwhile (plus, with `includeQueued`, everything already queued).
+    /// Returns the exit status: 0 when every waited-for item succeeded, 1 otherwise.
+    func run(_ specs: [TransferSpec], store: any QueueStore, directory: StateDirectory?, lock: EngineLock?,
+             includeQueued: Bool = false) async -> Int32 {
         let manager: TransferManager
         do {
-            manager = try TransferManager(configuration: configuration) { [weak self] event in self?.report(event) }
+            manager = try TransferManager(configuration: configuration, store: store) { [weak self] event in self?.report(event) }
         } catch {
-            printError("cannot start: \(error)")
+            printError("cannot load the queue: \(error)")
             return 1
         }
         let stop = installSignalHandlers(manager)
@@ -31,15 +35,41 @@ final class HeadlessRun: Sendable {
         ticker.setEventHandler { [weak self] in self?.progress(manager.snapshot()) }
         ticker.resume()
 
-        let ids = Set(specs.map { manager.add($0) })
-        await manager.waitUntilFinished(ids)
+        let handedOver = Mutex<Set<TransferID>>([])
+        var wake: WakeChannel?
+        if let directory {
+            wake = try? WakeChannel(directory, queue: output) {
+                let ids = manager.adoptNewItemsFromStore()
+                handedOver.withLock { $0.formUnion(ids) }
+            }
+        }
+        var waitFor = Set<TransferID>()
+        if includeQueued {
+            waitFor = Set(manager.snapshot().items.filter { !$0.state.isTerminal && $0.state != .paused }.map(\.id))
+        }
+        let own = manager.add(specs)
+        waitFor.formUnion(own)
+        // Items handed over while this engine ran are finished too before it exits.
+        while true {
+            await manager.waitUntilFinished(waitFor)
+            let adopted = manager.adoptNewItemsFromStore()
+            handedOver.withLock { $0.formUnion(adopted) }
+            let more = handedOver.withLock { $0 }.subtracting(waitFor)
+            if more.isEmpty { break }
+            waitFor.formUnion(more)
+        }
         ticker.cancel()
+        wake = nil
         manager.shutdown()
+        lock?.release()
         stop.forEach { $0.cancel() }
         output.sync {}
+        _ = wake
 
         var failed = 0
-        for item in manager.snapshot().items where ids.contains(item.id) {
+        let snapshot = manager.snapshot()
+        let reported = includeQueued ? waitFor : Set(own)
+        for item in snapshot.items where reported.contains(item.id) {
             if item.state == .completed, let path = item.savedPath {
                 print(path)
             } else if item.state == .completed, item.spec.direction == .upload {
@@ -51,7 +81,7 @@ final class HeadlessRun: Sendable {
             }
         }
         fflush(nil)
-        if failed > 0 { printError("\(failed) of \(ids.count) transfers failed") }
+        if failed > 0 { printError("\(failed) of \(reported.count) transfers failed") }
         return failed > 0 ? 1 : 0
     }
 

@@ -37,9 +37,15 @@ struct Put: AsyncParsableCommand {
     @OptionGroup var common: CommonOptions
 
     func run() async throws {
+        let config = try common.loadConfig()
         let spec = try makeSpec()
-        let exitCode = await HeadlessRun(configuration: common.engineConfiguration()).run([spec])
-        throw ExitCode(exitCode)
+        if spec.upload?.isRepeatable == false {
+            // Standard input belongs to this process: it cannot be handed to another engine or resumed later.
+            let exitCode = await HeadlessRun(configuration: common.engineConfiguration(config))
+                .run([spec], store: InMemoryQueueStore(), directory: nil, lock: nil)
+            throw ExitCode(exitCode)
+        }
+        try await runEngine(common, config: config, specs: [spec])
     }
 
     func makeSpec() throws(UsageError) -> TransferSpec {

@@ -122,23 +122,24 @@ import TestHTTPServer
 
     @Test func sigtermStopsCleanlyAndKeepsThePartFile() async throws {
         let body = Resource.randomBytes(count: 8 << 20, seed: 21)
-        server.route("/slow.bin", .serve(Resource(body: body, etag: "\"s\""), ServeOptions(bytesPerSecond: 1 << 20)))
+        server.route("/slow.bin", .serve(Resource(body: body, etag: "\"s\""), ServeOptions(stallAfter: 3 << 20)))
         let process = Process()
         process.executableURL = ferryExecutable()
         process.arguments = ["get", "-o", dir.path, server.url("/slow.bin").absoluteString]
+        process.environment = isolatedEnvironment(stateDir: dir.path + "/.state", configHome: dir.path + "/.config")
         process.standardOutput = FileHandle.nullDevice
         process.standardError = FileHandle.nullDevice
         try process.run()
         let partPath = dir.path + "/slow.bin.part"
-        try await eventually("the .part file grows") {
-            ((try? FileManager.default.attributesOfItem(atPath: partPath)[.size] as? Int) ?? 0) > 256 << 10
+        try await eventually("the .part file has the first 3 MiB") {
+            ((try? FileManager.default.attributesOfItem(atPath: partPath)[.size] as? Int) ?? 0) == 3 << 20
         }
         process.terminate()
         process.waitUntilExit()
         #expect(process.terminationStatus == 143)
         let size = try #require(FileManager.default.attributesOfItem(atPath: partPath)[.size] as? Int)
-        #expect(size > 256 << 10 && size < body.count)
-        #expect(dir.files() == ["slow.bin.part"])
+        #expect(size == 3 << 20)
+        #expect(dir.files().filter { !$0.hasPrefix(".") } == ["slow.bin.part"])
         // What was kept is exactly the start of the file.
         #expect(dir.contents("slow.bin.part") == body.prefix(size))
     }

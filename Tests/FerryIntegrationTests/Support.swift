@@ -46,11 +46,11 @@ func finish(_ manager: TransferManager, _ ids: Set<TransferID>, within seconds: 
 }
 
 /// Polls until `condition` holds (or fails the test after `seconds`).
-func eventually(within seconds: Double = 20, _ what: String, _ condition: () -> Bool) async throws {
+func eventually(within seconds: Double = 20, _ what: @autoclosure () -> String, _ condition: () -> Bool) async throws {
     let deadline = Date().addingTimeInterval(seconds)
     while !condition() {
         if Date() > deadline {
-            Issue.record("timed out waiting for: \(what)")
+            Issue.record("timed out waiting for: \(what())")
             throw Timeout()
         }
         try await Task.sleep(for: .milliseconds(10))
@@ -69,12 +69,16 @@ struct CommandResult {
 /// cooperative pool, which has only as many threads as cores). `feed`, when given, writes the child's
 /// standard input on a thread of its own and must close it.
 func runFerry(
-    _ arguments: [String], cwd: String? = nil, timeout: Double = 60,
-    feed: (@Sendable (FileHandle) -> Void)? = nil
+    _ arguments: [String], cwd: String? = nil, timeout: Double = 60, stateDir: String? = nil,
+    environment extra: [String: String] = [:], feed: (@Sendable (FileHandle) -> Void)? = nil
 ) async throws -> CommandResult {
     let process = Process()
     process.executableURL = ferryExecutable()
     process.arguments = arguments
+    // Never the user's own queue or config: a private state directory unless the test shares one.
+    let scratch = try TempDir()
+    process.environment = isolatedEnvironment(stateDir: stateDir ?? scratch.path + "/state", configHome: scratch.path)
+        .merging(extra) { $1 }
     if let cwd { process.currentDirectoryURL = URL(fileURLWithPath: cwd) }
     let out = Pipe(), err = Pipe(), input = Pipe()
     process.standardOutput = out
@@ -97,9 +101,20 @@ func runFerry(
     if (try? await watchdog.value) != nil {
         Issue.record("ferry \(arguments) did not exit within \(timeout) s")
     }
-    return CommandResult(status: process.terminationStatus,
-                         stdout: String(decoding: outData.finish(), as: UTF8.self),
-                         stderr: String(decoding: errData.finish(), as: UTF8.self))
+    let result = CommandResult(status: process.terminationStatus,
+                               stdout: String(decoding: outData.finish(), as: UTF8.self),
+                               stderr: String(decoding: errData.finish(), as: UTF8.self))
+    withExtendedLifetime(scratch) {}
+    return result
+}
+
+/// The test process's environment with ferry's state and config pointed at private directories.
+func isolatedEnvironment(stateDir: String, configHome: String) -> [String: String] {
+    var environment = ProcessInfo.processInfo.environment
+    environment["FERRY_STATE_DIR"] = stateDir
+    environment["XDG_CONFIG_HOME"] = configHome
+    environment.removeValue(forKey: "FERRY_CONFIG")
+    return environment
 }
 
 /// Drains a pipe on a background thread so a chatty child never blocks on a full pipe.

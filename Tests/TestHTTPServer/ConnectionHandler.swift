@@ -244,9 +244,10 @@ final class ConnectionHandler: ChannelInboundHandler {
             context.flush()
             var limit = plan.length
             if let cut = options.cutAfter { limit = max(0, min(cut, plan.length)) }
+            if let stall = options.stallAfter { limit = max(0, min(stall, plan.length)) }
             let streamer = BodyStreamer(
                 handler: self, context: context, body: resource.body,
-                offset: plan.start, remaining: limit, cut: options.cutAfter != nil,
+                offset: plan.start, remaining: limit, cut: options.cutAfter != nil, stall: options.stallAfter != nil,
                 bytesPerSecond: options.bytesPerSecond, keepAlive: keepAlive
             )
             streamer.writeNext()
@@ -266,19 +267,21 @@ final class ConnectionHandler: ChannelInboundHandler {
         var offset: Int
         var remaining: Int
         let cut: Bool
+        let stall: Bool
         let bytesPerSecond: Int?
         let keepAlive: Bool
         let started = NIODeadline.now()
         var sent = 0
 
         init(handler: ConnectionHandler, context: ChannelHandlerContext, body: Data, offset: Int, remaining: Int,
-             cut: Bool, bytesPerSecond: Int?, keepAlive: Bool) {
+             cut: Bool, stall: Bool, bytesPerSecond: Int?, keepAlive: Bool) {
             self.handler = handler
             self.context = context
             self.body = body
             self.offset = offset
             self.remaining = remaining
             self.cut = cut
+            self.stall = stall
             self.bytesPerSecond = bytesPerSecond
             self.keepAlive = keepAlive
         }
@@ -286,6 +289,7 @@ final class ConnectionHandler: ChannelInboundHandler {
         func writeNext() {
             guard handler.active else { return }
             if remaining == 0 {
+                if stall { return }  // silent from here on; in flight until the client closes
                 if cut {
                     context.close(promise: nil)
                 } else {

@@ -99,6 +99,9 @@ public struct ServeOptions: Sendable {
     /// (no chunked terminator). If it is >= the body length, the whole body goes out and the
     /// connection is still closed without an end-of-message marker.
     public var cutAfter: Int?
+    /// Write this many body bytes of this response, then send nothing more and keep the connection open
+    /// until the client closes it: a transfer caught mid-way for as long as a test needs.
+    public var stallAfter: Int?
     /// Throttle the body to about this many bytes per second (slices every ~25 ms).
     public var bytesPerSecond: Int?
     /// Seconds to wait before sending the response head.
@@ -108,12 +111,14 @@ public struct ServeOptions: Sendable {
         honorRange: Bool = true,
         sendContentLength: Bool = true,
         cutAfter: Int? = nil,
+        stallAfter: Int? = nil,
         bytesPerSecond: Int? = nil,
         delayBeforeHead: Double? = nil
     ) {
         self.honorRange = honorRange
         self.sendContentLength = sendContentLength
         self.cutAfter = cutAfter
+        self.stallAfter = stallAfter
         self.bytesPerSecond = bytesPerSecond
         self.delayBeforeHead = delayBeforeHead
     }

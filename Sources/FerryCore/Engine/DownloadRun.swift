@@ -28,12 +28,15 @@ final class DownloadRun: TaskRun {
         /// Set when the run decided to stop the task itself (bad status, bad range, local error).
         var verdict: TransferFailure?
         var alreadyComplete = false
-        var startedAt: Int64 = 0
         var bodyBytes: Int64 = 0
+        var task: URLSessionTask?
     }
 
     let start: Start
     private let names: NameClaims
+    /// Called once the response is accepted and the `.part` file exists: the name and validators must reach
+    /// the store now, not when the attempt ends, or a crash would orphan the `.part` file.
+    private let accepted: @Sendable (_ fileName: String, _ validators: Validators) -> Void
     private let finish: @Sendable (RunOutcome, _ validators: Validators, _ status: Int?, _ fileName: String?) -> Void
     private let state: Mutex<State>
     private let done = Atomic<Int64>(0)
@@ -41,10 +44,12 @@ final class DownloadRun: TaskRun {
 
     init(
         start: Start, names: NameClaims,
+        accepted: @escaping @Sendable (String, Validators) -> Void,
         finish: @escaping @Sendable (RunOutcome, Validators, Int?, String?) -> Void
     ) throws(TransferFailure) {
         self.start = start
         self.names = names
+        self.accepted = accepted
         self.finish = finish
         var initial = State()
         initial.fileName = start.fileName
@@ -67,10 +72,10 @@ final class DownloadRun: TaskRun {
 
     /// The request for this attempt: Range + If-Range when resuming, identity encoding so byte counts and ranges
     /// refer to the file itself (corelibs turns on automatic decompression otherwise).
-    func makeRequest(validators: Validators, userAgent: String, timeout: TimeInterval) -> URLRequest {
+    func makeRequest(validators: Validators, userAgent: String, timeout: TimeInterval, hostHeaders: [HostHeaders]) -> URLRequest {
         var request = URLRequest(url: start.spec.url, cachePolicy: .reloadIgnoringLocalCacheData, timeoutInterval: timeout)
         request.httpMethod = "GET"
-        for header in start.spec.headers { request.setValue(header.value, forHTTPHeaderField: header.name) }
+        RequestHeaders.apply(user: start.spec.headers, hostHeaders: hostHeaders, to: &request)
         if request.value(forHTTPHeaderField: "User-Agent") == nil { request.setValue(userAgent, forHTTPHeaderField: "User-Agent") }
         request.setValue("identity", forHTTPHeaderField: "Accept-Encoding")
         if start.offset > 0 {
@@ -93,6 +98,7 @@ final class DownloadRun: TaskRun {
         let failure: TransferFailure? = state.withLock { s -> TransferFailure? in
             guard !s.gotResponse else { return nil }
             s.gotResponse = true
+            s.task = task
             s.status = http.statusCode
             var validators = Validators(etag: header("ETag"), lastModified: header("Last-Modified"))
             do throws(TransferFailure) {
@@ -133,13 +139,34 @@ final class DownloadRun: TaskRun {
                 return error
             }
         }
-        if let failure { stop(task, failure) }
-        if state.withLock({ $0.alreadyComplete }) { task.cancel() }
+        if let failure {
+            stop(task, failure)
+            return
+        }
+        let (complete, name, validators) = state.withLock { ($0.alreadyComplete, $0.fileName, $0.validators) }
+        if complete { task.cancel() }
+        if let name { accepted(name, validators) }
     }
 
     private func stop(_ task: URLSessionTask, _ failure: TransferFailure) {
         state.withLock { s in if s.verdict == nil { s.verdict = failure } }
         task.cancel()
+    }
+
+    /// Writes out what the buffer holds. Called about once a second by the engine, so a stalled or slow
+    /// transfer does not keep received bytes only in memory (a crash would lose them).
+    func flushToDisk() {
+        let task: URLSessionTask? = state.withLock { s in
+            guard s.verdict == nil, let file = s.file else { return nil }
+            do throws(TransferFailure) {
+                try file.flush()
+                return nil
+            } catch {
+                s.verdict = error
+                return s.task
+            }
+        }
+        task?.cancel()
     }
 
     func didReceive(data: Data) {

@@ -14,6 +14,8 @@ public struct EngineConfiguration: Sendable, Equatable {
     public var retryUploads = true
     /// Where `UploadSource.standardInput` reads from.
     public var standardInputPath = "/dev/stdin"
+    /// Headers from the config file, each sent to its matching host only (never after a redirect elsewhere).
+    public var hostHeaders: [HostHeaders] = []
     /// Chunks are coalesced into writes of this size.
     public var writeBufferSize = 1 << 20
 

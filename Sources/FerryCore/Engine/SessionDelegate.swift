@@ -8,6 +8,11 @@ import Synchronization
 /// Runs on the session's serial delegate queue (a concurrent one delivers chunks out of order on Linux).
 final class SessionDelegate: NSObject, URLSessionDataDelegate, Sendable {
     private let runs = Mutex<[Int: any TaskRun]>([:])
+    private let hostHeaders: [HostHeaders]
+
+    init(hostHeaders: [HostHeaders]) {
+        self.hostHeaders = hostHeaders
+    }
 
     func register(_ run: any TaskRun, for task: URLSessionTask) {
         runs.withLock { $0[task.taskIdentifier] = run }
@@ -42,8 +47,12 @@ final class SessionDelegate: NSObject, URLSessionDataDelegate, Sendable {
         // Uploads never follow a redirect: on Linux a 307/308 re-sends the request with an empty body and
         // reports success. Returning nil hands the 3xx to the run as the response. Downloads follow http(s) only.
         let scheme = request.url?.scheme?.lowercased()
-        let isUpload = run(for: task) is UploadRun
-        completionHandler(!isUpload && (scheme == "http" || scheme == "https") ? request : nil)
+        guard !(run(for: task) is UploadRun), scheme == "http" || scheme == "https" else {
+            completionHandler(nil)
+            return
+        }
+        // Config headers belong to their host only; credentials do not cross to another host.
+        completionHandler(RequestHeaders.forRedirect(request, from: task.originalRequest?.url, hostHeaders: hostHeaders))
     }
 
     // Called on an internal queue of the session, not the delegate queue; the run builds the stream from

@@ -32,9 +32,12 @@ protocol TaskRun: AnyObject, Sendable {
     func makeBodyStream() -> InputStream?
     /// Uploads: bytes of the body handed to the connection since the last call.
     func didSend(bytes: Int64)
+    /// Downloads: write buffered bytes to disk now.
+    func flushToDisk()
 }
 
 extension TaskRun {
     func makeBodyStream() -> InputStream? { nil }
     func didSend(bytes: Int64) {}
+    func flushToDisk() {}
 }

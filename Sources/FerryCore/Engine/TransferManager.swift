@@ -61,6 +61,8 @@ public final class TransferManager: Sendable {
         var sampler: DispatchSourceTimer?
         var lastCheckpoint: TimeInterval = 0
         var shuttingDown = false
+        /// Removed here, perhaps not yet from the store: never adopted again.
+        var removed: Set<TransferID> = []
         var shutdownSignal: DispatchSemaphore?
 
         mutating func touch(_ id: TransferID) {
@@ -100,7 +102,7 @@ public final class TransferManager: Sendable {
         sessionConfig.requestCachePolicy = .reloadIgnoringLocalCacheData
         sessionConfig.httpCookieStorage = nil
         sessionConfig.httpShouldSetCookies = false
-        let delegate = SessionDelegate()
+        let delegate = SessionDelegate(hostHeaders: configuration.hostHeaders)
         self.delegate = delegate
         let delegateQueue = OperationQueue()
         delegateQueue.maxConcurrentOperationCount = 1  // serial: a concurrent queue reorders chunks
@@ -110,23 +112,30 @@ public final class TransferManager: Sendable {
         var core = Core(maxConcurrent: max(1, configuration.maxConcurrent),
                         maxPerHost: max(1, configuration.maxPerHost ?? configuration.maxConcurrent))
         for stored in try store.loadAll() {
-            var item = Item(id: stored.id, spec: stored.spec, state: stored.state)
-            if item.state == .running || item.state == .waiting { item.state = .queued }
-            item.fileName = stored.fileName
-            item.savedPath = stored.savedPath
-            item.validators = stored.validators
-            item.bytesDone = stored.bytesDone
-            item.highWater = stored.bytesDone
-            item.retries = stored.retries
-            item.attempts = stored.attempts
-            item.lastError = stored.lastError
-            if let name = stored.fileName, !item.state.isTerminal { names.adopt(directory: stored.spec.directory, name: name) }
-            core.items[item.id] = item
-            core.order.append(item.id)
-            core.nextID = max(core.nextID, stored.id.rawValue + 1)
+            Self.adopt(stored, into: &core, names: names)
         }
         self.core = Mutex(core)
         mutate { core in ((), self.pump(&core)) }
+    }
+
+    /// An item from the store joins the queue: one that was running (the engine stopped or crashed) is queued
+    /// again and will resume where its `.part` file ends.
+    private static func adopt(_ stored: StoredTransfer, into core: inout Core, names: NameClaims) {
+        var item = Item(id: stored.id, spec: stored.spec, state: stored.state)
+        if item.state == .running || item.state == .waiting { item.state = .queued }
+        item.fileName = stored.fileName
+        item.savedPath = stored.savedPath
+        item.validators = stored.validators
+        item.bytesDone = stored.bytesDone
+        item.bytesExpected = stored.bytesExpected
+        item.highWater = stored.bytesDone
+        item.retries = stored.retries
+        item.attempts = stored.attempts
+        item.lastError = stored.lastError
+        if let name = stored.fileName, !item.state.isTerminal { names.adopt(directory: stored.spec.directory, name: name) }
+        core.items[item.id] = item
+        core.order.append(item.id)
+        core.nextID = max(core.nextID, stored.id.rawValue + 1)
     }
 
     // MARK: Commands
@@ -134,14 +143,50 @@ public final class TransferManager: Sendable {
     /// Queues a transfer at the end of the queue and starts it when a slot is free.
     @discardableResult
     public func add(_ spec: TransferSpec) -> TransferID {
-        mutate { core in
-            let id = TransferID(core.nextID)
-            core.nextID += 1
-            core.items[id] = Item(id: id, spec: spec, state: .queued)
-            core.order.append(id)
-            core.orderChanged = true
-            core.touch(id)
-            return (id, self.pump(&core))
+        add([spec])[0]
+    }
+
+    /// Queues transfers at the end of the queue, saved to the store together (all or none).
+    @discardableResult
+    public func add(_ specs: [TransferSpec]) -> [TransferID] {
+        let stored: [StoredTransfer]
+        var storeError: String?
+        do {
+            stored = try store.add(specs)
+        } catch {
+            // Still run them; the user sees that they will not survive a restart.
+            storeError = "not saved to the queue: \(error)"
+            stored = core.withLock { core in
+                specs.map { spec in
+                    defer { core.nextID += 1 }
+                    return StoredTransfer(id: TransferID(core.nextID), position: core.order.count, spec: spec)
+                }
+            }
+        }
+        return mutate { core in
+            for record in stored {
+                Self.adopt(record, into: &core, names: names)
+                core.items[record.id]?.lastError = storeError
+                core.orderChanged = true
+                core.touch(record.id)
+            }
+            return (stored.map(\.id), self.pump(&core))
+        }
+    }
+
+    /// Takes into the queue the items another process added to the store since this engine loaded it
+    /// (a second `ferry get` hands its items over this way). Returns their ids.
+    @discardableResult
+    public func adoptNewItemsFromStore() -> [TransferID] {
+        guard let all = try? store.loadAll() else { return [] }
+        return mutate { core in
+            var adopted: [TransferID] = []
+            for record in all where core.items[record.id] == nil && !core.removed.contains(record.id) {
+                Self.adopt(record, into: &core, names: names)
+                core.touch(record.id)
+                adopted.append(record.id)
+            }
+            return (adopted, self.pump(&core))
         }
     }
 
@@ -217,6 +262,7 @@ public final class TransferManager: Sendable {
             var effects: [Effect] = []
             if let task = item.task { effects.append { task.cancel() } }
             core.order.removeAll { $0 == id }
+            core.removed.insert(id)
             core.orderChanged = true
             core.version &+= 1
             if let name = item.fileName, item.state != .completed {
@@ -394,10 +440,16 @@ public final class TransferManager: Sendable {
     }
 
     private static func record(_ item: Item, position: Int) -> StoredTransfer {
-        StoredTransfer(id: item.id, position: position, spec: item.spec, state: item.state, fileName: item.fileName,
-                       savedPath: item.savedPath, validators: item.validators,
-                       bytesDone: item.run?.bytesDone ?? item.bytesDone, retries: item.retries,
-                       attempts: Array(item.attempts.suffix(20)), lastError: item.lastError)
+        var stored = StoredTransfer(id: item.id, position: position, spec: item.spec, state: item.state)
+        stored.fileName = item.fileName
+        stored.savedPath = item.savedPath
+        stored.validators = item.validators
+        stored.bytesDone = item.run?.bytesDone ?? item.bytesDone
+        stored.bytesExpected = item.run?.bytesExpected ?? item.bytesExpected
+        stored.retries = item.retries
+        stored.attempts = Array(item.attempts.suffix(20))
+        stored.lastError = item.lastError
+        return stored
     }
 
     private static func allFinished(_ ids: Set<TransferID>, in core: Core) -> Bool {
@@ -473,16 +525,24 @@ public final class TransferManager: Sendable {
         var offset: Int64 = 0
         if let name = item.fileName {
             let partPath = item.spec.directory + "/" + name + ".part"
-            if item.restartFromZero { _ = truncate(partPath, 0) }
             var st = stat()
             if stat(partPath, &st) == 0 { offset = Int64(st.st_size) }
+            // Resume only what can be checked: the `.part` file must fit the size the server gave, and that
+            // size must be known (a 206 is then accepted only with the same total). Otherwise start over.
+            let total = item.validators.totalLength
+            if item.restartFromZero || (offset > 0 && (total == nil || offset > total!)) {
+                _ = truncate(partPath, 0)
+                offset = 0
+            }
         }
         item.restartFromZero = false
         let start = DownloadRun.Start(spec: item.spec, fileName: item.fileName, offset: offset,
                                       knownTotal: offset > 0 ? item.validators.totalLength : nil,
                                       bufferSize: configuration.writeBufferSize)
         do throws(TransferFailure) {
-            let run = try DownloadRun(start: start, names: names) { [weak self] outcome, validators, status, name in
+            let run = try DownloadRun(start: start, names: names, accepted: { [weak self] name, validators in
+                self?.responseAccepted(id, generation: generation, fileName: name, validators: validators)
+            }) { [weak self] outcome, validators, status, name in
                 self?.runFinished(id, generation: generation, outcome: outcome) { item in
                     if let name { item.fileName = name }
                     if validators != Validators() { item.validators = validators }
@@ -490,7 +550,8 @@ public final class TransferManager: Sendable {
                 }
             }
             let task = session.dataTask(with: run.makeRequest(validators: item.validators, userAgent: configuration.userAgent,
-                                                              timeout: configuration.idleTimeout))
+                                                              timeout: configuration.idleTimeout,
+                                                              hostHeaders: configuration.hostHeaders))
             return .success((run, task, offset))
         } catch {
             return .failure(error)
@@ -515,11 +576,25 @@ public final class TransferManager: Sendable {
                 }
             }
         }
-        let request = run.makeRequest(userAgent: configuration.userAgent, timeout: configuration.idleTimeout)
+        let request = run.makeRequest(userAgent: configuration.userAgent, timeout: configuration.idleTimeout,
+                                      hostHeaders: configuration.hostHeaders)
         let task = run.readsStandardInput
             ? session.uploadTask(with: request, fromFile: URL(fileURLWithPath: configuration.standardInputPath))
             : session.uploadTask(withStreamedRequest: request)
         return .success((run, task, 0))
+    }
+
+    /// A download's response was accepted: its file name and validators are recorded (and so saved) at once.
+    private func responseAccepted(_ id: TransferID, generation: Int, fileName: String, validators: Validators) {
+        mutate { core in
+            guard var item = core.items[id], item.generation == generation else { return ((), []) }
+            item.fileName = fileName
+            if validators != Validators() { item.validators = validators }
+            item.bytesExpected = validators.totalLength ?? item.bytesExpected
+            core.items[id] = item
+            core.touch(id)
+            return ((), [])
+        }
     }
 
     /// An attempt ended. `update` records what the attempt learned (name, validators, the server's answer).
@@ -705,7 +780,7 @@ public final class TransferManager: Sendable {
 
     private func sample() {
         let now = Double(DispatchTime.now().uptimeNanoseconds) / 1e9
-        let checkpoints = core.withLock { core -> [(TransferID, Int64)]? in
+        let due = core.withLock { core -> (checkpoints: [(TransferID, Int64)], runs: [any TaskRun])? in
             var anyRunning = false
             var moved = false
             for id in core.order {
@@ -729,10 +804,15 @@ public final class TransferManager: Sendable {
             }
             guard now - core.lastCheckpoint >= 1 else { return nil }
             core.lastCheckpoint = now
-            return core.items.values.compactMap { item in item.run.map { (item.id, $0.bytesDone) } }
+            let runs = core.items.values.compactMap(\.run)
+            return (core.items.values.compactMap { item in item.run.map { (item.id, $0.bytesDone) } }, runs)
         }
-        if let checkpoints, !checkpoints.isEmpty {
+        guard let due else { return }
+        // Once a second: buffered bytes go to disk, then their count to the store.
+        due.runs.forEach { $0.flushToDisk() }
+        if !due.checkpoints.isEmpty {
             let store = self.store
+            let checkpoints = due.checkpoints
             storeQueue.async { for (id, bytes) in checkpoints { try? store.checkpoint(id, bytesDone: bytes) } }
         }
     }

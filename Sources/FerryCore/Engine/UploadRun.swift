@@ -32,10 +32,10 @@ final class UploadRun: TaskRun {
     /// blocking the session), chunked because its length is unknown.
     var readsStandardInput: Bool { plan.segments == [.standardInput] }
 
-    func makeRequest(userAgent: String, timeout: TimeInterval) -> URLRequest {
+    func makeRequest(userAgent: String, timeout: TimeInterval, hostHeaders: [HostHeaders]) -> URLRequest {
         var request = URLRequest(url: spec.url, cachePolicy: .reloadIgnoringLocalCacheData, timeoutInterval: timeout)
         request.httpMethod = spec.upload?.method ?? "PUT"
-        for header in spec.headers { request.setValue(header.value, forHTTPHeaderField: header.name) }
+        RequestHeaders.apply(user: spec.headers, hostHeaders: hostHeaders, to: &request)
         if request.value(forHTTPHeaderField: "User-Agent") == nil { request.setValue(userAgent, forHTTPHeaderField: "User-Agent") }
         if request.value(forHTTPHeaderField: "Content-Type") == nil { request.setValue(plan.contentType, forHTTPHeaderField: "Content-Type") }
         // A stream body goes out chunked with `Expect: 100-continue` by default on Linux. Setting Content-Length

@@ -11,15 +11,32 @@ public struct StoredTransfer: Sendable, Codable, Equatable {
     public var savedPath: String?
     public var validators: Validators
     public var bytesDone: Int64
+    public var bytesExpected: Int64?
     public var retries: Int
     public var attempts: [Attempt]
     public var lastError: String?
+
+    public init(id: TransferID, position: Int, spec: TransferSpec, state: TransferState = .queued) {
+        self.id = id
+        self.position = position
+        self.spec = spec
+        self.state = state
+        self.validators = Validators()
+        self.bytesDone = 0
+        self.retries = 0
+        self.attempts = []
+    }
+
+    /// The expected size as far as it is known.
+    public var total: Int64? { bytesExpected ?? validators.totalLength }
 }
 
-/// Where the queue is kept. The manager calls it off the delegate path: on state transitions and
-/// about once a second for byte offsets. The SQLite store implements this; tests use the in-memory one.
+/// Where the queue is kept. The manager calls it off the URLSession delegate path: on every state
+/// transition and about once a second for byte offsets. Several processes may share one store.
 public protocol QueueStore: Sendable {
     func loadAll() throws -> [StoredTransfer]
+    /// Appends new queued items at the end of the queue, all or none, and returns them with their ids.
+    func add(_ specs: [TransferSpec]) throws -> [StoredTransfer]
     func save(_ item: StoredTransfer) throws
     func saveOrder(_ ids: [TransferID]) throws
     func checkpoint(_ id: TransferID, bytesDone: Int64) throws
@@ -27,25 +44,41 @@ public protocol QueueStore: Sendable {
 }
 
 public final class InMemoryQueueStore: QueueStore {
-    private let items = Mutex<[TransferID: StoredTransfer]>([:])
+    private struct State {
+        var items: [TransferID: StoredTransfer] = [:]
+        var nextID: Int64 = 1
+    }
+    private let state = Mutex(State())
 
     public init() {}
 
     public func loadAll() throws -> [StoredTransfer] {
-        items.withLock { Array($0.values) }.sorted { ($0.position, $0.id) < ($1.position, $1.id) }
+        state.withLock { Array($0.items.values) }.sorted { ($0.position, $0.id) < ($1.position, $1.id) }
     }
 
-    public func save(_ item: StoredTransfer) throws { items.withLock { $0[item.id] = item } }
+    public func add(_ specs: [TransferSpec]) throws -> [StoredTransfer] {
+        state.withLock { s in
+            let base = (s.items.values.map(\.position).max() ?? -1) + 1
+            return specs.enumerated().map { offset, spec in
+                let item = StoredTransfer(id: TransferID(s.nextID), position: base + offset, spec: spec)
+                s.nextID += 1
+                s.items[item.id] = item
+                return item
+            }
+        }
+    }
+
+    public func save(_ item: StoredTransfer) throws { state.withLock { $0.items[item.id] = item } }
 
     public func saveOrder(_ ids: [TransferID]) throws {
-        items.withLock { all in
-            for (position, id) in ids.enumerated() { all[id]?.position = position }
+        state.withLock { s in
+            for (position, id) in ids.enumerated() { s.items[id]?.position = position }
         }
     }
 
     public func checkpoint(_ id: TransferID, bytesDone: Int64) throws {
-        items.withLock { $0[id]?.bytesDone = bytesDone }
+        state.withLock { $0.items[id]?.bytesDone = bytesDone }
     }
 
-    public func remove(_ id: TransferID) throws { _ = items.withLock { $0.removeValue(forKey: id) } }
+    public func remove(_ id: TransferID) throws { _ = state.withLock { $0.items.removeValue(forKey: id) } }
 }

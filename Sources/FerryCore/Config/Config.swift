@@ -1,0 +1,278 @@
+import Foundation
+import TOMLKit
+
+/// Headers for one host (or every host under a domain), from the config file. Their values are secrets:
+/// sent to matching hosts only and never printed.
+public struct HostHeaders: Sendable, Equatable {
+    /// A host name (`api.example.com`) or a wildcard (`*.example.com`, which also matches `example.com`).
+    public var match: String
+    public var headers: [HTTPHeader]
+
+    public init(match: String, headers: [HTTPHeader]) {
+        self.match = match.lowercased()
+        self.headers = headers
+    }
+
+    public func matches(host: String) -> Bool {
+        let host = host.lowercased()
+        if match.hasPrefix("*.") {
+            let domain = String(match.dropFirst(2))
+            return host == domain || host.hasSuffix("." + domain)
+        }
+        return host == match
+    }
+}
+
+/// Everything the config file can set. `Config()` is the built-in default, equal to config/ferry.toml.
+public struct Config: Sendable, Equatable {
+    public enum Mode: String, Sendable, Equatable { case auto, always, never }
+
+    public var concurrency = 4
+    public var perHost = 4
+    public var downloadDirectory = "."
+    public var segments = 1
+    public var retryAttempts = 5
+    public var baseDelay = 1.0
+    public var maxDelay = 60.0
+    public var maxRetryAfter = 600.0
+    public var retryUploads = true
+    public var idleTimeout = 30.0
+    public var userAgent = "ferry/0.1"
+    public var refreshHz = 10
+    public var ascii = Mode.auto
+    public var color = Mode.auto
+    public var hosts: [HostHeaders] = []
+
+    public init() {}
+
+    /// The engine's settings from this config (the command line may override them afterwards).
+    public var engine: EngineConfiguration {
+        var engine = EngineConfiguration()
+        engine.maxConcurrent = concurrency
+        engine.maxPerHost = perHost
+        engine.retry.maxRetries = retryAttempts
+        engine.retry.baseDelay = baseDelay
+        engine.retry.maxDelay = maxDelay
+        engine.retry.maxRetryAfter = maxRetryAfter
+        engine.retryUploads = retryUploads
+        engine.idleTimeout = idleTimeout
+        engine.userAgent = userAgent
+        engine.hostHeaders = hosts
+        return engine
+    }
+
+    /// Where the config is looked for: `--config`, then `$FERRY_CONFIG`, then `$XDG_CONFIG_HOME/ferry/config.toml`.
+    /// `explicit` is true when the user named the file (then it must exist).
+    public static func location(option: String?, environment: [String: String]) -> (path: String, explicit: Bool) {
+        if let option { return (option, true) }
+        if let path = environment["FERRY_CONFIG"], !path.isEmpty { return (path, true) }
+        let base = environment["XDG_CONFIG_HOME"].flatMap { $0.isEmpty ? nil : $0 }
+            ?? (environment["HOME"] ?? NSHomeDirectory()) + "/.config"
+        return (base + "/ferry/config.toml", false)
+    }
+
+    /// Reads the config file; a missing default file gives the defaults.
+    public static func load(option: String?, environment: [String: String] = ProcessInfo.processInfo.environment) throws(UsageError) -> Config {
+        let (path, explicit) = location(option: option, environment: environment)
+        guard let data = FileManager.default.contents(atPath: path) else {
+            if !explicit && !FileManager.default.fileExists(atPath: path) { return Config() }
+            throw UsageError("cannot read config file \(path)")
+        }
+        return try parse(String(decoding: data, as: UTF8.self), file: path)
+    }
+
+    /// Parses config text. Every error names the file, the line and the key.
+    public static func parse(_ text: String, file: String) throws(UsageError) -> Config {
+        let root: TOMLTable
+        do {
+            root = try TOMLTable(string: text)
+        } catch let error as TOMLParseError {
+            throw UsageError("\(file):\(error.source.begin.line): \(error.description)")
+        } catch {
+            throw UsageError("\(file): \(error)")
+        }
+        let reader = Reader(text: text, file: file)
+        var config = Config()
+        for key in root.keys {
+            switch key {
+            case "transfers":
+                let table = try reader.table(root, key)
+                for name in table.keys {
+                    switch name {
+                    case "concurrency": config.concurrency = try reader.int(table, key, name, min: 1)
+                    case "per_host": config.perHost = try reader.int(table, key, name, min: 1)
+                    case "download_dir": config.downloadDirectory = try reader.string(table, key, name)
+                    case "segments": config.segments = try reader.int(table, key, name, min: 1, max: 64)
+                    default: throw reader.unknown(key, name)
+                    }
+                }
+            case "retry":
+                let table = try reader.table(root, key)
+                for name in table.keys {
+                    switch name {
+                    case "attempts": config.retryAttempts = try reader.int(table, key, name, min: 0)
+                    case "base_delay": config.baseDelay = try reader.seconds(table, key, name)
+                    case "max_delay": config.maxDelay = try reader.seconds(table, key, name)
+                    case "max_retry_after": config.maxRetryAfter = try reader.seconds(table, key, name)
+                    case "uploads": config.retryUploads = try reader.bool(table, key, name)
+                    default: throw reader.unknown(key, name)
+                    }
+                }
+            case "network":
+                let table = try reader.table(root, key)
+                for name in table.keys {
+                    switch name {
+                    case "idle_timeout": config.idleTimeout = try reader.seconds(table, key, name, positive: true)
+                    case "user_agent": config.userAgent = try reader.headerValue(table, key, name)
+                    default: throw reader.unknown(key, name)
+                    }
+                }
+            case "ui":
+                let table = try reader.table(root, key)
+                for name in table.keys {
+                    switch name {
+                    case "refresh_hz": config.refreshHz = try reader.int(table, key, name, min: 1, max: 60)
+                    case "ascii": config.ascii = try reader.mode(table, key, name)
+                    case "color": config.color = try reader.mode(table, key, name)
+                    default: throw reader.unknown(key, name)
+                    }
+                }
+            case "hosts":
+                guard let array = root[key]?.array else {
+                    throw reader.wrongType(nil, key, expected: "an array of [[hosts]] tables")
+                }
+                for element in array {
+                    guard let table = element.table else { throw reader.wrongType(nil, key, expected: "a [[hosts]] table") }
+                    config.hosts.append(try reader.hostHeaders(table))
+                }
+            default:
+                throw reader.unknown(nil, key)
+            }
+        }
+        return config
+    }
+}
+
+/// Reads typed values and names the file, line and key of anything wrong.
+private struct Reader {
+    let lines: [Substring]
+    let file: String
+
+    init(text: String, file: String) {
+        self.lines = text.split(separator: "\n", omittingEmptySubsequences: false)
+        self.file = file
+    }
+
+    /// The line where `key` is set inside `[table]` (or at the top when table is nil), for messages.
+    func line(_ table: String?, _ key: String) -> Int? {
+        var current: String?
+        for (index, raw) in lines.enumerated() {
+            let line = raw.trimmingCharacters(in: .whitespaces)
+            if line.hasPrefix("[") {
+                let name = line.trimmingCharacters(in: CharacterSet(charactersIn: "[] \t"))
+                current = String(name.split(separator: "#").first ?? "").trimmingCharacters(in: .whitespaces)
+                if table == nil && current == key { return index + 1 }
+                continue
+            }
+            guard current == table else { continue }
+            if let equals = line.firstIndex(of: "="),
+               line[..<equals].trimmingCharacters(in: .whitespaces).trimmingCharacters(in: CharacterSet(charactersIn: "\"'")) == key {
+                return index + 1
+            }
+        }
+        return nil
+    }
+
+    func name(_ table: String?, _ key: String) -> String { table.map { "\($0).\(key)" } ?? key }
+
+    func error(_ table: String?, _ key: String, _ message: String) -> UsageError {
+        let at = line(table, key).map { ":\($0)" } ?? ""
+        return UsageError("\(file)\(at): \(name(table, key)): \(message)")
+    }
+
+    func unknown(_ table: String?, _ key: String) -> UsageError { error(table, key, "unknown key") }
+
+    func wrongType(_ table: String?, _ key: String, expected: String) -> UsageError {
+        error(table, key, "expected \(expected)")
+    }
+
+    func table(_ root: TOMLTable, _ key: String) throws(UsageError) -> TOMLTable {
+        guard let table = root[key]?.table else { throw wrongType(nil, key, expected: "a table ([\(key)])") }
+        return table
+    }
+
+    func int(_ table: TOMLTable, _ section: String, _ key: String, min: Int, max: Int = Int.max) throws(UsageError) -> Int {
+        guard let value = table[key]?.int else { throw wrongType(section, key, expected: "a whole number") }
+        guard value >= min, value <= max else {
+            throw error(section, key, max == Int.max ? "must be \(min) or more" : "must be between \(min) and \(max)")
+        }
+        return value
+    }
+
+    func seconds(_ table: TOMLTable, _ section: String, _ key: String, positive: Bool = false) throws(UsageError) -> Double {
+        let value: Double
+        if let d = table[key]?.double { value = d } else if let i = table[key]?.int { value = Double(i) } else {
+            throw wrongType(section, key, expected: "a number of seconds")
+        }
+        guard value.isFinite, value >= 0, !(positive && value == 0) else {
+            throw error(section, key, positive ? "must be more than 0" : "must be 0 or more")
+        }
+        return value
+    }
+
+    func bool(_ table: TOMLTable, _ section: String, _ key: String) throws(UsageError) -> Bool {
+        guard let value = table[key]?.bool else { throw wrongType(section, key, expected: "true or false") }
+        return value
+    }
+
+    func string(_ table: TOMLTable, _ section: String, _ key: String) throws(UsageError) -> String {
+        guard let value = table[key]?.string else { throw wrongType(section, key, expected: "a string") }
+        return value
+    }
+
+    func headerValue(_ table: TOMLTable, _ section: String, _ key: String) throws(UsageError) -> String {
+        let value = try string(table, section, key)
+        guard !value.unicodeScalars.contains(where: { $0 == "\r" || $0 == "\n" || $0 == "\0" }) else {
+            throw error(section, key, "must not contain line breaks")
+        }
+        return value
+    }
+
+    func mode(_ table: TOMLTable, _ section: String, _ key: String) throws(UsageError) -> Config.Mode {
+        guard let text = table[key]?.string else { throw wrongType(section, key, expected: "\"auto\", \"always\" or \"never\"") }
+        guard let mode = Config.Mode(rawValue: text) else {
+            throw error(section, key, "expected \"auto\", \"always\" or \"never\", got \"\(TerminalSafe.sanitize(text))\"")
+        }
+        return mode
+    }
+
+    func hostHeaders(_ table: TOMLTable) throws(UsageError) -> HostHeaders {
+        var match: String?
+        var headers: [HTTPHeader] = []
+        for key in table.keys {
+            switch key {
+            case "match":
+                let value = try string(table, "hosts", key)
+                guard !value.isEmpty, !value.contains("/"), !value.contains(":") else {
+                    throw error("hosts", key, "expected a host name or *.domain")
+                }
+                match = value
+            case "headers":
+                guard let values = table[key]?.table else {
+                    throw wrongType("hosts", key, expected: "a table of header names and values")
+                }
+                for name in values.keys.sorted() {
+                    // The value is never shown, even in an error message.
+                    guard let value = values[name]?.string, let header = HTTPHeader.parse("\(name): \(value)"), header.name == name else {
+                        throw error("hosts", "headers", "header \(TerminalSafe.sanitize(name)) needs a valid name and a one-line string value")
+                    }
+                    headers.append(header)
+                }
+            default:
+                throw unknown("hosts", key)
+            }
+        }
+        guard let match else { throw error("hosts", "match", "every [[hosts]] block needs a match") }
+        return HostHeaders(match: match, headers: headers)
+    }
+}

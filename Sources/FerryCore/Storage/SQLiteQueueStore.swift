@@ -1,0 +1,170 @@
+import Foundation
+import GRDB
+
+/// The durable queue: SQLite in WAL mode, so `ferry list` and a second `ferry get` can read and add
+/// while an engine writes. Specs and attempts are JSON; everything a listing needs has its own column.
+public final class SQLiteQueueStore: QueueStore {
+    /// One row of an item's short history.
+    public struct Event: Sendable, Equatable {
+        public var at: Date
+        public var state: TransferState
+        public var message: String?
+    }
+
+    static let eventsKept = 20
+    private let pool: DatabasePool
+
+    /// Opens (creating and migrating as needed) the queue database at `path`.
+    public init(path: String) throws {
+        var configuration = Configuration()
+        configuration.busyMode = .timeout(10)
+        configuration.prepareDatabase { db in
+            try db.execute(sql: "PRAGMA synchronous = NORMAL")
+        }
+        pool = try DatabasePool(path: path, configuration: configuration)
+        try Self.migrator.migrate(pool)
+    }
+
+    /// The schema, one migration per release that changed it; never edit a shipped migration.
+    static var migrator: DatabaseMigrator {
+        var migrator = DatabaseMigrator()
+        migrator.registerMigration("v1") { db in
+            try db.execute(sql: """
+                CREATE TABLE transfer (
+                    id INTEGER PRIMARY KEY AUTOINCREMENT,
+                    position INTEGER NOT NULL,
+                    direction TEXT NOT NULL,
+                    url TEXT NOT NULL,
+                    spec TEXT NOT NULL,
+                    state TEXT NOT NULL,
+                    fileName TEXT,
+                    savedPath TEXT,
+                    etag TEXT,
+                    lastModified TEXT,
+                    totalLength INTEGER,
+                    bytesDone INTEGER NOT NULL DEFAULT 0,
+                    bytesExpected INTEGER,
+                    retries INTEGER NOT NULL DEFAULT 0,
+                    attempts TEXT NOT NULL DEFAULT '[]',
+                    lastError TEXT,
+                    createdAt REAL NOT NULL,
+                    updatedAt REAL NOT NULL
+                );
+                CREATE INDEX transfer_position ON transfer(position);
+                CREATE TABLE event (
+                    id INTEGER PRIMARY KEY AUTOINCREMENT,
+                    transferId INTEGER NOT NULL REFERENCES transfer(id) ON DELETE CASCADE,
+                    at REAL NOT NULL,
+                    state TEXT NOT NULL,
+                    message TEXT
+                );
+                CREATE INDEX event_transfer ON event(transferId, id);
+                """)
+        }
+        return migrator
+    }
+
+    public func loadAll() throws -> [StoredTransfer] {
+        try pool.read { db in
+            try Row.fetchAll(db, sql: "SELECT * FROM transfer ORDER BY position, id").map(Self.decode)
+        }
+    }
+
+    public func add(_ specs: [TransferSpec]) throws -> [StoredTransfer] {
+        try pool.write { db in
+            var position = try Int.fetchOne(db, sql: "SELECT COALESCE(MAX(position), -1) + 1 FROM transfer") ?? 0
+            let now = Date().timeIntervalSince1970
+            var added: [StoredTransfer] = []
+            for spec in specs {
+                try db.execute(sql: """
+                    INSERT INTO transfer (position, direction, url, spec, state, createdAt, updatedAt)
+                    VALUES (?, ?, ?, ?, 'queued', ?, ?)
+                    """, arguments: [position, spec.direction.rawValue, spec.url.absoluteString, try Self.json(spec), now, now])
+                let id = TransferID(db.lastInsertedRowID)
+                try db.execute(sql: "INSERT INTO event (transferId, at, state, message) VALUES (?, ?, 'queued', 'added')",
+                               arguments: [id.rawValue, now])
+                added.append(StoredTransfer(id: id, position: position, spec: spec))
+                position += 1
+            }
+            return added
+        }
+    }
+
+    public func save(_ item: StoredTransfer) throws {
+        try pool.write { db in
+            let previous = try String.fetchOne(db, sql: "SELECT state FROM transfer WHERE id = ?", arguments: [item.id.rawValue])
+            guard previous != nil else { return }  // removed meanwhile
+            let now = Date().timeIntervalSince1970
+            try db.execute(sql: """
+                UPDATE transfer SET state = ?, fileName = ?, savedPath = ?, etag = ?, lastModified = ?, totalLength = ?,
+                    bytesDone = ?, bytesExpected = ?, retries = ?, attempts = ?, lastError = ?, updatedAt = ?
+                WHERE id = ?
+                """, arguments: [item.state.rawValue, item.fileName, item.savedPath, item.validators.etag,
+                                 item.validators.lastModified, item.validators.totalLength, item.bytesDone,
+                                 item.bytesExpected, item.retries, try Self.json(item.attempts), item.lastError, now,
+                                 item.id.rawValue])
+            if previous != item.state.rawValue {
+                try db.execute(sql: "INSERT INTO event (transferId, at, state, message) VALUES (?, ?, ?, ?)",
+                               arguments: [item.id.rawValue, now, item.state.rawValue, item.lastError])
+                try db.execute(sql: """
+                    DELETE FROM event WHERE transferId = ? AND id NOT IN
+                        (SELECT id FROM event WHERE transferId = ? ORDER BY id DESC LIMIT ?)
+                    """, arguments: [item.id.rawValue, item.id.rawValue, Self.eventsKept])
+            }
+        }
+    }
+
+    public func saveOrder(_ ids: [TransferID]) throws {
+        try pool.write { db in
+            for (position, id) in ids.enumerated() {
+                try db.execute(sql: "UPDATE transfer SET position = ? WHERE id = ?", arguments: [position, id.rawValue])
+            }
+        }
+    }
+
+    public func checkpoint(_ id: TransferID, bytesDone: Int64) throws {
+        try pool.write { db in
+            try db.execute(sql: "UPDATE transfer SET bytesDone = ?, updatedAt = ? WHERE id = ?",
+                           arguments: [bytesDone, Date().timeIntervalSince1970, id.rawValue])
+        }
+    }
+
+    public func remove(_ id: TransferID) throws {
+        try pool.write { db in
+            try db.execute(sql: "DELETE FROM event WHERE transferId = ?", arguments: [id.rawValue])
+            try db.execute(sql: "DELETE FROM transfer WHERE id = ?", arguments: [id.rawValue])
+        }
+    }
+
+    /// The item's recent state changes, oldest first.
+    public func history(_ id: TransferID) throws -> [Event] {
+        try pool.read { db in
+            try Row.fetchAll(db, sql: "SELECT at, state, message FROM event WHERE transferId = ? ORDER BY id",
+                             arguments: [id.rawValue]).map { row in
+                Event(at: Date(timeIntervalSince1970: row["at"]),
+                      state: TransferState(rawValue: row["state"]) ?? .queued, message: row["message"])
+            }
+        }
+    }
+
+    private static func json<T: Encodable>(_ value: T) throws -> String {
+        String(decoding: try JSONEncoder().encode(value), as: UTF8.self)
+    }
+
+    private static func decode(_ row: Row) throws -> StoredTransfer {
+        let specText: String = row["spec"]
+        let spec = try JSONDecoder().decode(TransferSpec.self, from: Data(specText.utf8))
+        var item = StoredTransfer(id: TransferID(row["id"]), position: row["position"], spec: spec,
+                                  state: TransferState(rawValue: row["state"]) ?? .queued)
+        item.fileName = row["fileName"]
+        item.savedPath = row["savedPath"]
+        item.validators = Validators(etag: row["etag"], lastModified: row["lastModified"], totalLength: row["totalLength"])
+        item.bytesDone = row["bytesDone"]
+        item.bytesExpected = row["bytesExpected"]
+        item.retries = row["retries"]
+        let attempts: String = row["attempts"]
+        item.attempts = (try? JSONDecoder().decode([Attempt].self, from: Data(attempts.utf8))) ?? []
+        item.lastError = row["lastError"]
+        return item
+    }
+}

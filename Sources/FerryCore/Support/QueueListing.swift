@@ -1,0 +1,57 @@
+import Foundation
+
+/// `ferry list`: the stored queue as JSON or a table. Header values never appear; URLs lose credentials.
+public enum QueueListing {
+    struct Entry: Encodable {
+        var id: Int64
+        var direction: String
+        var url: String
+        var method: String?
+        var destination: String?
+        var source: String?
+        var state: String
+        var bytes: Int64
+        var total: Int64?
+        var attempts: Int
+        var retries: Int
+        var lastError: String?
+        var headers: [String]
+    }
+
+    static func entry(_ item: StoredTransfer) -> Entry {
+        let source: String? = item.spec.upload?.primarySource.map { source in
+            if case let .file(path) = source { return path }
+            return "-"
+        }
+        let destination = item.spec.direction == .download
+            ? (item.savedPath ?? item.fileName.map { item.spec.directory + "/" + $0 } ?? item.spec.directory)
+            : nil
+        return Entry(id: item.id.rawValue, direction: item.spec.direction.rawValue,
+                     url: TerminalSafe.redactedURL(item.spec.url), method: item.spec.upload?.method,
+                     destination: destination.map { TerminalSafe.sanitize($0) },
+                     source: source.map { TerminalSafe.sanitize($0) }, state: item.state.rawValue,
+                     bytes: item.bytesDone, total: item.total, attempts: item.attempts.count, retries: item.retries,
+                     lastError: item.lastError.map { TerminalSafe.sanitize($0) },
+                     headers: item.spec.headers.map { $0.name })
+    }
+
+    public static func json(_ items: [StoredTransfer]) throws -> Data {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
+        return try encoder.encode(items.map(entry))
+    }
+
+    public static func table(_ items: [StoredTransfer]) -> String {
+        guard !items.isEmpty else { return "the queue is empty\n" }
+        var out = ""
+        for item in items.map(entry) {
+            let arrow = item.direction == "download" ? "down" : "up  "
+            let size = item.total.map { "\(ByteFormat.bytes(item.bytes))/\(ByteFormat.bytes($0))" } ?? ByteFormat.bytes(item.bytes)
+            let place = item.destination ?? item.source ?? ""
+            var line = "#\(item.id)\t\(arrow)\t\(item.state)\t\(size)\t\(item.url)\t\(place)"
+            if let error = item.lastError { line += "\t\(error)" }
+            out += line + "\n"
+        }
+        return out
+    }
+}

@@ -1,0 +1,26 @@
+import ArgumentParser
+import FerryCore
+import Foundation
+
+struct Run: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Work through the saved queue without a UI until nothing is left to do.",
+        discussion: "Items that were running when ferry last stopped resume where their .part file ends. Paused, done and failed items stay as they are. Exit 0 when every item worked on succeeded, 1 when any failed."
+    )
+
+    @OptionGroup var common: CommonOptions
+
+    func run() async throws {
+        let config = try common.loadConfig()
+        switch try EngineStartup.begin(common, specs: []) {
+        case let .handedOff(pid, _):
+            let who = pid.map { "pid \($0)" } ?? "another process"
+            FileHandle.standardError.write(Data("ferry: the queue is already being worked on (\(who))\n".utf8))
+            throw ExitCode.success
+        case let .engine(lock, store, _):
+            let exitCode = await HeadlessRun(configuration: common.engineConfiguration(config))
+                .run([], store: store, directory: common.stateDirectory, lock: lock, includeQueued: true)
+            throw ExitCode(exitCode)
+        }
+    }
+}

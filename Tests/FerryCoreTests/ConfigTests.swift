@@ -1,0 +1,117 @@
+import Foundation
+import Testing
+@testable import FerryCore
+
+@Suite struct ConfigTests {
+    static let sample: String = {
+        let url = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+            .deletingLastPathComponent().appendingPathComponent("config/ferry.toml")
+        return (try? String(contentsOf: url, encoding: .utf8)) ?? ""
+    }()
+
+    @Test func theSampleLoadsAndEqualsTheDefaults() throws {
+        #expect(!Self.sample.isEmpty)
+        #expect(try Config.parse(Self.sample, file: "ferry.toml") == Config())
+        // And the defaults are the engine's own defaults.
+        var engine = Config().engine
+        engine.hostHeaders = []
+        var expected = EngineConfiguration()
+        expected.maxPerHost = 4
+        #expect(engine == expected)
+    }
+
+    @Test func everyKeyIsRead() throws {
+        let text = """
+            [transfers]
+            concurrency = 8
+            per_host = 2
+            download_dir = "/tmp/x"
+            segments = 4
+            [retry]
+            attempts = 2
+            base_delay = 0.5
+            max_delay = 10
+            max_retry_after = 30.0
+            uploads = false
+            [network]
+            idle_timeout = 5.0
+            user_agent = "test/1"
+            [ui]
+            refresh_hz = 4
+            ascii = "always"
+            color = "never"
+            [[hosts]]
+            match = "*.example.com"
+            headers = { Authorization = "Bearer s3cret", X-Team = "a" }
+            """
+        let config = try Config.parse(text, file: "c.toml")
+        #expect(config.concurrency == 8 && config.perHost == 2 && config.downloadDirectory == "/tmp/x" && config.segments == 4)
+        #expect(config.retryAttempts == 2 && config.baseDelay == 0.5 && config.maxDelay == 10 && config.maxRetryAfter == 30)
+        #expect(!config.retryUploads && config.idleTimeout == 5 && config.userAgent == "test/1")
+        #expect(config.refreshHz == 4 && config.ascii == .always && config.color == .never)
+        #expect(config.hosts == [HostHeaders(match: "*.example.com", headers: [
+            HTTPHeader(name: "Authorization", value: "Bearer s3cret"), HTTPHeader(name: "X-Team", value: "a")])])
+        #expect(config.engine.retry.maxRetries == 2)
+    }
+
+    func message(_ text: String) -> String {
+        do {
+            _ = try Config.parse(text, file: "/etc/ferry.toml")
+            return "no error"
+        } catch {
+            return error.description
+        }
+    }
+
+    @Test func aSyntaxErrorNamesFileAndLine() {
+        let text = "[transfers]\nconcurrency = 4\nper_host = = 3\n"
+        #expect(message(text).hasPrefix("/etc/ferry.toml:3:"))
+    }
+
+    @Test func aWrongTypeNamesLineAndKey() {
+        let text = "[retry]\nuploads = true\n\n[transfers]\nconcurrency = \"four\"\n"
+        #expect(message(text) == "/etc/ferry.toml:5: transfers.concurrency: expected a whole number")
+    }
+
+    @Test func anUnknownKeyIsNamed() {
+        #expect(message("[network]\nidle_timeout = 3\nproxy = \"x\"\n") == "/etc/ferry.toml:3: network.proxy: unknown key")
+        #expect(message("colour = 1\n") == "/etc/ferry.toml:1: colour: unknown key")
+        #expect(message("[display]\nx = 1\n") == "/etc/ferry.toml:1: display: unknown key")
+    }
+
+    @Test func badValuesAreRefused() {
+        #expect(message("[transfers]\nconcurrency = 0\n").contains("transfers.concurrency: must be 1 or more"))
+        #expect(message("[ui]\nascii = \"sometimes\"\n").contains("ui.ascii: expected"))
+        #expect(message("[network]\nidle_timeout = 0\n").contains("network.idle_timeout: must be more than 0"))
+        #expect(message("[[hosts]]\nheaders = { A = \"b\" }\n").contains("needs a match"))
+    }
+
+    @Test func headerValuesNeverAppearInErrors() {
+        let text = "[[hosts]]\nmatch = \"h\"\nheaders = { \"Bad Name\" = \"TOPSECRET\" }\n"
+        let error = message(text)
+        #expect(error.contains("hosts.headers"))
+        #expect(!error.contains("TOPSECRET"))
+    }
+
+    @Test func hostMatching() {
+        let exact = HostHeaders(match: "API.example.com", headers: [])
+        #expect(exact.matches(host: "api.example.com"))
+        #expect(!exact.matches(host: "evil-api.example.com"))
+        let wildcard = HostHeaders(match: "*.example.com", headers: [])
+        #expect(wildcard.matches(host: "a.b.example.com") && wildcard.matches(host: "example.com"))
+        #expect(!wildcard.matches(host: "example.com.evil.net") && !wildcard.matches(host: "badexample.com"))
+    }
+
+    @Test func locationFollowsOptionEnvironmentAndXDG() {
+        #expect(Config.location(option: "/a.toml", environment: ["FERRY_CONFIG": "/b.toml"]).path == "/a.toml")
+        #expect(Config.location(option: nil, environment: ["FERRY_CONFIG": "/b.toml"]).path == "/b.toml")
+        let xdg = Config.location(option: nil, environment: ["XDG_CONFIG_HOME": "/x", "HOME": "/h"])
+        #expect(xdg.path == "/x/ferry/config.toml" && !xdg.explicit)
+        #expect(Config.location(option: nil, environment: ["HOME": "/h"]).path == "/h/.config/ferry/config.toml")
+    }
+
+    @Test func aMissingDefaultFileGivesTheDefaults() throws {
+        #expect(try Config.load(option: nil, environment: ["XDG_CONFIG_HOME": "/nonexistent-ferry"]) == Config())
+        #expect(throws: UsageError.self) { try Config.load(option: "/nonexistent-ferry/c.toml", environment: [:]) }
+    }
+}

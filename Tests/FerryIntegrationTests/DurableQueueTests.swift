@@ -1,0 +1,189 @@
+import FerryCore
+import Foundation
+import Testing
+import TestHTTPServer
+
+/// The durable queue through the real binary: a crash and a restart, a second ferry handing work to the
+/// running one, `list` while an engine runs, the config file.
+@Suite struct DurableQueueTests {
+    let server: TestHTTPServer
+    let dir: TempDir
+    var state: String { dir.path + "/state" }
+    var downloads: String { dir.path + "/downloads" }
+
+    init() throws {
+        server = try TestHTTPServer()
+        dir = try TempDir()
+        try FileManager.default.createDirectory(atPath: dir.path + "/downloads", withIntermediateDirectories: true)
+    }
+
+    func start(_ arguments: [String], environment extra: [String: String] = [:]) throws -> Process {
+        let process = Process()
+        process.executableURL = ferryExecutable()
+        process.arguments = arguments
+        process.environment = isolatedEnvironment(stateDir: state, configHome: dir.path + "/config").merging(extra) { $1 }
+        process.standardOutput = FileHandle.nullDevice
+        process.standardError = FileHandle.nullDevice
+        try process.run()
+        return process
+    }
+
+    func size(_ path: String) -> Int { ((try? FileManager.default.attributesOfItem(atPath: path))?[.size] as? Int) ?? 0 }
+
+    @Test func killNineThenRunResumesFromThePartFileWithOneRangedRequest() async throws {
+        let body = Resource.randomBytes(count: 6 << 20, seed: 40)
+        let resource = Resource(body: body, etag: "\"c1\"")
+        // The first answer stops after 3 MiB and stays open: the engine is caught mid-download.
+        server.route("/crash.bin", [.serve(resource, ServeOptions(stallAfter: 3 << 20)), .serve(resource)])
+        let first = try start(["get", "-o", downloads, server.url("/crash.bin").absoluteString])
+        let part = downloads + "/crash.bin.part"
+        try await eventually("the .part file has the first 3 MiB") { size(part) == 3 << 20 }
+        kill(first.processIdentifier, SIGKILL)
+        first.waitUntilExit()
+        let partSize = size(part)
+        #expect(partSize == 3 << 20)
+
+        let listed = try await runFerry(["list", "--json"], stateDir: state)
+        #expect(listed.stdout.contains("\"state\" : \"running\""))
+
+        let result = try await runFerry(["run"], stateDir: state)
+        #expect(result.status == 0, "\(result.stderr)")
+        #expect(FileManager.default.contents(atPath: downloads + "/crash.bin") == body)
+        #expect(!FileManager.default.fileExists(atPath: part))
+        let requests = server.requests("/crash.bin")
+        try #require(requests.count == 2)
+        #expect(requests[1].header("Range") == "bytes=\(partSize)-")
+        #expect(requests[1].header("If-Range") == "\"c1\"")
+        #expect(result.stdout == downloads + "/crash.bin\n")
+    }
+
+    @Test func aSecondGetHandsItsItemToTheRunningEngine() async throws {
+        let slow = Resource(body: Resource.randomBytes(count: 4 << 20, seed: 41), etag: "\"s\"")
+        let small = Data("handed over".utf8)
+        // The engine is kept busy by a download that stalls until its idle timeout, then resumes.
+        server.route("/slow.bin", [.serve(slow, ServeOptions(stallAfter: 1 << 20)), .serve(slow)])
+        server.route("/small.txt", .serve(Resource(body: small)))
+        let config = dir.path + "/idle.toml"
+        try "[network]\nidle_timeout = 12.0\n".write(toFile: config, atomically: true, encoding: .utf8)
+        let engine = try start(["get", "--config", config, "-o", downloads, server.url("/slow.bin").absoluteString])
+        try await eventually("the engine is downloading") { size(downloads + "/slow.bin.part") == 1 << 20 }
+        let started = Date()
+        let second = try await runFerry(["get", "-o", downloads, server.url("/small.txt").absoluteString], stateDir: state)
+        let elapsed = Date().timeIntervalSince(started)
+        print("handoff: the second ferry returned in \(String(format: "%.3f", elapsed)) s")
+        #expect(second.status == 0, "\(second.stderr)")
+        #expect(second.stderr.contains("handed 1 item(s) to the running ferry (pid \(engine.processIdentifier))"))
+        #expect(elapsed < 3)
+        // It returned while the engine was still busy with the slow file, which the engine then finishes with the handed item.
+        #expect(engine.isRunning)
+        engine.waitUntilExit()
+        #expect(engine.terminationStatus == 0)
+        #expect(FileManager.default.contents(atPath: downloads + "/small.txt") == small)
+        #expect(FileManager.default.contents(atPath: downloads + "/slow.bin") == slow.body)
+        #expect(server.requests("/small.txt").count == 1)
+    }
+
+    @Test func listShowsAFinishedItemWhileAnotherEngineRuns() async throws {
+        server.route("/quick.txt", .serve(Resource(body: Data("quick".utf8))))
+        server.route("/long.bin", .serve(Resource(body: Resource.randomBytes(count: 3 << 20, seed: 42)), ServeOptions(stallAfter: 1 << 20)))
+        let done = try await runFerry(["get", "-o", downloads, server.url("/quick.txt").absoluteString], stateDir: state)
+        #expect(done.status == 0)
+        let engine = try start(["get", "-o", downloads, server.url("/long.bin").absoluteString])
+        defer { engine.terminate(); engine.waitUntilExit() }
+        try await eventually("the engine is downloading") { size(downloads + "/long.bin.part") == 1 << 20 }
+        let listed = try await runFerry(["--state-dir", state, "list", "--json"])
+        #expect(listed.status == 0, "\(listed.stderr)")
+        let entries = try #require(try JSONSerialization.jsonObject(with: Data(listed.stdout.utf8)) as? [[String: Any]])
+        try #require(entries.count == 2)
+        #expect(entries[0]["state"] as? String == "completed")
+        #expect(entries[0]["destination"] as? String == downloads + "/quick.txt")
+        #expect(entries[0]["bytes"] as? Int == 5 && entries[0]["total"] as? Int == 5)
+        #expect(entries[1]["state"] as? String == "running")
+        for key in ["id", "direction", "url", "state", "bytes", "attempts"] { #expect(entries[1][key] != nil, "\(key)") }
+        let table = try await runFerry(["list"], stateDir: state)
+        #expect(table.stdout.contains("completed") && table.stdout.contains("quick.txt"))
+    }
+
+    @Test(arguments: [
+        ("[transfers]\nconcurrency = = 2\n", ":2:"),
+        ("[transfers]\nconcurrency = \"two\"\n", ":2: transfers.concurrency: expected a whole number"),
+        ("[transfers]\nspeed = 1\n", ":2: transfers.speed: unknown key"),
+    ])
+    func aBadConfigExitsTwoNamingTheProblem(_ text: String, _ expected: String) async throws {
+        let file = dir.path + "/bad.toml"
+        try text.write(toFile: file, atomically: true, encoding: .utf8)
+        for arguments in [["--config", file, "list"], ["list", "--config", file], ["get", "--config", file, "http://127.0.0.1:1/x"]] {
+            let result = try await runFerry(arguments, stateDir: state)
+            #expect(result.status == 2)
+            #expect(result.stderr.contains(file + expected), "\(result.stderr)")
+        }
+        let viaEnvironment = try await runFerry(["list"], stateDir: state, environment: ["FERRY_CONFIG": file])
+        #expect(viaEnvironment.status == 2)
+    }
+
+    @Test func configSettingsApplyAndTheCommandLineWins() async throws {
+        server.route("/cfg.txt", .serve(Resource(body: Data("cfg".utf8))))
+        let file = dir.path + "/ferry.toml"
+        try "[transfers]\ndownload_dir = \"\(downloads)/fromconfig\"\n[network]\nuser_agent = \"ferry-test/9\"\n"
+            .write(toFile: file, atomically: true, encoding: .utf8)
+        let result = try await runFerry(["get", "--config", file, server.url("/cfg.txt").absoluteString], stateDir: state)
+        #expect(result.status == 0, "\(result.stderr)")
+        #expect(result.stdout == downloads + "/fromconfig/cfg.txt\n")
+        #expect(server.requests("/cfg.txt").first?.header("User-Agent") == "ferry-test/9")
+        let overridden = try await runFerry(["get", "--config", file, "-o", downloads, server.url("/cfg.txt").absoluteString], stateDir: state)
+        #expect(overridden.stdout == downloads + "/cfg.txt\n")
+    }
+
+    /// A per-host secret reaches its host only: not another host after a redirect, not the output, not `list`.
+    @Test func aPerHostHeaderIsSentToItsHostOnly() async throws {
+        let other = try TestHTTPServer()
+        defer { other.shutdown() }
+        // Two host names for two servers on this machine: 127.0.0.1 gets the secret, localhost does not.
+        let secret = "Bearer TOP-SECRET-123"
+        server.route("/mine.txt", .serve(Resource(body: Data("mine".utf8))))
+        server.route("/away", .redirect(302, location: "http://localhost:\(other.port)/theirs.txt"))
+        other.route("/theirs.txt", .serve(Resource(body: Data("theirs".utf8))))
+        let file = dir.path + "/hosts.toml"
+        try "[[hosts]]\nmatch = \"127.0.0.1\"\nheaders = { Authorization = \"\(secret)\" }\n"
+            .write(toFile: file, atomically: true, encoding: .utf8)
+        let result = try await runFerry(["get", "--config", file, "-o", downloads, "-j", "1",
+                                         server.url("/mine.txt").absoluteString, server.url("/away").absoluteString], stateDir: state)
+        #expect(result.status == 0, "\(result.stderr)")
+        #expect(server.requests("/mine.txt").first?.header("Authorization") == secret)
+        #expect(server.requests("/away").first?.header("Authorization") == secret)
+        let theirs = try #require(other.requests("/theirs.txt").first)
+        #expect(theirs.header("Authorization") == nil)
+        #expect(FileManager.default.contents(atPath: downloads + "/theirs.txt") == Data("theirs".utf8))
+        let listed = try await runFerry(["list", "--json", "--config", file], stateDir: state)
+        for text in [result.stdout, result.stderr, listed.stdout, listed.stderr] { #expect(!text.contains("TOP-SECRET")) }
+    }
+
+    @Test func aUserCredentialDoesNotFollowARedirectToAnotherHost() async throws {
+        let other = try TestHTTPServer()
+        defer { other.shutdown() }
+        server.route("/go", .redirect(302, location: "http://localhost:\(other.port)/land.txt"))
+        other.route("/land.txt", .serve(Resource(body: Data("x".utf8))))
+        let result = try await runFerry(["get", "-o", downloads, "-H", "Authorization: Basic dXNlcjpwdw==", "-H", "X-Other: kept",
+                                         server.url("/go").absoluteString], stateDir: state)
+        #expect(result.status == 0, "\(result.stderr)")
+        let landed = try #require(other.requests("/land.txt").first)
+        #expect(landed.header("Authorization") == nil)
+        #expect(landed.header("X-Other") == "kept")
+    }
+
+    @Test func tenThousandQueuedItemsListQuickly() async throws {
+        try StateDirectory(option: state).prepare()
+        let queue = try StateDirectory(option: state).openStore()
+        let specs = (0..<10_000).map { TransferSpec(download: URL(string: "http://127.0.0.1:1/f\($0).bin")!, directory: downloads) }
+        _ = try queue.add(specs)
+        let started = Date()
+        let listed = try await runFerry(["list", "--json"], stateDir: state)
+        let elapsed = Date().timeIntervalSince(started)
+        print("ferry list --json with 10,000 items: \(String(format: "%.3f", elapsed)) s")
+        #expect(listed.status == 0)
+        let entries = try #require(try JSONSerialization.jsonObject(with: Data(listed.stdout.utf8)) as? [Any])
+        #expect(entries.count == 10_000)
+        let table = try await runFerry(["list"], stateDir: state)
+        #expect(table.stdout.split(separator: "\n").count == 10_000)
+    }
+}
