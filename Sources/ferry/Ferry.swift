@@ -10,6 +10,16 @@ struct Ferry: AsyncParsableCommand {
         subcommands: [Get.self, Put.self]
     )
 
+    @OptionGroup var common: CommonOptions
+
+    /// No subcommand: the terminal UI on the queue.
+    func run() async throws {
+        guard TerminalUIRun.wanted(noTUI: common.noTUI) else {
+            throw UsageError("the queue UI needs a terminal; use ferry get/put with --no-tui to run headless")
+        }
+        await TerminalUIRun.run(configuration: common.engineConfiguration(), adding: [])
+    }
+
     /// Usage errors exit 2 (ArgumentParser's default is 64); everything else keeps its code.
     static func main() async {
         do {

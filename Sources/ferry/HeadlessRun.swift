@@ -20,7 +20,7 @@ final class HeadlessRun: Sendable {
     func run(_ specs: [TransferSpec]) async -> Int32 {
         let manager: TransferManager
         do {
-            manager = try TransferManager(configuration: configuration) { [weak self] event in self?.report(event) }
+            manager = try makeTransferManager(configuration: configuration) { [weak self] event in self?.report(event) }
         } catch {
             printError("cannot start: \(error)")
             return 1

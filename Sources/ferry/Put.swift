@@ -38,6 +38,9 @@ struct Put: AsyncParsableCommand {
 
     func run() async throws {
         let spec = try makeSpec()
+        if TerminalUIRun.wanted(noTUI: common.noTUI) {
+            await TerminalUIRun.run(configuration: common.engineConfiguration(), adding: [spec])
+        }
         let exitCode = await HeadlessRun(configuration: common.engineConfiguration()).run([spec])
         throw ExitCode(exitCode)
     }
