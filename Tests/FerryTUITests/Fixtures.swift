@@ -55,3 +55,24 @@ enum Fixtures {
         Screen.render(state, snapshot, RenderContext(unicode: unicode, now: now))
     }
 }
+
+extension Fixtures {
+    /// An upload that was retried, with credentials in its URL, a hostile response and a minute of rates.
+    static func detailedUpload() -> TransferSnapshot {
+        var item = item(2, "photos.zip", .completed, done: 20 * mib, total: 20 * mib, upload: true,
+                        url: "https://alice:s3cret@upload.example.com/put/photos.zip")
+        item.lastStatus = 201
+        item.retries = 1
+        item.attempts = [
+            Attempt(number: 1, startedAt: now.addingTimeInterval(-95), endedAt: now.addingTimeInterval(-80), fromOffset: 0,
+                    status: 503, error: "HTTP 503 Service Unavailable"),
+            Attempt(number: 2, startedAt: now.addingTimeInterval(-70), endedAt: now.addingTimeInterval(-10), fromOffset: 0,
+                    status: 201, error: nil),
+        ]
+        item.response = ServerResponse(status: 201, headers: [HTTPHeader(name: "Content-Type", value: "application/json"),
+                                                              HTTPHeader(name: "X-Other", value: "ignored")],
+                                       body: Data("{\"id\": 42,\n \"note\": \"\u{1B}]0;owned\u{07}ok\"}\n".utf8), bodyLength: 38)
+        item.rateHistory = [0, 100, 200, 400, 800, 800, 400, 200, 100, 0].map { $0 * 1024 }
+        return item
+    }
+}

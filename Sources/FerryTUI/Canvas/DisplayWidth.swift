@@ -18,6 +18,7 @@ public enum DisplayWidth {
     /// The width of a grapheme cluster: that of its first scalar (combining marks ride along),
     /// or 2 when it asks for emoji presentation (U+FE0F).
     public static func of(_ character: Character) -> Int {
+        if character.isASCII { return 1 }
         let scalars = character.unicodeScalars
         guard let first = scalars.first else { return 0 }
         let base = of(first)
@@ -26,6 +27,7 @@ public enum DisplayWidth {
     }
 
     public static func of(_ text: String) -> Int {
+        if text.utf8.allSatisfy({ $0 >= 0x20 && $0 < 0x7F }) { return text.utf8.count }
         var total = 0
         for c in text { total += of(c) }
         return total

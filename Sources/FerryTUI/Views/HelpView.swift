@@ -7,16 +7,16 @@ enum HelpView {
             lines.append((section.rawValue, Palette.label))
             for binding in context.keymap.bindings where binding.section == section {
                 let keys = binding.keys.map { context.unicode ? $0.label : $0.asciiLabel }.joined(separator: " ")
-                lines.append(("  " + DisplayWidth.pad(keys, to: 10, ellipsis: nil) + " " + binding.help, .plain))
+                lines.append(("  " + DisplayWidth.pad(keys, to: 9, ellipsis: nil) + " " + binding.help, .plain))
             }
         }
         lines.append(("", .plain))
         lines.append(("Prompts", Palette.label))
-        lines.append(("  Enter      accept", .plain))
-        lines.append(("  Esc        abandon", .plain))
-        lines.append(("  ← → ^A ^E  move the cursor", .plain))
-        lines.append(("  ^U ^W      delete back, a word", .plain))
-        lines.append(("  y n        answer a question", .plain))
+        lines.append(("  Enter     accept", .plain))
+        lines.append(("  Esc       abandon", .plain))
+        lines.append(("  ← → ^A ^E move the cursor", .plain))
+        lines.append(("  ^U ^W     delete back, a word", .plain))
+        lines.append(("  y n       answer a question", .plain))
         return lines.map { (context.ascii($0.0), $0.1) }
     }
 
