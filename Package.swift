@@ -25,11 +25,17 @@ let package = Package(
                 .product(name: "TOMLKit", package: "TOMLKit"),
             ]
         ),
+        // ncursesw (libncurses-dev), with a shim header for what Swift cannot import.
+        .systemLibrary(name: "CNcurses", path: "Sources/CNcurses"),
+        // Restores the terminal from fatal-signal handlers when ferry crashes with curses active.
+        .target(name: "CCrashGuard"),
+        // The terminal UI: pure rendering into a Canvas, one reducer, and CursesTerminal (the only ncurses caller).
+        .target(name: "FerryTUI", dependencies: ["FerryCore", "CNcurses", "CCrashGuard"]),
         // The executable only parses arguments and wires FerryCore to a front end.
         .executableTarget(
             name: "ferry",
             dependencies: [
-                "FerryCore",
+                "FerryCore", "FerryTUI",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),
@@ -44,7 +50,10 @@ let package = Package(
             ],
             path: "Tests/TestHTTPServer"
         ),
+        // A throttled local HTTP server for scripts/tui-e2e (not shipped): prints its port, serves until killed.
+        .executableTarget(name: "TestServerTool", dependencies: ["TestHTTPServer"], path: "Tests/TestServerTool"),
         .testTarget(name: "FerryCoreTests", dependencies: ["FerryCore"]),
+        .testTarget(name: "FerryTUITests", dependencies: ["FerryTUI", "FerryCore", "CNcurses"]),
         .testTarget(
             name: "FerryIntegrationTests",
             dependencies: [

@@ -37,6 +37,17 @@ struct Ferry: AsyncParsableCommand {
         return rest + [arguments[commandIndex]] + moved + arguments[(commandIndex + 1)...]
     }
 
+    @OptionGroup var common: CommonOptions
+
+    /// No subcommand: the terminal UI on the queue.
+    func run() async throws {
+        let config = try common.loadConfig()
+        guard TerminalUIRun.wanted(noTUI: common.noTUI) else {
+            throw UsageError("the queue UI needs a terminal; use ferry run, or ferry get/put with --no-tui, to work headless")
+        }
+        await TerminalUIRun.run(common, config: config, adding: [])
+    }
+
     /// Usage errors exit 2 (ArgumentParser's default is 64); everything else keeps its code.
     static func main() async {
         do {

@@ -4,7 +4,7 @@ import Foundation
 
 struct Get: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
-        abstract: "Download URLs (headless until the terminal UI lands).",
+        abstract: "Download URLs: add them to the queue and open the terminal UI (headless with --no-tui or when stdout is not a terminal).",
         discussion: "Saved paths go to stdout, progress to stderr. Exit 0 when every download succeeded, 1 when any failed, 2 for bad input."
     )
 
@@ -31,6 +31,9 @@ struct Get: AsyncParsableCommand {
     func run() async throws {
         let config = try common.loadConfig()
         let specs = try makeSpecs(defaultDirectory: config.downloadDirectory)
+        if TerminalUIRun.wanted(noTUI: common.noTUI) {
+            await TerminalUIRun.run(common, config: config, adding: specs)
+        }
         try await runEngine(common, config: config, specs: specs)
     }
 

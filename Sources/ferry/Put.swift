@@ -45,6 +45,9 @@ struct Put: AsyncParsableCommand {
                 .run([spec], store: InMemoryQueueStore(), directory: nil, lock: nil)
             throw ExitCode(exitCode)
         }
+        if TerminalUIRun.wanted(noTUI: common.noTUI) {
+            await TerminalUIRun.run(common, config: config, adding: [spec])
+        }
         try await runEngine(common, config: config, specs: [spec])
     }
 

@@ -1,0 +1,17 @@
+import FerryCore
+
+/// What the reducer asks of the engine; the app executes these against `TransferManager`.
+public enum Command: Sendable, Equatable {
+    case pause(TransferID)
+    case resume(TransferID)
+    case pauseAll
+    case resumeAll
+    case cancel(TransferID)
+    case retry(TransferID)
+    case remove(TransferID, deletePartial: Bool)
+    case move(TransferID, QueueMove)
+    /// The app selects the new item once the engine has given it an id.
+    case add(TransferSpec)
+    case setConcurrency(Int)
+    case quit
+}

@@ -1,0 +1,47 @@
+/// A one-line text field: insert at the cursor, Backspace/Delete, Left/Right/Home/End, ^U clears, ^W deletes a word.
+public struct LineEditor: Sendable, Equatable {
+    public private(set) var text: String
+    /// The cursor, in characters from the start.
+    public private(set) var cursor: Int
+
+    public init(_ text: String = "") {
+        self.text = text
+        cursor = text.count
+    }
+
+    /// Applies an editing key; returns false when the key is not an editing key.
+    public mutating func apply(_ key: Key) -> Bool {
+        var chars = Array(text)
+        switch key {
+        case let .character(c):
+            // Typed or pasted control characters never enter the text.
+            guard !c.unicodeScalars.contains(where: { $0.value < 0x20 || (0x7F...0x9F).contains($0.value) }) else { return true }
+            chars.insert(c, at: cursor)
+            cursor += 1
+        case .backspace:
+            guard cursor > 0 else { return true }
+            chars.remove(at: cursor - 1)
+            cursor -= 1
+        case .delete:
+            guard cursor < chars.count else { return true }
+            chars.remove(at: cursor)
+        case .left: cursor = max(0, cursor - 1)
+        case .right: cursor = min(chars.count, cursor + 1)
+        case .home, .control("a"): cursor = 0
+        case .end, .control("e"): cursor = chars.count
+        case .control("u"):
+            chars.removeFirst(cursor)
+            cursor = 0
+        case .control("w"):
+            var start = cursor
+            while start > 0, chars[start - 1] == " " { start -= 1 }
+            while start > 0, chars[start - 1] != " " { start -= 1 }
+            chars.removeSubrange(start..<cursor)
+            cursor = start
+        default:
+            return false
+        }
+        text = String(chars)
+        return true
+    }
+}

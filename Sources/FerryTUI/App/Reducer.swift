@@ -1,0 +1,205 @@
+import FerryCore
+import Foundation
+
+/// The whole behaviour of the UI as one pure function: a key and the current snapshot in, the next state and the
+/// engine commands out. No engine, no terminal: tests call it directly.
+public func reduce(_ state: AppState, _ key: Key, _ snapshot: QueueSnapshot, keymap: Keymap = .standard) -> (AppState, [Command]) {
+    var state = state
+    state.message = nil
+    if state.confirmation != nil { return confirm(state, key) }
+    if state.prompt != nil { return editPrompt(state, key, snapshot) }
+    switch state.screen {
+    case .help:
+        switch key {
+        case .up, .character("k"): state.helpScroll = max(0, state.helpScroll - 1)
+        case .down, .character("j"): state.helpScroll += 1
+        case .escape, .enter, .character("q"), .character("?"): state.screen = .list; state.helpScroll = 0
+        default: break
+        }
+        return (state, [])
+    case .detail:
+        switch key {
+        case .up, .character("k"): state.detailScroll = max(0, state.detailScroll - 1); return (state, [])
+        case .down, .character("j"): state.detailScroll += 1; return (state, [])
+        case .pageUp: state.detailScroll = max(0, state.detailScroll - state.listHeight); return (state, [])
+        case .pageDown: state.detailScroll += state.listHeight; return (state, [])
+        default: break
+        }
+    case .list:
+        break
+    }
+    guard let action = keymap.action(for: key) else { return (state, []) }
+    return perform(action, state, snapshot)
+}
+
+private func perform(_ action: Action, _ stateIn: AppState, _ snapshot: QueueSnapshot) -> (AppState, [Command]) {
+    var state = stateIn
+    let items = state.visibleItems(snapshot)
+    let index = state.selectionIndex(in: items)
+    let selected = state.selectedItem(snapshot)
+    let inList = state.screen == .list
+
+    func note(_ text: String, error: Bool = false) { state.message = .init(text: text, isError: error) }
+    func name(_ item: TransferSnapshot) -> String { TerminalSafe.sanitize(item.displayName) }
+
+    switch action {
+    case .selectUp where inList: state.select(index: (index ?? 0) - 1, in: items)
+    case .selectDown where inList: state.select(index: (index ?? -1) + 1, in: items)
+    case .pageUp where inList: state.select(index: (index ?? 0) - state.listHeight, in: items)
+    case .pageDown where inList: state.select(index: (index ?? 0) + state.listHeight, in: items)
+    case .selectFirst where inList: state.select(index: 0, in: items)
+    case .selectLast where inList: state.select(index: items.count - 1, in: items)
+    case .selectUp, .selectDown, .pageUp, .pageDown, .selectFirst, .selectLast: break
+
+    case .openDetail:
+        guard inList, let selected else { break }
+        state.screen = .detail(selected.id)
+        state.detailScroll = 0
+    case .back:
+        if !inList {
+            state.screen = .list
+        } else if !state.filter.isEmpty {
+            state.filter = ""
+            note("filter cleared")
+        }
+
+    case .togglePause:
+        guard let item = selected else { note("nothing selected"); break }
+        switch item.state {
+        case .running, .queued, .waiting: return (state, [.pause(item.id)])
+        case .paused: return (state, [.resume(item.id)])
+        case .failed, .cancelled: note("\(item.id) is \(item.state.rawValue): r retries it")
+        case .completed: note("\(item.id) is done")
+        }
+    case .togglePauseAll:
+        let anyMoving = snapshot.items.contains { [.running, .queued, .waiting].contains($0.state) }
+        if anyMoving { note("pausing everything"); return (state, [.pauseAll]) }
+        if snapshot.items.contains(where: { $0.state == .paused }) { note("resuming everything"); return (state, [.resumeAll]) }
+        note("nothing to pause or resume")
+    case .cancel:
+        guard let item = selected else { note("nothing selected"); break }
+        guard !item.state.isTerminal else { note("\(item.id) is already \(item.state == .completed ? "done" : item.state.rawValue)"); break }
+        note("cancelled \(item.id) \(name(item))")
+        return (state, [.cancel(item.id)])
+    case .retry:
+        guard let item = selected else { note("nothing selected"); break }
+        guard item.state == .failed || item.state == .cancelled else { note("only a failed or cancelled item can be retried"); break }
+        note("retrying \(item.id) \(name(item))")
+        return (state, [.retry(item.id)])
+    case .remove, .removeDeletingPartial:
+        guard let item = selected else { note("nothing selected"); break }
+        state.confirmation = .remove(item.id, name: DisplayWidth.truncate(name(item), to: 40), deletePartial: action == .removeDeletingPartial)
+
+    case .moveItemDown, .moveItemUp:
+        guard inList, let item = selected else { break }
+        return (state, [.move(item.id, action == .moveItemDown ? .down : .up)])
+
+    case .addDownload: state.prompt = .init(kind: .downloadURL)
+    case .addUpload: state.prompt = .init(kind: .uploadFile)
+    case .filter:
+        guard inList else { break }
+        state.prompt = .init(kind: .filter(previous: state.filter), editor: LineEditor(state.filter))
+
+    case let .showView(view):
+        guard inList || view != state.view else { break }
+        state.screen = .list
+        state.view = view
+        state.selectedIndex = 0
+        state.selectedID = nil
+
+    case .concurrencyUp, .concurrencyDown:
+        let next = min(64, max(1, snapshot.maxConcurrent + (action == .concurrencyUp ? 1 : -1)))
+        note("\(next) transfer\(next == 1 ? "" : "s") at once")
+        return (state, next == snapshot.maxConcurrent ? [] : [.setConcurrency(next)])
+
+    case .help:
+        state.screen = .help
+        state.helpScroll = 0
+    case .quit:
+        let running = snapshot.items.filter { $0.state == .running || $0.state == .waiting }.count
+        if running > 0 { state.confirmation = .quit(running: running); break }
+        return (state, [.quit])
+    }
+    return (state, [])
+}
+
+private func confirm(_ stateIn: AppState, _ key: Key) -> (AppState, [Command]) {
+    var state = stateIn
+    guard let question = state.confirmation else { return (state, []) }
+    switch key {
+    case .character("y"), .character("Y"):
+        state.confirmation = nil
+        switch question {
+        case let .remove(id, name, deletePartial):
+            state.message = .init(text: "removed \(id) \(name)", isError: false)
+            if case .detail(id) = state.screen { state.screen = .list }
+            return (state, [.remove(id, deletePartial: deletePartial)])
+        case .quit:
+            return (state, [.quit])
+        }
+    case .character("n"), .character("N"), .escape, .character("q"):
+        state.confirmation = nil
+    default:
+        state.confirmation = question  // anything else: keep asking
+    }
+    return (state, [])
+}
+
+private func editPrompt(_ stateIn: AppState, _ key: Key, _ snapshot: QueueSnapshot) -> (AppState, [Command]) {
+    var state = stateIn
+    guard var prompt = state.prompt else { return (state, []) }
+    switch key {
+    case .escape:
+        if case let .filter(previous) = prompt.kind { state.filter = previous }
+        state.prompt = nil
+        return (state, [])
+    case .enter:
+        return submit(state, prompt)
+    default:
+        guard prompt.editor.apply(key) else { return (state, []) }
+        prompt.error = nil
+        state.prompt = prompt
+        if case .filter = prompt.kind {
+            state.filter = prompt.editor.text
+            state.selectedIndex = 0
+        }
+        return (state, [])
+    }
+}
+
+private func submit(_ stateIn: AppState, _ promptIn: AppState.Prompt) -> (AppState, [Command]) {
+    var state = stateIn
+    var prompt = promptIn
+    let text = prompt.editor.text.trimmingCharacters(in: .whitespaces)
+    do throws(UsageError) {
+        switch prompt.kind {
+        case .filter:
+            state.prompt = nil
+            state.filter = text
+            return (state, [])
+        case .downloadURL:
+            let url = try InputValidation.url(text)
+            state.prompt = nil
+            state.message = .init(text: "added \(TerminalSafe.redactedURL(url))", isError: false)
+            return (state, [.add(TransferSpec(download: url, directory: state.downloadDirectory))])
+        case .uploadFile:
+            guard !text.isEmpty else { throw UsageError("no file given") }
+            let path = URL(fileURLWithPath: text).standardizedFileURL.path
+            _ = try BodyPlan.checkedFileLength(path)
+            state.prompt = .init(kind: .uploadURL(path: path))
+            return (state, [])
+        case let .uploadURL(path):
+            let url = try InputValidation.url(text)
+            // Checked again: the file may have gone while the URL was typed.
+            _ = try BodyPlan.checkedFileLength(path)
+            let upload = UploadSpec(method: "PUT", body: .raw(.file(path: path), contentType: MIMETypes.type(forFileName: path)))
+            state.prompt = nil
+            state.message = .init(text: "added upload to \(TerminalSafe.redactedURL(url))", isError: false)
+            return (state, [.add(TransferSpec(upload: upload, to: url))])
+        }
+    } catch {
+        prompt.error = TerminalSafe.sanitize(error.description)
+        state.prompt = prompt
+        return (state, [])
+    }
+}

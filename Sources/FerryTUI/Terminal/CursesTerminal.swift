@@ -1,0 +1,218 @@
+import CCrashGuard
+import CNcurses
+import Foundation
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Why the terminal UI cannot start; the message points at the headless mode.
+public enum TerminalOpenError: Error, CustomStringConvertible, Sendable {
+    case dumb(String)
+    case unusable(String)
+
+    public var description: String {
+        switch self {
+        case let .dumb(term):
+            return "the terminal (TERM=\(term.isEmpty ? "unset" : term)) cannot position the cursor, so the UI cannot run; use --no-tui"
+        case let .unusable(term):
+            return "cannot open the terminal UI on TERM=\(term) (no terminfo entry works); use --no-tui"
+        }
+    }
+}
+
+/// What curses reported.
+public enum TerminalEvent: Sendable, Equatable {
+    case key(Key)
+    case resize
+}
+
+/// The only code that calls ncurses. Main-actor isolated, so the compiler keeps every curses call on one thread.
+/// It blits a `Canvas` (werase + the cells + wnoutrefresh/doupdate: curses diffs against what is on screen, so an
+/// unchanged frame writes nothing) and reads keys with `wget_wch`.
+@MainActor
+public final class CursesTerminal {
+    private let screen: OpaquePointer
+    /// Whether the locale is UTF-8; when not, the UI draws ASCII only.
+    public let unicode: Bool
+    /// Whether colours are used (the terminal has them and NO_COLOR is not set).
+    public let color: Bool
+    /// The terminfo entry that opened (may be a fallback for an unknown $TERM).
+    public let terminalName: String
+    private var pairs: [UInt16: Int16] = [:]
+    private var repaintAll = false
+    private var isOpen = true
+
+    /// Opens curses on `output`/`input` (see notes/ncurses-in-swift.md for the choices).
+    /// - Parameters:
+    ///   - term: the terminal type; nil or "dumb" is refused. An unknown one falls back to xterm-256color, then vt100.
+    ///   - guardFD: the tty whose termios the crash guard restores (nil: no crash guard, e.g. headless tests).
+    public init(term: String?, output: UnsafeMutablePointer<FILE>, input: UnsafeMutablePointer<FILE>,
+                colorAllowed: Bool, guardFD: Int32?) throws(TerminalOpenError) {
+        let requested = term ?? ""
+        guard !requested.isEmpty, requested != "dumb" else { throw .dumb(requested) }
+        // Exported LINES/COLUMNS would pin the size even across resizes.
+        unsetenv("LINES")
+        unsetenv("COLUMNS")
+        if let guardFD { _ = ferry_crash_guard_save(guardFD) }
+        var opened: OpaquePointer?
+        var name = requested
+        for candidate in [requested, "xterm-256color", "vt100"] {
+            opened = newterm(candidate, output, input)
+            if opened != nil { name = candidate; break }
+        }
+        guard let opened else { throw .unusable(requested) }
+        screen = opened
+        terminalName = name
+        _ = set_term(opened)
+        unicode = ferry_locale_is_utf8() != 0
+        cbreak()
+        noecho()
+        nonl()
+        let window = ferry_stdscr()
+        keypad(window, true)
+        nodelay(window, true)
+        set_escdelay(25)
+        _ = curs_set(0)  // fails on vt100: harmless
+        if colorAllowed, has_colors() {
+            start_color()
+            use_default_colors()
+            color = true
+        } else {
+            color = false
+        }
+        if guardFD != nil {
+            var reset = [UInt8]()
+            for capability in ["rmcup", "cnorm", "sgr0", "rmkx"] {
+                if let s = ferry_tigetstr(capability) { reset += Array(String(cString: s).utf8) }
+            }
+            reset.withUnsafeBufferPointer { buffer in
+                buffer.withMemoryRebound(to: CChar.self) { ferry_crash_guard_install($0.baseAddress, $0.count) }
+            }
+        }
+    }
+
+    public var width: Int { Int(getmaxx(ferry_stdscr())) }
+    public var height: Int { Int(getmaxy(ferry_stdscr())) }
+
+    /// Draws `canvas`; curses sends only what differs from the screen.
+    public func draw(_ canvas: Canvas) {
+        guard isOpen else { return }
+        let window = ferry_stdscr()
+        werase(window)
+        let rows = min(canvas.height, height)
+        let columns = min(canvas.width, width)
+        var cc = cchar_t()
+        var chars = [wchar_t](repeating: 0, count: 8)
+        for y in 0..<rows {
+            for x in 0..<columns {
+                let cell = canvas[x, y]
+                if cell.isContinuation { continue }
+                if cell.character == " ", cell.style == .plain { continue }  // werase left a plain blank
+                if x + DisplayWidth.of(cell.character) > columns { continue }
+                var count = 0
+                for scalar in cell.character.unicodeScalars.prefix(5) {
+                    chars[count] = wchar_t(bitPattern: scalar.value)
+                    count += 1
+                }
+                chars[count] = 0
+                let (attributes, pair) = attributes(for: cell.style)
+                setcchar(&cc, chars, attributes, pair, nil)
+                wmove(window, Int32(y), Int32(x))
+                _ = wadd_wch(window, &cc)  // ERR in the bottom-right cell, yet it draws
+            }
+        }
+        if repaintAll {
+            clearok(window, true)
+            repaintAll = false
+        }
+        wnoutrefresh(window)
+        doupdate()
+    }
+
+    /// The next key, or nil when none is waiting (never blocks).
+    public func readEvent() -> TerminalEvent? {
+        guard isOpen else { return nil }
+        var value: wint_t = 0
+        let result = wget_wch(ferry_stdscr(), &value)
+        if result == ERR { return nil }
+        if result == KEY_CODE_YES {
+            switch Int32(value) {
+            case KEY_RESIZE:
+                repaintAll = true
+                return .resize
+            case KEY_UP: return .key(.up)
+            case KEY_DOWN: return .key(.down)
+            case KEY_LEFT: return .key(.left)
+            case KEY_RIGHT: return .key(.right)
+            case KEY_PPAGE: return .key(.pageUp)
+            case KEY_NPAGE: return .key(.pageDown)
+            case KEY_HOME: return .key(.home)
+            case KEY_END: return .key(.end)
+            case KEY_ENTER: return .key(.enter)
+            case KEY_BACKSPACE: return .key(.backspace)
+            case KEY_DC: return .key(.delete)
+            default: return readEvent()  // a key we do not use
+            }
+        }
+        switch value {
+        case 10, 13: return .key(.enter)
+        case 27: return .key(.escape)
+        case 8, 127: return .key(.backspace)
+        case 9: return .key(.tab)
+        case 1...26: return .key(.control(Character(Unicode.Scalar(UInt8(value) + 96))))
+        default:
+            guard let scalar = Unicode.Scalar(UInt32(value)) else { return readEvent() }
+            return .key(.character(Character(scalar)))
+        }
+    }
+
+    /// What is on curses' virtual screen at (x, y): the character and its attributes (headless tests read the blit back).
+    public func cellOnScreen(x: Int, y: Int) -> (text: String, attributes: attr_t) {
+        var cc = cchar_t()
+        wmove(ferry_stdscr(), Int32(y), Int32(x))
+        win_wch(ferry_stdscr(), &cc)
+        var chars = [wchar_t](repeating: 0, count: 8)
+        var attributes: attr_t = 0
+        var pair: Int16 = 0
+        getcchar(&cc, &chars, &attributes, &pair, nil)
+        let scalars = chars.prefix { $0 != 0 }.compactMap { Unicode.Scalar(UInt32(bitPattern: $0)) }
+        return (String(String.UnicodeScalarView(scalars)), attributes)
+    }
+
+    public static var boldAttribute: attr_t { ferry_a_bold() }
+    public static var reverseAttribute: attr_t { ferry_a_reverse() }
+
+    /// Leaves curses and restores the terminal (idempotent).
+    public func close() {
+        guard isOpen else { return }
+        isOpen = false
+        _ = curs_set(1)
+        endwin()
+        ferry_crash_guard_uninstall()
+        delscreen(screen)
+    }
+
+    private func attributes(for style: Style) -> (attr_t, Int16) {
+        var attributes = ferry_a_normal()
+        if style.bold { attributes |= ferry_a_bold() }
+        if style.dim { attributes |= ferry_a_dim() }
+        if style.underline { attributes |= ferry_a_underline() }
+        var reverse = style.reverse
+        // Without colour a coloured background (the header) becomes reverse video.
+        if !color, style.background != .standard { reverse.toggle() }
+        if reverse { attributes |= ferry_a_reverse() }
+        guard color, style.foreground != .standard || style.background != .standard else { return (attributes, 0) }
+        return (attributes, pair(style.foreground, style.background))
+    }
+
+    private func pair(_ foreground: TerminalColor, _ background: TerminalColor) -> Int16 {
+        let key = UInt16(foreground.rawValue) << 8 | UInt16(background.rawValue)
+        if let known = pairs[key] { return known }
+        let next = Int16(pairs.count + 1)
+        guard Int32(next) < ferry_color_pairs() else { return 0 }
+        func curses(_ c: TerminalColor) -> Int16 { c == .standard ? -1 : Int16(c.rawValue) }
+        init_pair(next, curses(foreground), curses(background))
+        pairs[key] = next
+        return next
+    }
+}

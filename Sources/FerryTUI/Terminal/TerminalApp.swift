@@ -1,0 +1,175 @@
+import FerryCore
+import Foundation
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// The UI's run loop on the main queue (which `dispatchMain`, or Swift's async main, drains): a read source on
+/// stdin, a ~100 ms timer (which also notices KEY_RESIZE: SIGWINCH puts nothing on stdin) and signal sources.
+/// A frame is rendered only when the snapshot's version changed, a key arrived, or a shown countdown ticked;
+/// it is blitted only when it differs from the last one. Idle therefore writes nothing.
+@MainActor
+public final class TerminalApp {
+    public struct Options: Sendable {
+        public var downloadDirectory: String
+        /// false when NO_COLOR is set.
+        public var colorAllowed: Bool
+        public var term: String?
+        /// nil: Unicode bars when the locale is UTF-8; true/false forces ASCII or Unicode (`[ui] ascii`).
+        public var forceASCII: Bool?
+        /// At most this many frames a second (`[ui] refresh_hz`).
+        public var framesPerSecond: Int
+
+        public init(downloadDirectory: String, colorAllowed: Bool, term: String?, forceASCII: Bool? = nil,
+                    framesPerSecond: Int = 10) {
+            self.downloadDirectory = downloadDirectory
+            self.colorAllowed = colorAllowed
+            self.term = term
+            self.forceASCII = forceASCII
+            self.framesPerSecond = max(1, min(60, framesPerSecond))
+        }
+    }
+
+    private let manager: TransferManager
+    private let terminal: CursesTerminal
+    private let options: Options
+    /// Unicode bars and glyphs, or ASCII (the locale, unless the config forces one).
+    private let unicode: Bool
+    private var state: AppState
+    private var sources: [any DispatchSourceProtocol] = []
+    private var lastVersion: UInt64?
+    private var lastSecond = 0
+    private var lastCanvas: Canvas?
+    private var emptyReads = 0
+    /// Frames blitted, for the curious (FERRY_TUI_STATS).
+    private var frames = 0
+
+    /// Checks the terminal type before anything else happens (so `ferry get` with TERM=dumb queues nothing).
+    nonisolated public static func checkTerminal(_ term: String?) throws(TerminalOpenError) {
+        guard let term, !term.isEmpty, term != "dumb" else { throw .dumb(term ?? "") }
+    }
+
+    /// Opens the terminal and starts the loop; returns at once. The app ends the process itself
+    /// (quit, SIGINT, SIGTERM, SIGHUP), after restoring the terminal and stopping the transfers.
+    @discardableResult
+    public static func launch(manager: TransferManager, options: Options, select: TransferID? = nil) throws(TerminalOpenError) -> TerminalApp {
+        // Ours before curses opens: ncurses then leaves SIGINT/SIGTERM alone (it only takes default dispositions).
+        for sig in [SIGINT, SIGTERM, SIGHUP, SIGPIPE] { signal(sig, SIG_IGN) }
+        guard let output = fdopen(STDOUT_FILENO, "w"), let input = fdopen(STDIN_FILENO, "r") else {
+            throw .unusable(options.term ?? "")
+        }
+        let terminal = try CursesTerminal(term: options.term, output: output, input: input,
+                                          colorAllowed: options.colorAllowed, guardFD: STDOUT_FILENO)
+        let app = TerminalApp(manager: manager, terminal: terminal, options: options)
+        app.state.selectedID = select
+        app.start()
+        return app
+    }
+
+    init(manager: TransferManager, terminal: CursesTerminal, options: Options) {
+        self.manager = manager
+        self.terminal = terminal
+        self.options = options
+        unicode = options.forceASCII.map { !$0 } ?? terminal.unicode
+        state = AppState(downloadDirectory: options.downloadDirectory, width: terminal.width, height: terminal.height)
+    }
+
+    private func start() {
+        let input = DispatchSource.makeReadSource(fileDescriptor: STDIN_FILENO, queue: .main)
+        input.setEventHandler { MainActor.assumeIsolated { self.pump(inputReady: true) } }
+        let timer = DispatchSource.makeTimerSource(queue: .main)
+        let period = DispatchTimeInterval.milliseconds(1000 / options.framesPerSecond)
+        timer.schedule(deadline: .now() + period, repeating: period, leeway: .milliseconds(20))
+        timer.setEventHandler { MainActor.assumeIsolated { self.pump(inputReady: false) } }
+        sources = [input as any DispatchSourceProtocol, timer as any DispatchSourceProtocol]
+        let stops: [(Int32, Int32)] = [(SIGINT, 130), (SIGTERM, 143), (SIGHUP, 129)]
+        for (sig, code) in stops {
+            let source = DispatchSource.makeSignalSource(signal: sig, queue: .main)
+            let reason: String? = sig == SIGHUP ? nil : "interrupted"
+            source.setEventHandler { MainActor.assumeIsolated { () -> Void in self.finish(code, reason: reason) } }
+            sources.append(source)
+        }
+        sources.forEach { $0.resume() }
+        pump(inputReady: false)
+    }
+
+    /// Reads every waiting key, runs it through the reducer, and draws a frame if anything visible changed.
+    private func pump(inputReady: Bool) {
+        var snapshot = manager.snapshot()
+        var changed = false
+        while let event = terminal.readEvent() {
+            changed = true
+            switch event {
+            case .resize:
+                break
+            case let .key(key):
+                state.width = terminal.width
+                state.height = terminal.height
+                let (next, commands) = reduce(state, key, snapshot)
+                state = next
+                if !commands.isEmpty {
+                    execute(commands)
+                    snapshot = manager.snapshot()
+                }
+            }
+        }
+        if inputReady {
+            // A readable stdin that yields no key, again and again, is a terminal that went away.
+            emptyReads = changed ? 0 : emptyReads + 1
+            if emptyReads > 100 { finish(129, reason: nil) }
+        }
+        let now = Date()
+        let second = Int(now.timeIntervalSince1970)
+        let ticking = (snapshot.totals.count[.waiting] ?? 0) > 0 || state.screen != .list
+        guard changed || snapshot.version != lastVersion || (ticking && second != lastSecond)
+              || state.width != terminal.width || state.height != terminal.height else { return }
+        lastVersion = snapshot.version
+        lastSecond = second
+        state.width = terminal.width
+        state.height = terminal.height
+        let canvas = Screen.render(state, snapshot, RenderContext(unicode: unicode, now: now))
+        guard canvas != lastCanvas else { return }
+        terminal.draw(canvas)
+        lastCanvas = canvas
+        frames += 1
+    }
+
+    private func execute(_ commands: [Command]) {
+        for command in commands {
+            switch command {
+            case let .pause(id): manager.pause(id)
+            case let .resume(id): manager.resume(id)
+            case .pauseAll: manager.pauseAll()
+            case .resumeAll: manager.resumeAll()
+            case let .cancel(id): manager.cancel(id)
+            case let .retry(id): manager.retry(id)
+            case let .remove(id, deletePartial): manager.remove(id, deletePartial: deletePartial)
+            case let .move(id, direction): manager.move(id, direction)
+            case let .add(spec):
+                let id = manager.add(spec)
+                state.selectedID = id
+                if !state.view.includes(.queued) && !state.view.includes(.running) { state.view = .all }
+            case let .setConcurrency(n): manager.setConcurrency(maxConcurrent: n)
+            case .quit: finish(0, reason: nil)
+            }
+        }
+    }
+
+    /// Restores the terminal first (fast, so an SSH user gets a shell back), then stops the transfers
+    /// (their `.part` files are kept) and exits.
+    private func finish(_ code: Int32, reason: String?) -> Never {
+        sources.forEach { $0.cancel() }
+        terminal.close()
+        let running = manager.snapshot().items.filter { $0.state == .running || $0.state == .waiting }.count
+        if let reason, code != 129 {
+            FileHandle.standardError.write(Data("ferry: \(reason): stopping; partial files are kept\n".utf8))
+        } else if running > 0, code == 0 {
+            FileHandle.standardError.write(Data("ferry: stopped \(running) transfer\(running == 1 ? "" : "s"); partial files are kept\n".utf8))
+        }
+        manager.shutdown(timeout: 5)
+        if ProcessInfo.processInfo.environment["FERRY_TUI_STATS"] != nil {
+            FileHandle.standardError.write(Data("ferry: \(frames) frames drawn\n".utf8))
+        }
+        exit(code)
+    }
+}

@@ -1,0 +1,36 @@
+/// The bottom row: a question, a prompt, the message of the moment, or the main keys from the keymap.
+enum FooterBar {
+    static func render(_ state: AppState, _ context: RenderContext, into canvas: inout Canvas) {
+        let y = canvas.height - 1
+        guard y >= 1 else { return }
+        canvas.fill(x: 0, y: y, count: canvas.width)
+        if let question = state.confirmation {
+            canvas.put(context.ascii(DisplayWidth.truncate(question.question, to: canvas.width, ellipsis: context.ellipsis)),
+                       x: 0, y: y, style: Palette.question)
+            return
+        }
+        if let prompt = state.prompt {
+            PromptView.render(prompt, context, into: &canvas, y: y)
+            return
+        }
+        if let message = state.message {
+            canvas.put(context.ascii(DisplayWidth.truncate(message.text, to: canvas.width, ellipsis: context.ellipsis)),
+                       x: 0, y: y, style: message.isError ? Palette.error : .plain)
+            return
+        }
+        var entries = context.keymap.footerEntries.map { (key: context.unicode ? $0.key.label : $0.key.asciiLabel, label: $0.label) }
+        switch state.screen {
+        case .list: break
+        case .detail: entries.insert((key: "Esc", label: "Back"), at: 0)
+        case .help: entries = [(key: "Esc", label: "Back"), (key: "j/k", label: "Scroll")]
+        }
+        var x = 0
+        for entry in entries {
+            let need = DisplayWidth.of(entry.key) + DisplayWidth.of(entry.label) + 1
+            guard x + need <= canvas.width else { break }
+            x = canvas.put(entry.key, x: x, y: y, style: Palette.footerKey)
+            x = canvas.put(" " + entry.label, x: x, y: y)
+            x += 2
+        }
+    }
+}

@@ -1,0 +1,27 @@
+/// A prompt line in the footer (label, text, a block cursor) and its error, if any, on the row above.
+enum PromptView {
+    static func render(_ prompt: AppState.Prompt, _ context: RenderContext, into canvas: inout Canvas, y: Int) {
+        if let error = prompt.error, y >= 2 {
+            canvas.fill(x: 0, y: y - 1, count: canvas.width)
+            canvas.put(context.outside(DisplayWidth.truncate(error, to: canvas.width, ellipsis: context.ellipsis)),
+                       x: 0, y: y - 1, style: Palette.error)
+        }
+        let hint = "  (Enter accept, Esc abandon)"
+        let label = prompt.label
+        var x = canvas.put(label, x: 0, y: y, style: Palette.label)
+        // The text is the user's own but may be pasted from anywhere: made safe like outside text.
+        let chars = Array(prompt.editor.text).map { context.outside(String($0)) }
+        let room = max(1, canvas.width - x - 1)
+        let cursor = prompt.editor.cursor
+        // Keep the cursor in view: show the tail of a long text.
+        var start = 0
+        while start < cursor, chars[start..<cursor].reduce(0, { $0 + DisplayWidth.of($1) }) >= room { start += 1 }
+        for index in start..<chars.count {
+            let text = chars[index]
+            guard x + DisplayWidth.of(text) <= canvas.width - 1 else { break }
+            x = canvas.put(text, x: x, y: y, style: index == cursor ? Style(reverse: true) : .plain)
+        }
+        if cursor >= chars.count, x < canvas.width { x = canvas.put(" ", x: x, y: y, style: Style(reverse: true)) }
+        if chars.isEmpty, x + DisplayWidth.of(hint) <= canvas.width { canvas.put(hint, x: x, y: y, style: Palette.dim) }
+    }
+}

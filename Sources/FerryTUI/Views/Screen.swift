@@ -1,0 +1,27 @@
+import FerryCore
+
+/// A whole frame: header, the list (or the detail or help view), footer. A pure function of its inputs.
+public enum Screen {
+    public static func render(_ state: AppState, _ snapshot: QueueSnapshot, _ context: RenderContext) -> Canvas {
+        var canvas = Canvas(width: state.width, height: state.height)
+        render(state, snapshot, context, into: &canvas)
+        return canvas
+    }
+
+    public static func render(_ state: AppState, _ snapshot: QueueSnapshot, _ context: RenderContext, into canvas: inout Canvas) {
+        guard canvas.width > 0, canvas.height > 0 else { return }
+        HeaderBar.render(state, snapshot, context, into: &canvas)
+        let top = 1
+        var rows = max(0, canvas.height - 2)
+        if state.prompt?.error != nil { rows = max(0, rows - 1) }
+        switch state.screen {
+        case .list:
+            TransferList.render(state, snapshot, context, into: &canvas, top: top, rows: rows)
+        case let .detail(id):
+            DetailView.render(snapshot.items.first { $0.id == id }, scroll: state.detailScroll, context, into: &canvas, top: top, rows: rows)
+        case .help:
+            HelpView.render(state, context, into: &canvas, top: top, rows: rows)
+        }
+        FooterBar.render(state, context, into: &canvas)
+    }
+}

@@ -1,0 +1,106 @@
+import FerryCore
+import Foundation
+
+/// The queue, one row per item: direction, state, name, bar, percent, done/total, rate, ETA or state word.
+/// Only the rows on screen are formatted, so a 10,000-item queue costs what a screenful does.
+enum TransferList {
+    struct Columns: Equatable {
+        var name: Int
+        var bar: Int  // 0: no bar
+        var percent: Int
+        var status: Int
+        var rate: Int
+        var size: Int
+    }
+
+    /// The row at the top of the list for a selection at `selected` with `rows` rows: the selection stays on screen.
+    static func firstRow(selected: Int, rows: Int, count: Int) -> Int {
+        guard rows > 0, count > rows else { return 0 }
+        return min(max(0, selected - rows + 1), count - rows)
+    }
+
+    static func render(_ state: AppState, _ snapshot: QueueSnapshot, _ context: RenderContext,
+                       into canvas: inout Canvas, top: Int, rows: Int) {
+        guard rows > 0, canvas.width > 0 else { return }
+        let items = state.visibleItems(snapshot)
+        guard !items.isEmpty else {
+            let text = snapshot.items.isEmpty
+                ? "The queue is empty: a adds a download, u an upload, ? shows the keys."
+                : "Nothing in this view\(state.filter.isEmpty ? "" : " matches the filter") (1 shows all, Esc clears the filter)."
+            canvas.put(context.ascii(DisplayWidth.truncate(text, to: canvas.width - 2, ellipsis: context.ellipsis)),
+                       x: 1, y: top + min(1, rows - 1), style: Palette.dim)
+            return
+        }
+        let selected = state.selectionIndex(in: items) ?? 0
+        let first = firstRow(selected: selected, rows: rows, count: items.count)
+        let shown = items[first..<min(items.count, first + rows)]
+
+        struct Row { var item: TransferSnapshot; var name, percent, size, rate, status: String }
+        let texts = shown.map { item in
+            Row(item: item, name: context.outside(item.displayName), percent: RowText.percent(item),
+                size: RowText.size(item), rate: RowText.rate(item), status: RowText.status(item, now: context.now))
+        }
+        func widest(_ key: KeyPath<Row, String>) -> Int { texts.map { DisplayWidth.of($0[keyPath: key]) }.max() ?? 0 }
+        let columns = layout(width: canvas.width, percent: max(4, widest(\.percent)), status: widest(\.status),
+                             rate: widest(\.rate), size: widest(\.size), longestName: widest(\.name))
+
+        for (offset, row) in texts.enumerated() {
+            let y = top + offset
+            let item = row.item
+            let stateStyle = Palette.state(item.state)
+            var x = canvas.put(context.directionGlyph(item.spec.direction), x: 0, y: y)
+            x = canvas.put(" ", x: x, y: y)
+            x = canvas.put(context.stateGlyph(item.state), x: x, y: y, style: stateStyle)
+            x = canvas.put(" ", x: x, y: y)
+            x = canvas.put(DisplayWidth.pad(row.name, to: columns.name, ellipsis: context.ellipsis), x: x, y: y)
+            if columns.bar > 0 {
+                // Unknown size: an indeterminate bar while running, an empty one otherwise.
+                let progress: Float? = item.state == .completed ? 1 : item.progress ?? (item.state == .running ? nil : 0)
+                let bar = ProgressBar.text(progress: progress, width: columns.bar, unicode: context.unicode, phase: item.bytesDone)
+                x = canvas.put(" ", x: x, y: y)
+                x = canvas.put(bar, x: x, y: y, style: stateStyle.with { $0.bold = false })
+            }
+            let cells: [(String, Int, Style, Bool)] = [(row.percent, columns.percent, .plain, true), (row.size, columns.size, .plain, true),
+                                                       (row.rate, columns.rate, .plain, true), (row.status, columns.status, stateStyle, false)]
+            for (text, width, style, alignRight) in cells where width > 0 {
+                x = canvas.put(" ", x: x, y: y)
+                x = canvas.put(DisplayWidth.pad(text, to: width, alignRight: alignRight, ellipsis: context.ellipsis),
+                               x: x, y: y, style: style)
+            }
+            if first + offset == selected {
+                canvas.restyle(x: 0, y: y, count: canvas.width) { $0.reverse = true }
+            }
+        }
+    }
+
+    /// Who gets the width: the name (at least 8) and the percent first, then the bar, the ETA or state word,
+    /// the rate and the sizes, each only if it fits; what is left goes to the name and the bar.
+    static func layout(width: Int, percent: Int, status: Int, rate: Int, size: Int, longestName: Int) -> Columns {
+        var left = width - 4  // direction, state glyph and their spaces
+        let minName = 8
+        var columns = Columns(name: 0, bar: 0, percent: 0, status: 0, rate: 0, size: 0)
+        left -= minName
+        func take(_ cost: Int) -> Bool {
+            guard cost > 1, left >= cost else { return false }
+            left -= cost
+            return true
+        }
+        if take(percent + 1) { columns.percent = percent }
+        if take(6 + 1) { columns.bar = 6 }
+        if take(status + 1) { columns.status = status }
+        if take(rate + 1) { columns.rate = rate }
+        if take(size + 1) { columns.size = size }
+        left = max(0, left)
+        // The name gets what it needs (up to the longest shown), the bar up to 50 cells, the name the rest.
+        let nameExtra = min(left, max(0, longestName - minName))
+        left -= nameExtra
+        var barExtra = 0
+        if columns.bar > 0 {
+            barExtra = min(44, left)
+            left -= barExtra
+            columns.bar += barExtra
+        }
+        columns.name = max(0, minName + nameExtra + left + min(0, width - 4 - minName))
+        return columns
+    }
+}

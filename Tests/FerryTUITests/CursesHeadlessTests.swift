@@ -1,0 +1,68 @@
+import CNcurses
+import Foundation
+import Testing
+@testable import FerryCore
+@testable import FerryTUI
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Real ncurses with no tty: `newterm` on a temporary file. ncurses state is process-global, hence serialized.
+@Suite(.serialized) struct CursesHeadlessTests {
+    @MainActor
+    @Test func blitIsLosslessAndAnUnchangedFrameWritesNothing() throws {
+        _ = setlocale(LC_ALL, "C.UTF-8")  // swift test runs in the C locale; ncursesw needs UTF-8 to write it
+        defer { _ = setlocale(LC_ALL, "C") }
+        let path = FileManager.default.temporaryDirectory.appendingPathComponent("ferry-curses-\(getpid()).out").path
+        defer { unlink(path) }
+        let output = try #require(fopen(path, "w+"))
+        let input = try #require(fopen("/dev/null", "r"))
+        defer { fclose(output); fclose(input) }
+        setenv("LINES", "30", 1)  // ignored on purpose: CursesTerminal unsets them; the file has no size, so 24x80
+        let terminal = try CursesTerminal(term: "xterm-256color", output: output, input: input, colorAllowed: true, guardFD: nil)
+        defer { terminal.close() }
+        #expect(terminal.unicode)
+
+        var queue = Fixtures.queue()
+        queue.items[0] = Fixtures.item(1, "数据 ü \u{1B}[2J.iso", .running, done: 300, total: 628, rate: 1, eta: 3)
+        var state = Fixtures.state(width: terminal.width, height: terminal.height)
+        state.selectedID = TransferID(3)
+        let canvas = Screen.render(state, queue, RenderContext(unicode: true, now: Fixtures.now))
+        terminal.draw(canvas)
+        fflush(output)
+
+        // Lossless: every cell reads back as drawn, with its bold/reverse attributes.
+        for y in 0..<canvas.height {
+            for x in 0..<canvas.width where !canvas[x, y].isContinuation {
+                let cell = canvas[x, y]
+                let back = terminal.cellOnScreen(x: x, y: y)
+                #expect(back.text == String(cell.character), "cell \(x),\(y)")
+                #expect((back.attributes & CursesTerminal.reverseAttribute != 0) == cell.style.reverse, "reverse at \(x),\(y)")
+                #expect((back.attributes & CursesTerminal.boldAttribute != 0) == cell.style.bold, "bold at \(x),\(y)")
+            }
+        }
+
+        let first = try FileManager.default.attributesOfItem(atPath: path)[.size] as? Int ?? 0
+        terminal.draw(canvas)
+        fflush(output)
+        let second = try FileManager.default.attributesOfItem(atPath: path)[.size] as? Int ?? 0
+        #expect(first > 0)
+        #expect(second - first == 0, "an unchanged frame wrote \(second - first) bytes")
+
+        // One row's rate digits changing costs a few bytes, not a repaint.
+        queue.items[0].bytesDone = 301
+        terminal.draw(Screen.render(state, queue, RenderContext(unicode: true, now: Fixtures.now)))
+        fflush(output)
+        let third = try FileManager.default.attributesOfItem(atPath: path)[.size] as? Int ?? 0
+        print("BENCH curses bytes: first frame \(first), unchanged frame \(second - first), one number changed \(third - second)")
+        #expect(third - second < 200)
+    }
+
+    @MainActor
+    @Test func dumbTerminalIsRefusedWithAPointerToNoTUI() {
+        #expect(throws: TerminalOpenError.self) { try TerminalApp.checkTerminal("dumb") }
+        #expect(throws: TerminalOpenError.self) { try TerminalApp.checkTerminal(nil) }
+        #expect(TerminalOpenError.dumb("dumb").description.contains("--no-tui"))
+        #expect(TerminalOpenError.unusable("xterm-kitty").description.contains("--no-tui"))
+    }
+}

@@ -1,0 +1,120 @@
+import Foundation
+import Testing
+@testable import FerryCore
+@testable import FerryTUI
+
+/// The reducer is a pure function: keys and a snapshot in, state and engine commands out. No engine needed.
+@Suite struct ReducerTests {
+    let queue = Fixtures.queue()
+
+    func press(_ keys: [Key], _ start: AppState? = nil, queue: QueueSnapshot? = nil) -> (AppState, [Command]) {
+        var state = start ?? Fixtures.state()
+        var all: [Command] = []
+        for key in keys {
+            let (next, commands) = reduce(state, key, queue ?? self.queue)
+            state = next
+            all += commands
+        }
+        return (state, all)
+    }
+
+    @Test func jThenPPausesTheSecondRow() {
+        let (state, commands) = press([.character("j"), .character("p")])
+        #expect(state.selectedID == TransferID(2))
+        #expect(commands == [.pause(TransferID(2))])
+        #expect(press([.down, .down, .down, .down, .character(" ")]).1 == [.resume(TransferID(5))])
+    }
+
+    @Test func movementClampsAndJumps() {
+        #expect(press([.up]).0.selectedID == TransferID(1))
+        #expect(press([.character("G")]).0.selectedID == TransferID(9))
+        #expect(press([.character("G"), .character("g")]).0.selectedID == TransferID(1))
+        #expect(press([.pageDown]).0.selectedID == TransferID(9))  // 12 rows: past the end
+        #expect(press([.character("J")]).1 == [.move(TransferID(1), .down)])
+        #expect(press([.character("j"), .character("K")]).1 == [.move(TransferID(2), .up)])
+    }
+
+    @Test func quitAsksWhileTransfersRun() {
+        let (asking, none) = press([.character("q")])
+        #expect(asking.confirmation == .quit(running: 4))
+        #expect(none.isEmpty)
+        #expect(press([.character("q"), .character("n")]).0.confirmation == nil)
+        #expect(press([.character("q"), .character("y")]).1 == [.quit])
+        let idle = QueueSnapshot(version: 1, items: [Fixtures.item(1, "a", .completed)], totals: QueueTotals(), maxConcurrent: 4, maxPerHost: 4)
+        #expect(press([.character("q")], queue: idle).1 == [.quit])
+    }
+
+    @Test func removeAsksAndDeletesThePartialOnlyWithCapitalD() {
+        #expect(press([.character("d"), .character("y")]).1 == [.remove(TransferID(1), deletePartial: false)])
+        #expect(press([.character("D"), .character("y")]).1 == [.remove(TransferID(1), deletePartial: true)])
+        #expect(press([.delete, .escape]).1.isEmpty)
+    }
+
+    @Test func addDownloadPromptsAndValidates() {
+        let typed = "ftp://x".map { Key.character($0) }
+        let (refused, none) = press([.character("a")] + typed + [.enter])
+        #expect(none.isEmpty)
+        #expect(refused.prompt?.error?.isEmpty == false)
+        let good = "http://127.0.0.1:8080/f.bin".map { Key.character($0) }
+        let (done, commands) = press([.character("a")] + good + [.enter])
+        #expect(done.prompt == nil)
+        #expect(commands == [.add(TransferSpec(download: URL(string: "http://127.0.0.1:8080/f.bin")!, directory: "/home/me/Downloads"))])
+        #expect(press([.character("a"), .character("x"), .escape]).0.prompt == nil)
+    }
+
+    @Test func addUploadAsksForAFileThenAURL() throws {
+        let file = FileManager.default.temporaryDirectory.appendingPathComponent("ferry-upload-\(getpid()).txt")
+        try Data("hi".utf8).write(to: file)
+        defer { try? FileManager.default.removeItem(at: file) }
+        let missing = press([.character("u")] + "/no/such/file".map { .character($0) } + [.enter]).0
+        #expect(missing.prompt?.kind == .uploadFile)
+        #expect(missing.prompt?.error?.contains("/no/such/file") == true)
+        let (state, commands) = press([.character("u")] + file.path.map { .character($0) } + [.enter]
+                                      + "https://example.com/up".map { .character($0) } + [.enter])
+        #expect(state.prompt == nil)
+        guard case let .add(spec) = commands.first else { Issue.record("no add"); return }
+        #expect(spec.direction == .upload)
+        #expect(spec.upload?.primarySource == .file(path: file.path))
+    }
+
+    @Test func filterViewsAndConcurrency() {
+        let (filtered, _) = press([.character("/"), .character("I"), .character("S"), .character("O"), .enter])
+        #expect(filtered.visibleItems(queue).map(\.id) == [TransferID(1), TransferID(6)])
+        #expect(press([.character("/"), .character("z"), .escape]).0.filter == "")
+        #expect(press([.character("/"), .character("z"), .enter, .escape]).0.filter == "")
+        #expect(press([.character("2")]).0.visibleItems(queue).map(\.id) == [TransferID(1), TransferID(2), TransferID(3), TransferID(4)])
+        #expect(press([.character("5")]).0.visibleItems(queue).map(\.id) == [TransferID(6), TransferID(9)])
+        #expect(press([.character("+")]).1 == [.setConcurrency(5)])
+        #expect(press([.character("-")]).1 == [.setConcurrency(3)])
+    }
+
+    @Test func detailHelpAndBack() {
+        let (detail, _) = press([.character("j"), .enter])
+        #expect(detail.screen == .detail(TransferID(2)))
+        #expect(press([.character("j"), .enter, .escape]).0.screen == .list)
+        #expect(press([.character("?")]).0.screen == .help)
+        #expect(press([.character("?"), .escape]).0.screen == .list)
+        #expect(press([.character("c")]).1 == [.cancel(TransferID(1))])
+        #expect(press([.character("j"), .character("j"), .character("j"), .character("j"), .character("j"), .character("r")]).1 == [.retry(TransferID(6))])
+        #expect(press([.character("P")]).1 == [.pauseAll])
+    }
+
+    @Test func keymapBindsEachKeyOnceAndFeedsTheFooter() {
+        var seen = Set<Key>()
+        for binding in Keymap.standard.bindings {
+            for key in binding.keys { #expect(seen.insert(key).inserted, "\(key) bound twice") }
+        }
+        #expect(Keymap.standard.footerEntries.first?.label == "Help")
+    }
+
+    @Test func lineEditor() {
+        var editor = LineEditor("helo")
+        _ = editor.apply(.left)
+        _ = editor.apply(.character("l"))
+        #expect(editor.text == "hello")
+        _ = editor.apply(.character("\u{1B}"))
+        #expect(editor.text == "hello")
+        _ = editor.apply(.control("w"))
+        #expect(editor.text == "o")
+    }
+}

@@ -1,0 +1,143 @@
+import Foundation
+import Testing
+@testable import FerryCore
+@testable import FerryTUI
+
+/// Whole screens rendered into the Canvas and compared as text (ratatui TestBackend style), with a fixed clock.
+@Suite struct ScreenTests {
+    @Test func queueWithEveryState() {
+        let canvas = Fixtures.render(Fixtures.state())
+        #expect(canvas.text == """
+             ferry  ↓ 11.6 MiB/s  ↑ 512.0 KiB/s  3 running, 1 retrying, 1 queued, 1 paused,…
+            ↓ ▶ debian-12.iso ████▎····  47% 300.0 MiB/628.0 MiB  11.5 MiB/s 29s
+            ↑ ▶ photos.zip    ██▎······  25%    5.0 MiB/20.0 MiB 512.0 KiB/s 30s
+            ↓ ↻ backup.tar.gz ██▋······  30%  30.0 MiB/100.0 MiB             retry 2/5 in 8s
+            ↓ ▶ stream.log    ······███                  3.0 MiB  64.0 KiB/s --
+            ↓ ‖ notes.pdf     ██▎······  25%     1.0 MiB/4.0 MiB             paused
+            ↓ ✗ missing.iso   ·········                                      failed
+            ↓ ✓ song.flac     █████████ 100%   40.0 MiB/40.0 MiB             done
+            ↓ · later.bin     ·········                                      queued
+            ↓ ⊘ abandoned.dat ██▎······  25%     2.0 MiB/8.0 MiB             cancelled
+
+
+
+            ? Help  Space Pause  c Cancel  r Retry  d Remove  a Add  u Upload  Enter Detail
+            """)
+        // The first row is selected when nothing was chosen: reverse video across the whole width.
+        #expect((0..<80).allSatisfy { canvas[$0, 1].style.reverse })
+        #expect(!canvas[0, 2].style.reverse)
+        // Colours by state.
+        #expect(canvas[2, 1].style.foreground == .green)
+        #expect(canvas[2, 6].style.foreground == .red)
+    }
+
+    @Test func asciiVariantWithSelectedRow() {
+        var state = Fixtures.state()
+        state.selectedID = TransferID(3)
+        let canvas = Fixtures.render(state, unicode: false)
+        #expect(canvas.text == """
+             ferry  v 11.6 MiB/s  ^ 512.0 KiB/s  3 running, 1 retrying, 1 queued, 1 paused,~
+            v > debian-12.iso [###....]  47% 300.0 MiB/628.0 MiB  11.5 MiB/s 29s
+            ^ > photos.zip    [#......]  25%    5.0 MiB/20.0 MiB 512.0 KiB/s 30s
+            v ~ backup.tar.gz [##.....]  30%  30.0 MiB/100.0 MiB             retry 2/5 in 8s
+            v > stream.log    [...===.]                  3.0 MiB  64.0 KiB/s --
+            v = notes.pdf     [#......]  25%     1.0 MiB/4.0 MiB             paused
+            v x missing.iso   [.......]                                      failed
+            v + song.flac     [#######] 100%   40.0 MiB/40.0 MiB             done
+            v . later.bin     [.......]                                      queued
+            v - abandoned.dat [#......]  25%     2.0 MiB/8.0 MiB             cancelled
+
+
+
+            ? Help  Space Pause  c Cancel  r Retry  d Remove  a Add  u Upload  Enter Detail
+            """)
+        #expect(canvas.cells.allSatisfy { $0.character.unicodeScalars.allSatisfy(\.isASCII) })
+        #expect((0..<80).allSatisfy { canvas[$0, 3].style.reverse })
+        #expect(!canvas[0, 1].style.reverse)
+    }
+
+    @Test func helpScreenComesFromTheKeymap() {
+        var state = Fixtures.state(height: 24)
+        state.screen = .help
+        let canvas = Fixtures.render(state)
+        #expect(canvas.text == """
+             ferry  ↓ 11.6 MiB/s  ↑ 512.0 KiB/s  3 running, 1 retrying, 1 queued, 1 paused,…
+             Move                                      +         one more transfer at once
+               ↑ k       select the previous item      -         one transfer fewer at once
+               ↓ j       select the next item
+               PgUp      a page up                   Screens
+               PgDn      a page down                   Enter     details of the item
+               g Home    first item                    Esc       back; clears the filter
+               G End     last item                     /         filter by name
+                                                       1         view: all
+             Transfers                                 2         view: active
+               Space p   pause or resume the item      3         view: queued and paused
+               P         pause or resume everything    4         view: done
+               c         cancel the item               5         view: failed and cancelled
+               r         retry failed or cancelled     ?         this help
+               d Del     remove the item (asks)        q         quit (asks if running)
+               D         remove + delete .part file
+                                                     Prompts
+             Queue                                     Enter     accept
+               a         add a download (URL)          Esc       abandon
+               u         add an upload (file, URL)     ← → ^A ^E move the cursor
+               J         move the item down            ^U ^W     delete back, a word
+               K         move the item up              y n       answer a question
+
+            Esc Back  j/k Scroll
+            """)
+        for binding in Keymap.standard.bindings { #expect(canvas.text.contains(binding.help)) }
+    }
+
+    @Test func detailOfARetriedUpload() {
+        var queue = Fixtures.queue()
+        queue.items[1] = Fixtures.detailedUpload()
+        var state = Fixtures.state(height: 24)
+        state.screen = .detail(TransferID(2))
+        let canvas = Fixtures.render(state, queue)
+        #expect(canvas.text == """
+             ferry  ↓ 11.6 MiB/s  ↑ 512.0 KiB/s  3 running, 1 retrying, 1 queued, 1 paused,…
+             #2 ↑ upload ✓ done
+             Name         photos.zip
+             URL          https://upload.example.com/put/photos.zip
+             Source       /home/me/photos.zip
+             Method       PUT
+             Progress     20.0 MiB of 20.0 MiB (100%)
+             Status       HTTP 201
+             Retries      1 of 5
+             Response     HTTP 201, 38 B (first 36 B kept)
+                          Content-Type: application/json
+
+             Attempts
+               1. 1m35s ago, took 15s, HTTP 503: HTTP 503 Service Unavailable
+               2. 1m10s ago, took 1m00s, HTTP 201
+
+             Response body
+               {"id": 42,
+                "note": "�]0;owned�ok"}
+
+
+             Rate, last minute (peak 800.0 KiB/s)
+               ▁▂▃▅██▅▃▂▁
+            Esc Back  ? Help  Space Pause  c Cancel  r Retry  d Remove  a Add  u Upload
+            """)
+        #expect(!canvas.text.contains("s3cret"))
+    }
+
+    @Test func narrowButUsable() {
+        var state = Fixtures.state(width: 40, height: 10)
+        state.selectedID = TransferID(2)
+        #expect(Fixtures.render(state).text == """
+             ferry  ↓ 11.6 MiB/s  ↑ 512.0 KiB/s  3 …
+            ↓ ▶ debian-… ██▊···  47% 29s
+            ↑ ▶ photos.… █▌····  25% 30s
+            ↓ ↻ backup.… █▊····  30% retry 2/5 in 8s
+            ↓ ▶ stream.… ███···      --
+            ↓ ‖ notes.p… █▌····  25% paused
+            ↓ ✗ missing… ······      failed
+            ↓ ✓ song.fl… ██████ 100% done
+            ↓ · later.b… ······      queued
+            ? Help  Space Pause  c Cancel  r Retry
+            """)
+    }
+}
