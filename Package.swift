@@ -52,6 +52,8 @@ let package = Package(
         ),
         // A throttled local HTTP server for scripts/tui-e2e (not shipped): prints its port, serves until killed.
         .executableTarget(name: "TestServerTool", dependencies: ["TestHTTPServer"], path: "Tests/TestServerTool"),
+        // The 10,000-item frame micro-benchmark, meant for a release build (`swift run -c release RenderBench`).
+        .executableTarget(name: "RenderBench", dependencies: ["FerryTUI", "FerryCore"], path: "Tests/RenderBench"),
         .testTarget(name: "FerryCoreTests", dependencies: ["FerryCore"]),
         .testTarget(name: "FerryTUITests", dependencies: ["FerryTUI", "FerryCore", "CNcurses"]),
         .testTarget(

@@ -461,8 +461,7 @@ private func serverEventually(_ seconds: Double = 2, _ condition: () -> Bool) ->
         let resp = try #require(RawResponse(client.readToEOF().data))
         let elapsed = Date().timeIntervalSince(start)
         #expect(resp.body == body)
-        #expect(elapsed > 0.4)
-        #expect(elapsed < 3)
+        #expect(elapsed > 0.4)  // slowed down; no upper bound: the machine may be busy
     }
 
     @Test func putBodyRecorded() async throws {

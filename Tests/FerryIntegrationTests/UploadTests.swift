@@ -234,6 +234,7 @@ func parseMultipart(_ request: RecordedRequest) throws -> [ParsedPart] {
         defer { close(fds[0]) }
         var configuration = testConfiguration()
         configuration.standardInputPath = "/dev/fd/\(fds[0])"
+        configuration.idleTimeout = 120  // the stalled upload must outlive a slow download on a busy machine
         let manager = try TransferManager(configuration: configuration)
         defer { manager.shutdown() }
         server.route("/sink", .status(201))

@@ -78,6 +78,7 @@ import Testing
         let queue = QueueSnapshot(version: 1, items: items, totals: totals, maxConcurrent: 4, maxPerHost: 4)
         var state = Fixtures.state(width: 120, height: 40)
         state.selectedID = TransferID(5_000)
+        state.selectedIndex = 4_999
         let context = RenderContext(unicode: true, now: Fixtures.now)
         var samples: [Double] = []
         for _ in 0..<101 {

@@ -29,6 +29,33 @@ public struct TransferSnapshot: Sendable, Identifiable, Equatable {
     /// The smoothed rate (bytes/s) sampled once a second while running, oldest first, at most 60 values.
     public var rateHistory: [Double] = []
 
+    public init(
+        id: TransferID, spec: TransferSpec, state: TransferState, bytesDone: Int64 = 0, bytesExpected: Int64? = nil,
+        fileName: String? = nil, savedPath: String? = nil, bytesPerSecond: Double? = nil, eta: TimeInterval? = nil,
+        retries: Int = 0, maxRetries: Int = 5, nextRetryAt: Date? = nil, lastError: String? = nil,
+        attempts: [Attempt] = [], validators: Validators = Validators(), lastStatus: Int? = nil,
+        response: ServerResponse? = nil, rateHistory: [Double] = []
+    ) {
+        self.id = id
+        self.spec = spec
+        self.state = state
+        self.bytesDone = bytesDone
+        self.bytesExpected = bytesExpected
+        self.fileName = fileName
+        self.savedPath = savedPath
+        self.bytesPerSecond = bytesPerSecond
+        self.eta = eta
+        self.retries = retries
+        self.maxRetries = maxRetries
+        self.nextRetryAt = nextRetryAt
+        self.lastError = lastError
+        self.attempts = attempts
+        self.validators = validators
+        self.lastStatus = lastStatus
+        self.response = response
+        self.rateHistory = rateHistory
+    }
+
     /// `Float(totalBytesWritten) / Float(totalBytesExpected)`; nil when the size is unknown.
     public var progress: Float? {
         guard let bytesExpected, bytesExpected > 0 else { return nil }
@@ -67,6 +94,7 @@ public struct QueueTotals: Sendable, Equatable {
     public var count: [TransferState: Int] = [:]
     public var downloadBytesPerSecond: Double = 0
     public var uploadBytesPerSecond: Double = 0
+    public init() {}
 }
 
 /// Everything a front end needs for one frame. `version` changes whenever a state, order or setting changed.
@@ -76,6 +104,14 @@ public struct QueueSnapshot: Sendable, Equatable {
     public var totals: QueueTotals
     public var maxConcurrent: Int
     public var maxPerHost: Int
+
+    public init(version: UInt64, items: [TransferSnapshot], totals: QueueTotals, maxConcurrent: Int, maxPerHost: Int) {
+        self.version = version
+        self.items = items
+        self.totals = totals
+        self.maxConcurrent = maxConcurrent
+        self.maxPerHost = maxPerHost
+    }
 }
 
 /// A state change, as the reporter and the store see it.

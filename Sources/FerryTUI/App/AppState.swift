@@ -96,6 +96,8 @@ public struct AppState: Sendable, Equatable {
     /// The index of the selected row in `items`: the selected item if it is there, else the row where it was.
     public func selectionIndex(in items: [TransferSnapshot]) -> Int? {
         guard !items.isEmpty else { return nil }
+        // Where it was last time, unless the queue moved under it: no scan of a long queue on most frames.
+        if let selectedID, items.indices.contains(selectedIndex), items[selectedIndex].id == selectedID { return selectedIndex }
         if let selectedID, let index = items.firstIndex(where: { $0.id == selectedID }) { return index }
         return min(max(0, selectedIndex), items.count - 1)
     }
