@@ -216,7 +216,7 @@ import TestHTTPServer
         for i in 0..<20 {
             let body = Resource.randomBytes(count: 200_000, seed: UInt64(100 + i))
             bodies.append(body)
-            server.route("/m\(i)/same.bin", .serve(Resource(body: body), ServeOptions(bytesPerSecond: 2 << 20)))
+            server.route("/m\(i)/same.bin", .serve(Resource(body: body), ServeOptions(bytesPerSecond: 400_000)))
         }
         let manager = try TransferManager(configuration: testConfiguration(maxConcurrent: 20))
         defer { manager.shutdown() }
@@ -233,8 +233,9 @@ import TestHTTPServer
 
     @Test func theGlobalCapHolds() async throws {
         for i in 0..<20 {
+            // Half a second each, so the four slots are certainly in use together even on a busy machine.
             server.route("/c\(i).bin", .serve(Resource(body: Resource.randomBytes(count: 100_000, seed: UInt64(i))),
-                                             ServeOptions(bytesPerSecond: 1 << 20)))
+                                             ServeOptions(bytesPerSecond: 200_000)))
         }
         let manager = try TransferManager(configuration: testConfiguration(maxConcurrent: 4))
         defer { manager.shutdown() }
@@ -246,8 +247,8 @@ import TestHTTPServer
 
     @Test func thePerHostCapHolds() async throws {
         for i in 0..<6 {
-            server.route("/h\(i).bin", .serve(Resource(body: Resource.randomBytes(count: 60_000, seed: UInt64(i))),
-                                             ServeOptions(bytesPerSecond: 1 << 20)))
+            server.route("/h\(i).bin", .serve(Resource(body: Resource.randomBytes(count: 100_000, seed: UInt64(i))),
+                                             ServeOptions(bytesPerSecond: 200_000)))
         }
         var configuration = testConfiguration(maxConcurrent: 6)
         configuration.maxPerHost = 2
