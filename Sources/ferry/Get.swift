@@ -26,11 +26,17 @@ struct Get: AsyncParsableCommand {
     @Option(name: [.customShort("i"), .customLong("input-file")], help: "Read URLs from FILE, one per line, '#' comments.")
     var inputFile: String?
 
+    @Option(name: .customLong("segments"), help: "Fetch a large file in N parallel ranges when the server allows (default 1, or [transfers] segments).")
+    var segments: Int?
+
     @OptionGroup var common: CommonOptions
 
     func run() async throws {
         let config = try common.loadConfig()
-        let specs = try makeSpecs(defaultDirectory: config.downloadDirectory)
+        var specs = try makeSpecs(defaultDirectory: config.downloadDirectory)
+        let count = segments ?? config.segments
+        guard (1...64).contains(count) else { throw UsageError("--segments takes 1 to 64, got \(count)") }
+        for index in specs.indices where count > 1 { specs[index].segments = count }
         if TerminalUIRun.wanted(noTUI: common.noTUI) {
             await TerminalUIRun.run(common, config: config, adding: specs)
         }

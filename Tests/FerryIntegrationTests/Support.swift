@@ -25,7 +25,8 @@ func testConfiguration(maxConcurrent: Int = 4) -> EngineConfiguration {
     configuration.maxConcurrent = maxConcurrent
     configuration.retry.baseDelay = 0.05
     configuration.retry.maxDelay = 0.2
-    configuration.idleTimeout = 10
+    // Stalled answers must outlast a test that the busy cooperative pool resumes late.
+    configuration.idleTimeout = 60
     return configuration
 }
 
@@ -46,7 +47,7 @@ func finish(_ manager: TransferManager, _ ids: Set<TransferID>, within seconds: 
 }
 
 /// Polls until `condition` holds (or fails the test after `seconds`).
-func eventually(within seconds: Double = 20, _ what: @autoclosure () -> String, _ condition: () -> Bool) async throws {
+func eventually(within seconds: Double = 60, _ what: @autoclosure () -> String, _ condition: () -> Bool) async throws {
     let deadline = Date().addingTimeInterval(seconds)
     while !condition() {
         if Date() > deadline {

@@ -36,7 +36,8 @@ final class DownloadRun: TaskRun {
     private let names: NameClaims
     /// Called once the response is accepted and the `.part` file exists: the name and validators must reach
     /// the store now, not when the attempt ends, or a crash would orphan the `.part` file.
-    private let accepted: @Sendable (_ fileName: String, _ validators: Validators) -> Void
+    /// `rangeable`: a whole-file answer from a server that offers byte ranges with a validator (could be segmented).
+    private let accepted: @Sendable (_ fileName: String, _ validators: Validators, _ rangeable: Bool) -> Void
     private let finish: @Sendable (RunOutcome, _ validators: Validators, _ status: Int?, _ fileName: String?) -> Void
     private let state: Mutex<State>
     private let done = Atomic<Int64>(0)
@@ -44,7 +45,7 @@ final class DownloadRun: TaskRun {
 
     init(
         start: Start, names: NameClaims,
-        accepted: @escaping @Sendable (String, Validators) -> Void,
+        accepted: @escaping @Sendable (String, Validators, Bool) -> Void,
         finish: @escaping @Sendable (RunOutcome, Validators, Int?, String?) -> Void
     ) throws(TransferFailure) {
         self.start = start
@@ -145,7 +146,9 @@ final class DownloadRun: TaskRun {
         }
         let (complete, name, validators) = state.withLock { ($0.alreadyComplete, $0.fileName, $0.validators) }
         if complete { task.cancel() }
-        if let name { accepted(name, validators) }
+        let rangeable = start.offset == 0 && http.statusCode == 200 && validators.ifRange != nil && validators.totalLength != nil
+            && (header("Accept-Ranges")?.lowercased().contains("bytes") ?? false)
+        if let name { accepted(name, validators, rangeable) }
     }
 
     private func stop(_ task: URLSessionTask, _ failure: TransferFailure) {

@@ -13,7 +13,8 @@ import Synchronization
 public final class TransferManager: Sendable {
     typealias Effect = @Sendable () -> Void
 
-    enum StopIntent: Sendable { case pause, cancel, remove, shutdown }
+    /// Why the engine cancelled a task itself. `split` ends the probe of a download about to be segmented.
+    enum StopIntent: Sendable { case pause, cancel, remove, shutdown, split }
 
     struct Item {
         let id: TransferID
@@ -44,7 +45,20 @@ public final class TransferManager: Sendable {
         var rateHistory: [Double] = []
         var lastHistorySample: TimeInterval = 0
 
-        var holdsSlot: Bool { state == .running || run != nil }
+        /// Segmented downloads: the ranges (their `done` is on disk), and the attempt per unfinished range.
+        var segments: [SegmentState]?
+        var segmentRuns: [Int: SegmentRun] = [:]
+        var segmentTasks: [Int: URLSessionTask] = [:]
+        var segmentTokens: [Int: Int] = [:]
+        var segmentRetries: [Int: Int] = [:]
+        /// The server cannot serve this file in segments: one stream from now on.
+        var segmentFallback = false
+
+        var holdsSlot: Bool { state == .running || busy }
+        /// An attempt (or a segment's) is still in flight or draining.
+        var busy: Bool { run != nil || !segmentRuns.isEmpty }
+        /// Every task this item has running now.
+        var allTasks: [URLSessionTask] { (task.map { [$0] } ?? []) + Array(segmentTasks.values) }
     }
 
     struct Core {
@@ -72,13 +86,13 @@ public final class TransferManager: Sendable {
     }
 
     public let configuration: EngineConfiguration
-    private let core: Mutex<Core>
-    private let session: URLSession
-    private let delegate: SessionDelegate
-    private let names = NameClaims()
-    private let store: any QueueStore
-    private let timerQueue = DispatchQueue(label: "ferry.timers")
-    private let finishQueue = DispatchQueue(label: "ferry.finish", attributes: .concurrent)
+    let core: Mutex<Core>
+    let session: URLSession
+    let delegate: SessionDelegate
+    let names = NameClaims()
+    let store: any QueueStore
+    let timerQueue = DispatchQueue(label: "ferry.timers")
+    let finishQueue = DispatchQueue(label: "ferry.finish", attributes: .concurrent)
     private let storeQueue = DispatchQueue(label: "ferry.store")
     private let eventQueue = DispatchQueue(label: "ferry.events")
     private let onEvent: (@Sendable (TransferEvent) -> Void)?
@@ -132,6 +146,7 @@ public final class TransferManager: Sendable {
         item.retries = stored.retries
         item.attempts = stored.attempts
         item.lastError = stored.lastError
+        item.segments = stored.segments
         if let name = stored.fileName, !item.state.isTerminal { names.adopt(directory: stored.spec.directory, name: name) }
         core.items[item.id] = item
         core.order.append(item.id)
@@ -199,7 +214,7 @@ public final class TransferManager: Sendable {
             case .running where !item.finishing:
                 item.stopIntent = .pause
                 item.state = .paused
-                if let task = item.task { effects.append { task.cancel() } }
+                for task in item.allTasks { effects.append { task.cancel() } }
             case .queued, .waiting:
                 item.nextRetryAt = nil
                 item.state = .paused
@@ -229,9 +244,9 @@ public final class TransferManager: Sendable {
             guard var item = core.items[id], !item.state.isTerminal, !item.finishing else { return ((), []) }
             var effects: [Effect] = []
             item.nextRetryAt = nil
-            if item.run != nil {
+            if item.busy {
                 item.stopIntent = .cancel
-                if let task = item.task { effects.append { task.cancel() } }
+                for task in item.allTasks { effects.append { task.cancel() } }
             }
             item.state = .cancelled
             item.lastError = "cancelled"
@@ -260,7 +275,7 @@ public final class TransferManager: Sendable {
         mutate { core in
             guard let item = core.items.removeValue(forKey: id) else { return ((), []) }
             var effects: [Effect] = []
-            if let task = item.task { effects.append { task.cancel() } }
+            for task in item.allTasks { effects.append { task.cancel() } }
             core.order.removeAll { $0 == id }
             core.removed.insert(id)
             core.orderChanged = true
@@ -340,8 +355,9 @@ public final class TransferManager: Sendable {
     }
 
     func snapshot(of item: Item) -> TransferSnapshot {
-        let done = item.run?.bytesDone ?? item.bytesDone
-        let expected = item.run?.bytesExpected ?? item.bytesExpected ?? item.validators.totalLength
+        let done = Self.currentBytes(item)
+        let expected = item.segments != nil ? item.validators.totalLength
+            : item.run?.bytesExpected ?? item.bytesExpected ?? item.validators.totalLength
         let rate = item.state == .running ? item.rate.bytesPerSecond : nil
         let eta = (item.state == .running && expected != nil) ? item.rate.eta(remaining: max(0, expected! - done)) : nil
         return TransferSnapshot(
@@ -349,7 +365,7 @@ public final class TransferManager: Sendable {
             fileName: item.fileName, savedPath: item.savedPath, bytesPerSecond: rate, eta: eta,
             retries: item.retries, maxRetries: configuration.retry.maxRetries, nextRetryAt: item.nextRetryAt, lastError: item.lastError,
             attempts: item.attempts, validators: item.validators, lastStatus: item.lastStatus, response: item.response,
-            rateHistory: item.rateHistory)
+            rateHistory: item.rateHistory, segments: Self.liveSegments(item))
     }
 
     /// Returns once every one of `ids` is completed, failed, cancelled or removed, or when the calling task is cancelled.
@@ -382,13 +398,13 @@ public final class TransferManager: Sendable {
             for id in core.order {
                 guard var item = core.items[id] else { continue }
                 if item.state == .waiting { item.state = .queued; item.nextRetryAt = nil }
-                if item.run != nil, !item.finishing {
+                if item.busy, !item.finishing {
                     item.stopIntent = .shutdown
-                    if let task = item.task { effects.append { task.cancel() } }
+                    for task in item.allTasks { effects.append { task.cancel() } }
                 }
                 core.items[id] = item
             }
-            let busy = core.items.values.contains { $0.run != nil || $0.finishing }
+            let busy = core.items.values.contains { $0.busy || $0.finishing }
             if busy { core.shutdownSignal = signal }
             core.sampler?.cancel()
             core.sampler = nil
@@ -406,7 +422,7 @@ public final class TransferManager: Sendable {
 
     /// Runs `body` under the lock, then (outside it) its effects, the store writes and the events for what changed.
     @discardableResult
-    private func mutate<R: Sendable>(_ body: (inout Core) -> (R, [Effect])) -> R {
+    func mutate<R: Sendable>(_ body: (inout Core) -> (R, [Effect])) -> R {
         let (result, effects, events, finished) = core.withLock {
             core -> (R, [Effect], [TransferEvent], [CheckedContinuation<Void, Never>]) in
             let (result, effects) = body(&core)
@@ -439,12 +455,20 @@ public final class TransferManager: Sendable {
         return result
     }
 
-    private static func record(_ item: Item, position: Int) -> StoredTransfer {
+    static func record(_ item: Item, position: Int) -> StoredTransfer {
         var stored = StoredTransfer(id: item.id, position: position, spec: item.spec, state: item.state)
         stored.fileName = item.fileName
         stored.savedPath = item.savedPath
         stored.validators = item.validators
-        stored.bytesDone = item.run?.bytesDone ?? item.bytesDone
+        stored.bytesDone = currentBytes(item)
+        stored.segments = item.segments.map { segments in
+            // What is on disk: each range's done plus what its running attempt has flushed.
+            segments.enumerated().map { index, segment in
+                var segment = segment
+                segment.done = min(segment.end - segment.start, segment.done + (item.segmentRuns[index]?.flushedBytes ?? 0))
+                return segment
+            }
+        }
         stored.bytesExpected = item.run?.bytesExpected ?? item.bytesExpected
         stored.retries = item.retries
         stored.attempts = Array(item.attempts.suffix(20))
@@ -455,7 +479,7 @@ public final class TransferManager: Sendable {
     private static func allFinished(_ ids: Set<TransferID>, in core: Core) -> Bool {
         ids.allSatisfy { id in
             guard let item = core.items[id] else { return true }
-            return item.state.isTerminal && item.run == nil
+            return item.state.isTerminal && !item.busy
         }
     }
 
@@ -470,12 +494,12 @@ public final class TransferManager: Sendable {
     }
 
     /// Starts whatever the caps allow, in queue order.
-    private func pump(_ core: inout Core) -> [Effect] {
+    func pump(_ core: inout Core) -> [Effect] {
         guard !core.shuttingDown else { return [] }
         let candidates = core.order.compactMap { id -> Scheduler.Candidate? in
             guard let item = core.items[id] else { return nil }
             return Scheduler.Candidate(id: id, host: item.spec.host,
-                                       ready: item.state == .queued && item.run == nil && !item.finishing,
+                                       ready: item.state == .queued && !item.busy && !item.finishing,
                                        holdsSlot: item.holdsSlot || item.finishing)
         }
         var effects: [Effect] = []
@@ -493,6 +517,12 @@ public final class TransferManager: Sendable {
         item.generation += 1
         item.stopIntent = nil
         item.nextRetryAt = nil
+        if item.spec.direction == .download, item.segments != nil {
+            let effects = launchSegments(&item)
+            core.items[id] = item
+            core.touch(id)
+            return effects
+        }
         let started: Result<(run: any TaskRun, task: URLSessionTask, offset: Int64), TransferFailure>
         switch item.spec.direction {
         case .download: started = startDownload(&item)
@@ -540,8 +570,8 @@ public final class TransferManager: Sendable {
                                       knownTotal: offset > 0 ? item.validators.totalLength : nil,
                                       bufferSize: configuration.writeBufferSize)
         do throws(TransferFailure) {
-            let run = try DownloadRun(start: start, names: names, accepted: { [weak self] name, validators in
-                self?.responseAccepted(id, generation: generation, fileName: name, validators: validators)
+            let run = try DownloadRun(start: start, names: names, accepted: { [weak self] name, validators, rangeable in
+                self?.responseAccepted(id, generation: generation, fileName: name, validators: validators, rangeable: rangeable)
             }) { [weak self] outcome, validators, status, name in
                 self?.runFinished(id, generation: generation, outcome: outcome) { item in
                     if let name { item.fileName = name }
@@ -585,15 +615,23 @@ public final class TransferManager: Sendable {
     }
 
     /// A download's response was accepted: its file name and validators are recorded (and so saved) at once.
-    private func responseAccepted(_ id: TransferID, generation: Int, fileName: String, validators: Validators) {
+    /// When the download asked for segments and this response shows a file worth splitting, the probe
+    /// is stopped and the file is fetched in ranges instead (see TransferManager+Segments).
+    private func responseAccepted(_ id: TransferID, generation: Int, fileName: String, validators: Validators, rangeable: Bool) {
         mutate { core in
             guard var item = core.items[id], item.generation == generation else { return ((), []) }
             item.fileName = fileName
             if validators != Validators() { item.validators = validators }
             item.bytesExpected = validators.totalLength ?? item.bytesExpected
+            var effects: [Effect] = []
+            if rangeable, let plan = segmentPlan(for: item), item.stopIntent == nil {
+                item.segments = plan
+                item.stopIntent = .split
+                if let task = item.task { effects.append { task.cancel() } }
+            }
             core.items[id] = item
             core.touch(id)
-            return ((), [])
+            return ((), effects)
         }
     }
 
@@ -618,6 +656,8 @@ public final class TransferManager: Sendable {
 
             switch (outcome, intent) {
             case let (.finished(.some(handover)), intent) where intent != .cancel:
+                // Finished (even a probe that got the whole file before it could be stopped): check and rename.
+                item.segments = nil
                 item.finishing = true
                 item.state = .running
                 effects.append { [finishQueue] in finishQueue.async { self.finalize(id, generation, handover) } }
@@ -625,6 +665,10 @@ public final class TransferManager: Sendable {
                 // An upload the server accepted: done, whatever was asked meanwhile.
                 item.state = .completed
                 item.lastError = nil
+            case (.stopped, .some(.split)), (.failed, .some(.split)):
+                // The probe of a segmented download ended: the ranges start from a preallocated file.
+                attemptError = nil
+                effects += prepareSegments(&item)
             case let (_, .some(intent)):
                 // Stopped on purpose: pause and cancel already set the state; a shutdown leaves it queued for the next start.
                 if intent == .shutdown { item.state = .queued }
@@ -652,7 +696,7 @@ public final class TransferManager: Sendable {
         }
     }
 
-    private func scheduleRetryOrFail(_ item: inout Item, _ failure: TransferFailure, progressed: Bool) -> [Effect] {
+    func scheduleRetryOrFail(_ item: inout Item, _ failure: TransferFailure, progressed: Bool) -> [Effect] {
         if progressed, item.bytesDone > item.highWater {
             // Progress was made: a flaky link that keeps moving should not run out of retries.
             item.highWater = item.bytesDone
@@ -688,7 +732,7 @@ public final class TransferManager: Sendable {
         }
     }
 
-    private func fail(_ item: inout Item, _ message: String) -> [Effect] {
+    func fail(_ item: inout Item, _ message: String) -> [Effect] {
         item.state = .failed
         item.lastError = message
         return []
@@ -705,7 +749,7 @@ public final class TransferManager: Sendable {
     }
 
     /// The last steps of a download, off the delegate queue: size check, checksum, fsync, rename to the final name.
-    private func finalize(_ id: TransferID, _ generation: Int, _ handover: FileHandover) {
+    func finalize(_ id: TransferID, _ generation: Int, _ handover: FileHandover) {
         let spec = core.withLock { $0.items[id]?.spec }
         guard let spec else { return }
         var result: Result<String, TransferFailure>
@@ -757,9 +801,9 @@ public final class TransferManager: Sendable {
         }
     }
 
-    private func checkShutdown(_ core: inout Core) {
+    func checkShutdown(_ core: inout Core) {
         guard core.shuttingDown, let signal = core.shutdownSignal else { return }
-        if !core.items.values.contains(where: { $0.run != nil || $0.finishing }) {
+        if !core.items.values.contains(where: { $0.busy || $0.finishing }) {
             core.shutdownSignal = nil
             signal.signal()
         }
@@ -780,13 +824,13 @@ public final class TransferManager: Sendable {
 
     private func sample() {
         let now = Double(DispatchTime.now().uptimeNanoseconds) / 1e9
-        let due = core.withLock { core -> (checkpoints: [(TransferID, Int64)], runs: [any TaskRun])? in
+        let due = core.withLock { core -> (checkpoints: [(TransferID, Int64)], records: [StoredTransfer], runs: [any TaskRun])? in
             var anyRunning = false
             var moved = false
             for id in core.order {
-                guard var item = core.items[id], item.state == .running, let run = item.run else { continue }
+                guard var item = core.items[id], item.state == .running, item.busy else { continue }
                 anyRunning = true
-                let done = run.bytesDone
+                let done = Self.currentBytes(item)
                 if done != item.bytesDone { moved = true }
                 item.bytesDone = done
                 item.rate.add(totalBytes: done, at: now)
@@ -804,21 +848,29 @@ public final class TransferManager: Sendable {
             }
             guard now - core.lastCheckpoint >= 1 else { return nil }
             core.lastCheckpoint = now
-            let runs = core.items.values.compactMap(\.run)
-            return (core.items.values.compactMap { item in item.run.map { (item.id, $0.bytesDone) } }, runs)
+            let busy = core.items.values.filter(\.busy)
+            let runs: [any TaskRun] = busy.flatMap { item in (item.run.map { [$0] } ?? []) + item.segmentRuns.values.map { $0 } }
+            let positions = Dictionary(uniqueKeysWithValues: core.order.enumerated().map { ($1, $0) })
+            // Segmented downloads store which ranges are done; the others only a byte count.
+            let records = busy.filter { $0.segments != nil }.map { Self.record($0, position: positions[$0.id] ?? 0) }
+            let checkpoints = busy.filter { $0.segments == nil }.map { ($0.id, Self.currentBytes($0)) }
+            return (checkpoints, records, runs)
         }
         guard let due else { return }
         // Once a second: buffered bytes go to disk, then their count to the store.
         due.runs.forEach { $0.flushToDisk() }
-        if !due.checkpoints.isEmpty {
+        if !due.checkpoints.isEmpty || !due.records.isEmpty {
             let store = self.store
-            let checkpoints = due.checkpoints
-            storeQueue.async { for (id, bytes) in checkpoints { try? store.checkpoint(id, bytesDone: bytes) } }
+            let (checkpoints, records) = (due.checkpoints, due.records)
+            storeQueue.async {
+                for (id, bytes) in checkpoints { try? store.checkpoint(id, bytesDone: bytes) }
+                for record in records { try? store.save(record) }
+            }
         }
     }
 
     private func checkpointAll() {
-        let checkpoints = core.withLock { core in core.items.values.map { ($0.id, $0.run?.bytesDone ?? $0.bytesDone) } }
+        let checkpoints = core.withLock { core in core.items.values.map { ($0.id, Self.currentBytes($0)) } }
         let store = self.store
         storeQueue.async { for (id, bytes) in checkpoints { try? store.checkpoint(id, bytesDone: bytes) } }
     }

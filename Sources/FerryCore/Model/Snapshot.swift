@@ -28,13 +28,15 @@ public struct TransferSnapshot: Sendable, Identifiable, Equatable {
     public var response: ServerResponse?
     /// The smoothed rate (bytes/s) sampled once a second while running, oldest first, at most 60 values.
     public var rateHistory: [Double] = []
+    /// Segmented downloads: each range with what is done of it (on disk or on its way).
+    public var segments: [SegmentState]?
 
     public init(
         id: TransferID, spec: TransferSpec, state: TransferState, bytesDone: Int64 = 0, bytesExpected: Int64? = nil,
         fileName: String? = nil, savedPath: String? = nil, bytesPerSecond: Double? = nil, eta: TimeInterval? = nil,
         retries: Int = 0, maxRetries: Int = 5, nextRetryAt: Date? = nil, lastError: String? = nil,
         attempts: [Attempt] = [], validators: Validators = Validators(), lastStatus: Int? = nil,
-        response: ServerResponse? = nil, rateHistory: [Double] = []
+        response: ServerResponse? = nil, rateHistory: [Double] = [], segments: [SegmentState]? = nil
     ) {
         self.id = id
         self.spec = spec
@@ -54,6 +56,7 @@ public struct TransferSnapshot: Sendable, Identifiable, Equatable {
         self.lastStatus = lastStatus
         self.response = response
         self.rateHistory = rateHistory
+        self.segments = segments
     }
 
     /// `Float(totalBytesWritten) / Float(totalBytesExpected)`; nil when the size is unknown.

@@ -117,9 +117,13 @@ public struct TransferSpec: Sendable, Codable, Equatable {
     public var fileName: String?
     /// Downloads: expected lowercase hex SHA-256 of the whole file.
     public var sha256: String?
+    /// Downloads: parallel ranged requests for a large file (nil or 1: one stream).
+    public var segments: Int?
 
-    public init(download url: URL, directory: String, fileName: String? = nil, sha256: String? = nil, headers: [HTTPHeader] = []) {
+    public init(download url: URL, directory: String, fileName: String? = nil, sha256: String? = nil, headers: [HTTPHeader] = [],
+                segments: Int? = nil) {
         self.direction = .download
+        self.segments = segments
         self.url = url
         self.headers = headers
         self.directory = directory

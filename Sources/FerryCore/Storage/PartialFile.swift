@@ -13,6 +13,8 @@ final class PartialFile {
     private var buffered = 0
     /// Bytes already written to the file (the buffer comes after them).
     private(set) var written: Int64
+    /// For a segment: where the next write lands (positioned writes into a preallocated file).
+    private var position: Int64?
 
     /// Opens (creating when missing) a partial file and positions at its end.
     convenience init(openingOrCreating path: String, bufferSize: Int) throws(TransferFailure) {
@@ -29,6 +31,17 @@ final class PartialFile {
         var st = stat()
         written = fstat(fd, &st) == 0 ? Int64(st.st_size) : 0
         _ = lseek(fd, off_t(written), SEEK_SET)
+    }
+
+    /// One segment of a preallocated file: writes land at `offset` and onwards; `written` counts this segment's bytes.
+    init(segmentOf path: String, at offset: Int64, bufferSize: Int) throws(TransferFailure) {
+        let fd = open(path, O_WRONLY | O_CLOEXEC)
+        guard fd >= 0 else { throw .local("cannot open \(path): \(String(cString: strerror(errno)))") }
+        self.path = path
+        self.fd = fd
+        self.buffer = .allocate(byteCount: max(bufferSize, 64 * 1024), alignment: 4096)
+        self.written = 0
+        self.position = offset
     }
 
     deinit {
@@ -66,7 +79,8 @@ final class PartialFile {
     private func writeAll(_ bytes: UnsafeRawBufferPointer) throws(TransferFailure) {
         var offset = 0
         while offset < bytes.count {
-            let n = write(fd, bytes.baseAddress! + offset, bytes.count - offset)
+            let n = position.map { pwrite(fd, bytes.baseAddress! + offset, bytes.count - offset, off_t($0)) }
+                ?? write(fd, bytes.baseAddress! + offset, bytes.count - offset)
             if n < 0 {
                 if errno == EINTR { continue }
                 let reason = errno == ENOSPC ? "disk full" : String(cString: strerror(errno))
@@ -74,6 +88,7 @@ final class PartialFile {
             }
             offset += n
             written += Int64(n)
+            if let current = position { position = current + Int64(n) }
         }
     }
 

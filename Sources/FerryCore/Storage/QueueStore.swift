@@ -15,6 +15,8 @@ public struct StoredTransfer: Sendable, Codable, Equatable {
     public var retries: Int
     public var attempts: [Attempt]
     public var lastError: String?
+    /// Segmented downloads: the ranges and how much of each is on disk.
+    public var segments: [SegmentState]?
 
     public init(id: TransferID, position: Int, spec: TransferSpec, state: TransferState = .queued) {
         self.id = id

@@ -61,6 +61,9 @@ public final class SQLiteQueueStore: QueueStore {
                 CREATE INDEX event_transfer ON event(transferId, id);
                 """)
         }
+        migrator.registerMigration("v2: segments") { db in
+            try db.execute(sql: "ALTER TABLE transfer ADD COLUMN segments TEXT")
+        }
         return migrator
     }
 
@@ -97,12 +100,12 @@ public final class SQLiteQueueStore: QueueStore {
             let now = Date().timeIntervalSince1970
             try db.execute(sql: """
                 UPDATE transfer SET state = ?, fileName = ?, savedPath = ?, etag = ?, lastModified = ?, totalLength = ?,
-                    bytesDone = ?, bytesExpected = ?, retries = ?, attempts = ?, lastError = ?, updatedAt = ?
+                    bytesDone = ?, bytesExpected = ?, retries = ?, attempts = ?, lastError = ?, segments = ?, updatedAt = ?
                 WHERE id = ?
                 """, arguments: [item.state.rawValue, item.fileName, item.savedPath, item.validators.etag,
                                  item.validators.lastModified, item.validators.totalLength, item.bytesDone,
-                                 item.bytesExpected, item.retries, try Self.json(item.attempts), item.lastError, now,
-                                 item.id.rawValue])
+                                 item.bytesExpected, item.retries, try Self.json(item.attempts), item.lastError,
+                                 try item.segments.map { try Self.json($0) }, now, item.id.rawValue])
             if previous != item.state.rawValue {
                 try db.execute(sql: "INSERT INTO event (transferId, at, state, message) VALUES (?, ?, ?, ?)",
                                arguments: [item.id.rawValue, now, item.state.rawValue, item.lastError])
@@ -165,6 +168,9 @@ public final class SQLiteQueueStore: QueueStore {
         let attempts: String = row["attempts"]
         item.attempts = (try? JSONDecoder().decode([Attempt].self, from: Data(attempts.utf8))) ?? []
         item.lastError = row["lastError"]
+        if let segments: String = row["segments"] {
+            item.segments = try? JSONDecoder().decode([SegmentState].self, from: Data(segments.utf8))
+        }
         return item
     }
 }
