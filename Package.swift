@@ -54,6 +54,8 @@ let package = Package(
         .executableTarget(name: "TestServerTool", dependencies: ["TestHTTPServer"], path: "Tests/TestServerTool"),
         // The 10,000-item frame micro-benchmark, meant for a release build (`swift run -c release RenderBench`).
         .executableTarget(name: "RenderBench", dependencies: ["FerryTUI", "FerryCore"], path: "Tests/RenderBench"),
+        // URLSession alone, every byte discarded: the floor scripts/bench compares ferry with.
+        .executableTarget(name: "URLSessionFloor", path: "Tests/URLSessionFloor"),
         .testTarget(name: "FerryCoreTests", dependencies: ["FerryCore"]),
         .testTarget(name: "FerryTUITests", dependencies: ["FerryTUI", "FerryCore", "CNcurses"]),
         .testTarget(

@@ -43,7 +43,7 @@ extension TransferManager {
     }
 
     /// After the probe: an empty `.part` file of the full size, every range still to fetch.
-    func prepareSegments(_ item: inout Item) -> [Effect] {
+    func prepareSegments(_ item: Item) -> [Effect] {
         guard let name = item.fileName, let total = item.validators.totalLength else {
             item.segments = nil
             item.state = .queued
@@ -52,7 +52,7 @@ extension TransferManager {
         let path = item.spec.directory + "/" + name + ".part"
         guard truncate(path, 0) == 0, truncate(path, off_t(total)) == 0 else {
             item.segments = nil
-            return fail(&item, "cannot prepare \(path): \(String(cString: strerror(errno)))")
+            return fail(item, "cannot prepare \(path): \(String(cString: strerror(errno)))")
         }
         item.segments = item.segments?.map { SegmentState(start: $0.start, end: $0.end) }
         item.state = .queued
@@ -61,7 +61,7 @@ extension TransferManager {
 
     /// Starts every unfinished range that has no attempt yet. A `.part` file that does not have the full
     /// size cannot hold what the stored ranges claim: start over as one stream.
-    func launchSegments(_ item: inout Item) -> [Effect] {
+    func launchSegments(_ item: Item) -> [Effect] {
         guard let segments = item.segments, let name = item.fileName, let total = item.validators.totalLength else {
             item.segments = nil
             return []
@@ -88,15 +88,15 @@ extension TransferManager {
         var effects: [Effect] = []
         let current = item.segments ?? segments
         for index in current.indices where !current[index].isComplete && item.segmentRuns[index] == nil {
-            effects += startSegment(&item, index)
+            effects += startSegment(item, index)
         }
         if effects.isEmpty && current.allSatisfy(\.isComplete) {
-            effects += finishSegments(&item)
+            effects += finishSegments(item)
         }
         return effects
     }
 
-    func startSegment(_ item: inout Item, _ index: Int) -> [Effect] {
+    func startSegment(_ item: Item, _ index: Int) -> [Effect] {
         guard let segment = item.segments?[index], let name = item.fileName, let total = item.validators.totalLength else { return [] }
         let id = item.id
         let generation = item.generation
@@ -119,7 +119,7 @@ extension TransferManager {
     private func segmentFinished(_ id: TransferID, generation: Int, index: Int, token: Int,
                                  outcome: Result<Void, SegmentRun.Failure>?, flushed: Int64) {
         mutate { core in
-            guard var item = core.items[id], item.generation == generation, item.segmentTokens[index] == token,
+            guard let item = core.items[id], item.generation == generation, item.segmentTokens[index] == token,
                   item.segmentRuns[index] != nil, var segments = item.segments else { return ((), []) }
             item.segmentRuns[index] = nil
             item.segmentTasks[index] = nil
@@ -132,7 +132,7 @@ extension TransferManager {
             case .success:
                 item.segmentRetries[index] = 0
                 if segments.allSatisfy(\.isComplete), item.state == .running, item.stopIntent == nil {
-                    effects += finishSegments(&item)
+                    effects += finishSegments(item)
                 }
             case let .failure(.unusable(reason)):
                 // The server will not serve this file in ranges (any more): one stream, from zero.
@@ -164,7 +164,7 @@ extension TransferManager {
                 }
             }
             if item.segmentRuns.isEmpty, let intent = item.stopIntent {
-                settleSegments(&item, intent)
+                settleSegments(item, intent)
             }
             core.items[id] = item
             core.touch(id)
@@ -174,7 +174,7 @@ extension TransferManager {
     }
 
     /// Every range has stopped after a pause, cancel, shutdown, failure or fallback: the item's state follows.
-    private func settleSegments(_ item: inout Item, _ intent: StopIntent) {
+    private func settleSegments(_ item: Item, _ intent: StopIntent) {
         item.stopIntent = nil
         if var attempt = item.attempts.popLast() {
             attempt.endedAt = Date()
@@ -193,24 +193,24 @@ extension TransferManager {
 
     private func relaunchSegment(_ id: TransferID, generation: Int, index: Int) {
         mutate { core in
-            guard var item = core.items[id], item.generation == generation, item.state == .running,
+            guard let item = core.items[id], item.generation == generation, item.state == .running,
                   item.stopIntent == nil, item.segmentRuns[index] == nil,
                   let segment = item.segments?[index], !segment.isComplete else { return ((), []) }
-            let effects = startSegment(&item, index)
+            let effects = startSegment(item, index)
             core.items[id] = item
             return ((), effects + pump(&core))
         }
     }
 
     /// All ranges are on disk: the same last steps as a single stream (size, checksum, fsync, rename).
-    private func finishSegments(_ item: inout Item) -> [Effect] {
+    private func finishSegments(_ item: Item) -> [Effect] {
         guard let name = item.fileName, let total = item.validators.totalLength else { return [] }
         let path = item.spec.directory + "/" + name + ".part"
         let file: PartialFile
         do throws(TransferFailure) {
             file = try PartialFile(openingOrCreating: path, bufferSize: 64 * 1024)
         } catch {
-            return fail(&item, error.message)
+            return fail(item, error.message)
         }
         if var attempt = item.attempts.popLast() {
             attempt.endedAt = Date()

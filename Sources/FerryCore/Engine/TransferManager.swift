@@ -16,10 +16,21 @@ public final class TransferManager: Sendable {
     /// Why the engine cancelled a task itself. `split` ends the probe of a download about to be segmented.
     enum StopIntent: Sendable { case pause, cancel, remove, shutdown, split }
 
-    struct Item {
+    /// One queue item's engine state. A class: it lives only inside `core`'s lock, and reading it out of
+    /// the dictionary must not copy every field (the scheduler looks at every item on every change).
+    final class Item {
         let id: TransferID
-        var spec: TransferSpec
+        let spec: TransferSpec
+        /// `spec.host`, computed once (parsing a URL on every scheduling pass was a hot spot).
+        let host: String
         var state: TransferState
+
+        init(id: TransferID, spec: TransferSpec, state: TransferState) {
+            self.id = id
+            self.spec = spec
+            self.host = spec.host
+            self.state = state
+        }
         var fileName: String?
         var savedPath: String?
         var validators = Validators()
@@ -70,13 +81,16 @@ public final class TransferManager: Sendable {
         var version: UInt64 = 0
         var changed: Set<TransferID> = []
         var orderChanged = false
-        var waiters: [Int: (ids: Set<TransferID>, continuation: CheckedContinuation<Void, Never>)] = [:]
+        /// Each waiter with the ids it still waits for (shrunk as items finish, never rescanned).
+        var waiters: [Int: (pending: Set<TransferID>, continuation: CheckedContinuation<Void, Never>)] = [:]
         var nextWaiter = 0
         var sampler: DispatchSourceTimer?
         var lastCheckpoint: TimeInterval = 0
         var shuttingDown = false
         /// Removed here, perhaps not yet from the store: never adopted again.
         var removed: Set<TransferID> = []
+        /// Removed by the mutation under way (their waiters count them as finished).
+        var removedNow: Set<TransferID> = []
         var shutdownSignal: DispatchSemaphore?
 
         mutating func touch(_ id: TransferID) {
@@ -135,7 +149,7 @@ public final class TransferManager: Sendable {
     /// An item from the store joins the queue: one that was running (the engine stopped or crashed) is queued
     /// again and will resume where its `.part` file ends.
     private static func adopt(_ stored: StoredTransfer, into core: inout Core, names: NameClaims) {
-        var item = Item(id: stored.id, spec: stored.spec, state: stored.state)
+        let item = Item(id: stored.id, spec: stored.spec, state: stored.state)
         if item.state == .running || item.state == .waiting { item.state = .queued }
         item.fileName = stored.fileName
         item.savedPath = stored.savedPath
@@ -208,7 +222,7 @@ public final class TransferManager: Sendable {
     /// Stops a running or waiting transfer and keeps its `.part` file and validators.
     public func pause(_ id: TransferID) {
         mutate { core in
-            guard var item = core.items[id] else { return ((), []) }
+            guard let item = core.items[id] else { return ((), []) }
             var effects: [Effect] = []
             switch item.state {
             case .running where !item.finishing:
@@ -230,7 +244,7 @@ public final class TransferManager: Sendable {
     /// Queues a paused transfer again; it continues from its `.part` offset.
     public func resume(_ id: TransferID) {
         mutate { core in
-            guard var item = core.items[id], item.state == .paused else { return ((), []) }
+            guard let item = core.items[id], item.state == .paused else { return ((), []) }
             item.state = .queued
             core.items[id] = item
             core.touch(id)
@@ -241,7 +255,7 @@ public final class TransferManager: Sendable {
     /// Stops the transfer and any pending retry at once and frees its slot. The `.part` file stays for `retry`.
     public func cancel(_ id: TransferID) {
         mutate { core in
-            guard var item = core.items[id], !item.state.isTerminal, !item.finishing else { return ((), []) }
+            guard let item = core.items[id], !item.state.isTerminal, !item.finishing else { return ((), []) }
             var effects: [Effect] = []
             item.nextRetryAt = nil
             if item.busy {
@@ -259,7 +273,7 @@ public final class TransferManager: Sendable {
     /// Queues a failed or cancelled transfer again with a fresh retry budget.
     public func retry(_ id: TransferID) {
         mutate { core in
-            guard var item = core.items[id], item.state == .failed || item.state == .cancelled else { return ((), []) }
+            guard let item = core.items[id], item.state == .failed || item.state == .cancelled else { return ((), []) }
             item.state = .queued
             item.retries = 0
             item.dnsRetries = 0
@@ -278,6 +292,7 @@ public final class TransferManager: Sendable {
             for task in item.allTasks { effects.append { task.cancel() } }
             core.order.removeAll { $0 == id }
             core.removed.insert(id)
+            core.removedNow.insert(id)
             core.orderChanged = true
             core.version &+= 1
             if let name = item.fileName, item.state != .completed {
@@ -377,8 +392,9 @@ public final class TransferManager: Sendable {
         await withTaskCancellationHandler {
             await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
                 let ready = core.withLock { core -> Bool in
-                    if Self.allFinished(ids, in: core) || Task.isCancelled { return true }
-                    core.waiters[token] = (ids, continuation)
+                    let pending = ids.filter { !Self.isFinished($0, in: core) }
+                    if pending.isEmpty || Task.isCancelled { return true }
+                    core.waiters[token] = (pending, continuation)
                     return false
                 }
                 if ready { continuation.resume() }
@@ -396,7 +412,7 @@ public final class TransferManager: Sendable {
             core.shuttingDown = true
             var effects: [Effect] = []
             for id in core.order {
-                guard var item = core.items[id] else { continue }
+                guard let item = core.items[id] else { continue }
                 if item.state == .waiting { item.state = .queued; item.nextRetryAt = nil }
                 if item.busy, !item.finishing {
                     item.stopIntent = .shutdown
@@ -427,15 +443,16 @@ public final class TransferManager: Sendable {
             core -> (R, [Effect], [TransferEvent], [CheckedContinuation<Void, Never>]) in
             let (result, effects) = body(&core)
             var events: [TransferEvent] = []
-            for id in core.changed.sorted() {
+            let changed = core.changed
+            for id in changed.sorted() {
                 guard let item = core.items[id] else { continue }
                 events.append(TransferEvent(id: id, state: item.state, snapshot: self.snapshot(of: item)))
             }
             core.changed.removeAll()
             let order = core.orderChanged ? core.order : nil
             core.orderChanged = false
-            let positions = Dictionary(uniqueKeysWithValues: core.order.enumerated().map { ($1, $0) })
-            let records = events.compactMap { event in core.items[event.id].map { Self.record($0, position: positions[$0.id] ?? 0) } }
+            // Positions are written by saveOrder when the order changes; a record's own position is not used.
+            let records = events.compactMap { event in core.items[event.id].map { Self.record($0, position: 0) } }
             let store = self.store
             if !records.isEmpty || order != nil {
                 storeQueue.async {
@@ -443,7 +460,9 @@ public final class TransferManager: Sendable {
                     if let order { try? store.saveOrder(order) }
                 }
             }
-            return (result, effects, events, self.takeFinishedWaiters(&core))
+            let finished = self.takeFinishedWaiters(&core, changed: changed.union(core.removedNow))
+            core.removedNow.removeAll()
+            return (result, effects, events, finished)
         }
         effects.forEach { $0() }
         if let onEvent, !events.isEmpty {
@@ -476,19 +495,25 @@ public final class TransferManager: Sendable {
         return stored
     }
 
-    private static func allFinished(_ ids: Set<TransferID>, in core: Core) -> Bool {
-        ids.allSatisfy { id in
-            guard let item = core.items[id] else { return true }
-            return item.state.isTerminal && !item.busy
-        }
+    private static func isFinished(_ id: TransferID, in core: Core) -> Bool {
+        guard let item = core.items[id] else { return true }
+        return item.state.isTerminal && !item.busy
     }
 
-    private func takeFinishedWaiters(_ core: inout Core) -> [CheckedContinuation<Void, Never>] {
+    /// Waiters whose last pending item just finished; only the items this change touched are looked at.
+    private func takeFinishedWaiters(_ core: inout Core, changed: Set<TransferID>) -> [CheckedContinuation<Void, Never>] {
         guard !core.waiters.isEmpty else { return [] }
+        let done = changed.filter { Self.isFinished($0, in: core) }
+        guard !done.isEmpty else { return [] }
         var finished: [CheckedContinuation<Void, Never>] = []
-        for (token, waiter) in core.waiters where Self.allFinished(waiter.ids, in: core) {
-            finished.append(waiter.continuation)
-            core.waiters.removeValue(forKey: token)
+        for (token, var waiter) in core.waiters {
+            waiter.pending.subtract(done)
+            if waiter.pending.isEmpty {
+                finished.append(waiter.continuation)
+                core.waiters.removeValue(forKey: token)
+            } else {
+                core.waiters[token] = waiter
+            }
         }
         return finished
     }
@@ -498,7 +523,7 @@ public final class TransferManager: Sendable {
         guard !core.shuttingDown else { return [] }
         let candidates = core.order.compactMap { id -> Scheduler.Candidate? in
             guard let item = core.items[id] else { return nil }
-            return Scheduler.Candidate(id: id, host: item.spec.host,
+            return Scheduler.Candidate(id: id, host: item.host,
                                        ready: item.state == .queued && !item.busy && !item.finishing,
                                        holdsSlot: item.holdsSlot || item.finishing)
         }
@@ -513,20 +538,20 @@ public final class TransferManager: Sendable {
     }
 
     private func launch(_ id: TransferID, _ core: inout Core) -> [Effect] {
-        guard var item = core.items[id] else { return [] }
+        guard let item = core.items[id] else { return [] }
         item.generation += 1
         item.stopIntent = nil
         item.nextRetryAt = nil
         if item.spec.direction == .download, item.segments != nil {
-            let effects = launchSegments(&item)
+            let effects = launchSegments(item)
             core.items[id] = item
             core.touch(id)
             return effects
         }
         let started: Result<(run: any TaskRun, task: URLSessionTask, offset: Int64), TransferFailure>
         switch item.spec.direction {
-        case .download: started = startDownload(&item)
-        case .upload: started = startUpload(&item)
+        case .download: started = startDownload(item)
+        case .upload: started = startUpload(item)
         }
         switch started {
         case let .failure(failure):
@@ -549,7 +574,7 @@ public final class TransferManager: Sendable {
         }
     }
 
-    private func startDownload(_ item: inout Item) -> Result<(run: any TaskRun, task: URLSessionTask, offset: Int64), TransferFailure> {
+    private func startDownload(_ item: Item) -> Result<(run: any TaskRun, task: URLSessionTask, offset: Int64), TransferFailure> {
         let id = item.id
         let generation = item.generation
         var offset: Int64 = 0
@@ -588,7 +613,7 @@ public final class TransferManager: Sendable {
         }
     }
 
-    private func startUpload(_ item: inout Item) -> Result<(run: any TaskRun, task: URLSessionTask, offset: Int64), TransferFailure> {
+    private func startUpload(_ item: Item) -> Result<(run: any TaskRun, task: URLSessionTask, offset: Int64), TransferFailure> {
         let id = item.id
         let generation = item.generation
         guard let upload = item.spec.upload else { return .failure(.local("an upload without a body")) }
@@ -619,7 +644,7 @@ public final class TransferManager: Sendable {
     /// is stopped and the file is fetched in ranges instead (see TransferManager+Segments).
     private func responseAccepted(_ id: TransferID, generation: Int, fileName: String, validators: Validators, rangeable: Bool) {
         mutate { core in
-            guard var item = core.items[id], item.generation == generation else { return ((), []) }
+            guard let item = core.items[id], item.generation == generation else { return ((), []) }
             item.fileName = fileName
             if validators != Validators() { item.validators = validators }
             item.bytesExpected = validators.totalLength ?? item.bytesExpected
@@ -637,17 +662,17 @@ public final class TransferManager: Sendable {
 
     /// An attempt ended. `update` records what the attempt learned (name, validators, the server's answer).
     private func runFinished(
-        _ id: TransferID, generation: Int, outcome: RunOutcome, update: (inout Item) -> Void
+        _ id: TransferID, generation: Int, outcome: RunOutcome, update: (Item) -> Void
     ) {
         mutate { core in
-            guard var item = core.items[id], item.generation == generation, let run = item.run else {
+            guard let item = core.items[id], item.generation == generation, let run = item.run else {
                 return ((), [])
             }
             item.bytesDone = run.bytesDone
             item.bytesExpected = run.bytesExpected ?? item.bytesExpected
             item.run = nil
             item.task = nil
-            update(&item)
+            update(item)
             let status = item.lastStatus
             var effects: [Effect] = []
             var attemptError: String?
@@ -668,7 +693,7 @@ public final class TransferManager: Sendable {
             case (.stopped, .some(.split)), (.failed, .some(.split)):
                 // The probe of a segmented download ended: the ranges start from a preallocated file.
                 attemptError = nil
-                effects += prepareSegments(&item)
+                effects += prepareSegments(item)
             case let (_, .some(intent)):
                 // Stopped on purpose: pause and cancel already set the state; a shutdown leaves it queued for the next start.
                 if intent == .shutdown { item.state = .queued }
@@ -678,10 +703,10 @@ public final class TransferManager: Sendable {
             case (.stopped, .none):
                 // Nobody asked for it: treat it like a lost connection.
                 attemptError = "stopped unexpectedly"
-                effects += scheduleRetryOrFail(&item, .transport(code: NSURLErrorCancelled, message: "cancelled"), progressed: false)
+                effects += scheduleRetryOrFail(item, .transport(code: NSURLErrorCancelled, message: "cancelled"), progressed: false)
             case let (.failed(failure, progressed), .none):
                 attemptError = failure.message
-                effects += scheduleRetryOrFail(&item, failure, progressed: progressed)
+                effects += scheduleRetryOrFail(item, failure, progressed: progressed)
             }
             if var attempt = item.attempts.popLast() {
                 attempt.endedAt = Date()
@@ -696,7 +721,7 @@ public final class TransferManager: Sendable {
         }
     }
 
-    func scheduleRetryOrFail(_ item: inout Item, _ failure: TransferFailure, progressed: Bool) -> [Effect] {
+    func scheduleRetryOrFail(_ item: Item, _ failure: TransferFailure, progressed: Bool) -> [Effect] {
         if progressed, item.bytesDone > item.highWater {
             // Progress was made: a flaky link that keeps moving should not run out of retries.
             item.highWater = item.bytesDone
@@ -706,15 +731,15 @@ public final class TransferManager: Sendable {
         let policy = configuration.retry
         var idempotent = true
         if let upload = item.spec.upload {
-            guard configuration.retryUploads else { return fail(&item, failure.message) }
+            guard configuration.retryUploads else { return fail(item, failure.message) }
             guard upload.isRepeatable else {
-                return fail(&item, failure.message + " (standard input cannot be sent again)")
+                return fail(item, failure.message + " (standard input cannot be sent again)")
             }
             idempotent = upload.method.uppercased() != "POST"
         }
         switch policy.decide(failure, retries: item.retries, dnsRetries: item.dnsRetries, idempotent: idempotent) {
         case .giveUp:
-            return fail(&item, failure.message)
+            return fail(item, failure.message)
         case let .retry(after):
             item.retries += 1
             if case let .transport(code, _) = failure, policy.dnsTransportCodes.contains(code) { item.dnsRetries += 1 }
@@ -732,7 +757,7 @@ public final class TransferManager: Sendable {
         }
     }
 
-    func fail(_ item: inout Item, _ message: String) -> [Effect] {
+    func fail(_ item: Item, _ message: String) -> [Effect] {
         item.state = .failed
         item.lastError = message
         return []
@@ -740,7 +765,7 @@ public final class TransferManager: Sendable {
 
     private func retryTimerFired(_ id: TransferID, generation: Int) {
         mutate { core in
-            guard var item = core.items[id], item.generation == generation, item.state == .waiting else { return ((), []) }
+            guard let item = core.items[id], item.generation == generation, item.state == .waiting else { return ((), []) }
             item.state = .queued
             core.items[id] = item
             core.touch(id)
@@ -773,7 +798,7 @@ public final class TransferManager: Sendable {
             result = .failure(error)
         }
         mutate { core in
-            guard var item = core.items[id], item.generation == generation else { return ((), []) }
+            guard let item = core.items[id], item.generation == generation else { return ((), []) }
             item.finishing = false
             var effects: [Effect] = []
             switch result {
@@ -792,7 +817,7 @@ public final class TransferManager: Sendable {
                     attempt.error = failure.message
                     item.attempts.append(attempt)
                 }
-                effects += scheduleRetryOrFail(&item, failure, progressed: false)
+                effects += scheduleRetryOrFail(item, failure, progressed: false)
             }
             core.items[id] = item
             core.touch(id)
@@ -828,7 +853,7 @@ public final class TransferManager: Sendable {
             var anyRunning = false
             var moved = false
             for id in core.order {
-                guard var item = core.items[id], item.state == .running, item.busy else { continue }
+                guard let item = core.items[id], item.state == .running, item.busy else { continue }
                 anyRunning = true
                 let done = Self.currentBytes(item)
                 if done != item.bytesDone { moved = true }

@@ -39,6 +39,7 @@ public protocol QueueStore: Sendable {
     func loadAll() throws -> [StoredTransfer]
     /// Appends new queued items at the end of the queue, all or none, and returns them with their ids.
     func add(_ specs: [TransferSpec]) throws -> [StoredTransfer]
+    /// Updates an item's state and progress; its place in the queue is saveOrder's business.
     func save(_ item: StoredTransfer) throws
     func saveOrder(_ ids: [TransferID]) throws
     func checkpoint(_ id: TransferID, bytesDone: Int64) throws
@@ -70,7 +71,15 @@ public final class InMemoryQueueStore: QueueStore {
         }
     }
 
-    public func save(_ item: StoredTransfer) throws { state.withLock { $0.items[item.id] = item } }
+    /// Like the SQLite store, a save keeps the item's place in the queue (saveOrder moves it).
+    public func save(_ item: StoredTransfer) throws {
+        state.withLock { s in
+            guard let position = s.items[item.id]?.position else { return }
+            var item = item
+            item.position = position
+            s.items[item.id] = item
+        }
+    }
 
     public func saveOrder(_ ids: [TransferID]) throws {
         state.withLock { s in
