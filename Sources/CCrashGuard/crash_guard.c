@@ -1,5 +1,6 @@
 // Restores the terminal when ferry crashes with curses active. Only async-signal-safe calls
-// (write, tcsetattr, sigaction, raise) run inside the handlers.
+// (write, tcsetattr, sigaction, raise) run inside the handlers, then the handler that was there before
+// (Swift's backtracer, normally).
 #include "crash_guard.h"
 
 #include <signal.h>
@@ -34,16 +35,46 @@ void ferry_crash_guard_restore_terminal(void) {
     if (have_termios) tcsetattr(saved_fd, TCSANOW, &saved_termios);
 }
 
-static void on_fatal_signal(int sig) {
+static void on_fatal_signal(int sig, siginfo_t *info, void *context) {
     ferry_crash_guard_restore_terminal();
-    // Chain: put the previous disposition back and re-raise; the signal is delivered on return.
+    // Chain: put the previous disposition back and run its handler here, with the original siginfo and context
+    // (re-raising would hand it a signal that looks sent by kill, with the fault address lost).
+    struct sigaction *prev = NULL;
     for (size_t i = 0; i < GUARDED_COUNT; i++) {
         if (guarded_signals[i] == sig) {
-            sigaction(sig, &previous[i], NULL);
+            prev = &previous[i];
             break;
         }
     }
-    raise(sig);
+    if (prev != NULL) {
+        sigaction(sig, prev, NULL);
+        // The signal mask the kernel would have given that handler: its sa_mask, and the signal itself
+        // unblocked under SA_NODEFER (Swift's backtracer needs that: its memory reader may fault on purpose).
+        sigprocmask(SIG_BLOCK, &prev->sa_mask, NULL);
+        if (prev->sa_flags & SA_NODEFER) {
+            sigset_t self;
+            sigemptyset(&self);
+            sigaddset(&self, sig);
+            sigprocmask(SIG_UNBLOCK, &self, NULL);
+        }
+        if (prev->sa_flags & SA_SIGINFO) {
+            if (prev->sa_sigaction != NULL) prev->sa_sigaction(sig, info, context);
+        } else if (prev->sa_handler != SIG_DFL && prev->sa_handler != SIG_IGN) {
+            prev->sa_handler(sig);
+        }
+    }
+    // A fault (si_code > 0) happens again when this returns, under whatever disposition is now in place (Swift's
+    // backtracer leaves the default): the process ends. A signal sent by kill, raise or abort does not come back,
+    // and a handler that returns (Swift's does) would leave ferry running on a terminal that is no longer set up
+    // for it: end the process with the signal's default action (now, or on return if the signal is blocked here).
+    if (info == NULL || info->si_code <= 0) {
+        struct sigaction fallback;
+        memset(&fallback, 0, sizeof(fallback));
+        fallback.sa_handler = SIG_DFL;
+        sigemptyset(&fallback.sa_mask);
+        sigaction(sig, &fallback, NULL);
+        raise(sig);
+    }
 }
 
 void ferry_crash_guard_install(const char *reset, size_t length) {
@@ -53,9 +84,9 @@ void ferry_crash_guard_install(const char *reset, size_t length) {
     if (installed) return;
     struct sigaction action;
     memset(&action, 0, sizeof(action));
-    action.sa_handler = on_fatal_signal;
+    action.sa_sigaction = on_fatal_signal;
     sigemptyset(&action.sa_mask);
-    action.sa_flags = SA_ONSTACK;
+    action.sa_flags = SA_ONSTACK | SA_SIGINFO;
     for (size_t i = 0; i < GUARDED_COUNT; i++) sigaction(guarded_signals[i], &action, &previous[i]);
     installed = 1;
 }

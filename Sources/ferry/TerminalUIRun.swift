@@ -43,8 +43,12 @@ enum TerminalUIRun {
             exit(2)
         }
         let manager: TransferManager
+        // Every engine change (an item handed over by another ferry, a retry timer firing, a transfer ending) wakes
+        // the UI, whose timer sleeps while nothing moves.
+        let wakeup = TerminalWakeup()
         do {
-            manager = try TransferManager(configuration: common.engineConfiguration(config), store: store)
+            manager = try TransferManager(configuration: common.engineConfiguration(config), store: store,
+                                          onEvent: { _ in wakeup.nudge() })
         } catch {
             printError("cannot load the queue: \(error)")
             exit(1)
@@ -65,7 +69,7 @@ enum TerminalUIRun {
         // (Typed throws across MainActor.run crashes the 6.3.1 compiler: the error comes back as a value.)
         let failure = await MainActor.run { () -> String? in
             do {
-                _ = try TerminalApp.launch(manager: manager, options: options, select: ids.first)
+                _ = try TerminalApp.launch(manager: manager, options: options, select: ids.first, wakeup: wakeup)
                 return nil
             } catch {
                 return String(describing: error)

@@ -8,7 +8,9 @@ int ferry_crash_guard_save(int fd);
 
 /// Installs SIGSEGV/SIGBUS/SIGILL/SIGFPE/SIGABRT handlers that write `reset` (the terminal's
 /// reset strings: leave the alternate screen, show the cursor, plain attributes) to the saved fd,
-/// restore the saved termios, and then hand the signal on to the handler that was there before.
+/// restore the saved termios, and then hand the signal on to the handler that was there before (called
+/// with the original siginfo and context). A signal sent from outside (kill, raise, abort) then ends the
+/// process with its default action even when that handler returns, as Swift's backtracer does.
 /// `reset` is copied (at most 255 bytes).
 void ferry_crash_guard_install(const char *reset, size_t length);
 

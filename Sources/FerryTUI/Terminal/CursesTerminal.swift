@@ -39,6 +39,8 @@ public final class CursesTerminal {
     /// The terminfo entry that opened (may be a fallback for an unknown $TERM).
     public let terminalName: String
     private var pairs: [UInt16: Int16] = [:]
+    /// Where the size is read from on SIGWINCH.
+    private let outputFD: Int32
     private var repaintAll = false
     private var isOpen = true
 
@@ -63,6 +65,7 @@ public final class CursesTerminal {
         guard let opened else { throw .unusable(requested) }
         screen = opened
         terminalName = name
+        outputFD = fileno(output)
         _ = set_term(opened)
         unicode = ferry_locale_is_utf8() != 0
         cbreak()
@@ -93,6 +96,19 @@ public final class CursesTerminal {
 
     public var width: Int { Int(getmaxx(ferry_stdscr())) }
     public var height: Int { Int(getmaxy(ferry_stdscr())) }
+
+    /// Takes the terminal's size from the tty and resizes curses' screens to it (after SIGWINCH, whose handler
+    /// the run loop owns). The next `draw` repaints everything. Does nothing when the size did not change or
+    /// the output is not a terminal.
+    public func updateSize() {
+        guard isOpen else { return }
+        var size = winsize()
+        guard ioctl(outputFD, UInt(TIOCGWINSZ), &size) == 0, size.ws_row > 0, size.ws_col > 0 else { return }
+        let (rows, columns) = (Int32(size.ws_row), Int32(size.ws_col))
+        guard is_term_resized(rows, columns) else { return }
+        _ = resizeterm(rows, columns)
+        repaintAll = true
+    }
 
     /// Draws `canvas`; curses sends only what differs from the screen.
     public func draw(_ canvas: Canvas) {

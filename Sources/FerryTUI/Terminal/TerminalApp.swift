@@ -5,9 +5,11 @@ import Glibc
 #endif
 
 /// The UI's run loop on the main queue (which `dispatchMain`, or Swift's async main, drains): a read source on
-/// stdin, a ~100 ms timer (which also notices KEY_RESIZE: SIGWINCH puts nothing on stdin) and signal sources.
-/// A frame is rendered only when the snapshot's version changed, a key arrived, or a shown countdown ticked;
-/// it is blitted only when it differs from the last one. Idle therefore writes nothing.
+/// stdin, a SIGWINCH source, a timer, an engine wake-up (`TerminalWakeup`) and signal sources.
+/// A frame is rendered only when the snapshot's version changed, a key arrived, the size changed or a shown
+/// countdown ticked; it is blitted only when it differs from the last one. The timer runs only while something
+/// can change on screen by itself (see `Pace`): idle, nothing wakes the process until a key, a resize or an
+/// engine event, so it writes nothing and uses no CPU.
 @MainActor
 public final class TerminalApp {
     public struct Options: Sendable {
@@ -37,6 +39,12 @@ public final class TerminalApp {
     private let unicode: Bool
     private var state: AppState
     private var sources: [any DispatchSourceProtocol] = []
+    private let wakeup: TerminalWakeup?
+    private let timer = DispatchSource.makeTimerSource(queue: .main)
+    /// What the timer is armed for now.
+    private var pace = Pace.off
+    /// When the last pump ran (keeps wake-ups under the frame cap).
+    private var lastPump = DispatchTime(uptimeNanoseconds: 0)
     private var lastVersion: UInt64?
     private var lastSecond = 0
     private var lastCanvas: Canvas?
@@ -51,8 +59,11 @@ public final class TerminalApp {
 
     /// Opens the terminal and starts the loop; returns at once. The app ends the process itself
     /// (quit, SIGINT, SIGTERM, SIGHUP), after restoring the terminal and stopping the transfers.
+    /// - Parameter wakeup: nudged by the manager's `onEvent`; without it an idle UI would not notice engine changes
+    ///   (an item handed over by another ferry, a retry timer firing) until the next key.
     @discardableResult
-    public static func launch(manager: TransferManager, options: Options, select: TransferID? = nil) throws(TerminalOpenError) -> TerminalApp {
+    public static func launch(manager: TransferManager, options: Options, select: TransferID? = nil,
+                              wakeup: TerminalWakeup? = nil) throws(TerminalOpenError) -> TerminalApp {
         // Ours before curses opens: ncurses then leaves SIGINT/SIGTERM alone (it only takes default dispositions).
         for sig in [SIGINT, SIGTERM, SIGHUP, SIGPIPE] { signal(sig, SIG_IGN) }
         guard let output = fdopen(STDOUT_FILENO, "w"), let input = fdopen(STDIN_FILENO, "r") else {
@@ -60,16 +71,17 @@ public final class TerminalApp {
         }
         let terminal = try CursesTerminal(term: options.term, output: output, input: input,
                                           colorAllowed: options.colorAllowed, guardFD: STDOUT_FILENO)
-        let app = TerminalApp(manager: manager, terminal: terminal, options: options)
+        let app = TerminalApp(manager: manager, terminal: terminal, options: options, wakeup: wakeup)
         app.state.selectedID = select
         app.start()
         return app
     }
 
-    init(manager: TransferManager, terminal: CursesTerminal, options: Options) {
+    init(manager: TransferManager, terminal: CursesTerminal, options: Options, wakeup: TerminalWakeup? = nil) {
         self.manager = manager
         self.terminal = terminal
         self.options = options
+        self.wakeup = wakeup
         unicode = options.forceASCII.map { !$0 } ?? terminal.unicode
         state = AppState(downloadDirectory: options.downloadDirectory, width: terminal.width, height: terminal.height)
     }
@@ -77,11 +89,18 @@ public final class TerminalApp {
     private func start() {
         let input = DispatchSource.makeReadSource(fileDescriptor: STDIN_FILENO, queue: .main)
         input.setEventHandler { MainActor.assumeIsolated { self.pump(inputReady: true) } }
-        let timer = DispatchSource.makeTimerSource(queue: .main)
-        let period = DispatchTimeInterval.milliseconds(1000 / options.framesPerSecond)
-        timer.schedule(deadline: .now() + period, repeating: period, leeway: .milliseconds(20))
+        timer.schedule(deadline: .distantFuture)  // armed by the first pump, as needed
         timer.setEventHandler { MainActor.assumeIsolated { self.pump(inputReady: false) } }
-        sources = [input as any DispatchSourceProtocol, timer as any DispatchSourceProtocol]
+        // Created after curses opened, this replaces ncurses' own SIGWINCH handler (libdispatch installs one that
+        // routes the signal to a signalfd), so the new size is read here rather than by the next wget_wch.
+        let resize = DispatchSource.makeSignalSource(signal: SIGWINCH, queue: .main)
+        resize.setEventHandler {
+            MainActor.assumeIsolated {
+                self.terminal.updateSize()
+                self.wake()
+            }
+        }
+        sources = [input as any DispatchSourceProtocol, timer as any DispatchSourceProtocol, resize as any DispatchSourceProtocol]
         let stops: [(Int32, Int32)] = [(SIGINT, 130), (SIGTERM, 143), (SIGHUP, 129)]
         for (sig, code) in stops {
             let source = DispatchSource.makeSignalSource(signal: sig, queue: .main)
@@ -90,12 +109,50 @@ public final class TerminalApp {
             sources.append(source)
         }
         sources.forEach { $0.resume() }
+        wakeup?.handler = { [unowned self] in self.wake() }
         pump(inputReady: false)
+    }
+
+    private var framePeriod: DispatchTimeInterval { .milliseconds(1000 / options.framesPerSecond) }
+
+    /// Something may have changed (an engine event, a resize): draw now, or as soon as the frame cap allows.
+    private func wake() {
+        guard pace != .frames else { return }  // the next frame comes soon anyway
+        let earliest = lastPump + framePeriod
+        if DispatchTime.now() >= earliest {
+            pump(inputReady: false)
+        } else {
+            timer.schedule(deadline: earliest, leeway: .milliseconds(5))
+            pace = .once
+        }
+    }
+
+    /// Arms the timer for what the screen shows now: frames while a transfer moves, one tick at the next whole
+    /// second while only a countdown or an "ago" can change, nothing when idle.
+    private func arm(for snapshot: QueueSnapshot) {
+        let wanted = Pace.wanted(snapshot, state)
+        switch wanted {
+        case .frames where pace != .frames:
+            timer.schedule(deadline: .now() + framePeriod, repeating: framePeriod, leeway: .milliseconds(20))
+        case .frames:
+            return  // already repeating
+        case .once:
+            let now = Date().timeIntervalSince1970
+            let untilNextSecond = now.rounded(.down) + 1 - now
+            timer.schedule(wallDeadline: .now() + untilNextSecond + 0.005, leeway: .milliseconds(20))
+        case .off where pace != .off:
+            timer.schedule(deadline: .distantFuture)
+        case .off:
+            return
+        }
+        pace = wanted
     }
 
     /// Reads every waiting key, runs it through the reducer, and draws a frame if anything visible changed.
     private func pump(inputReady: Bool) {
+        lastPump = DispatchTime.now()
         var snapshot = manager.snapshot()
+        defer { arm(for: snapshot) }
         var changed = false
         while let event = terminal.readEvent() {
             changed = true
@@ -120,7 +177,7 @@ public final class TerminalApp {
         }
         let now = Date()
         let second = Int(now.timeIntervalSince1970)
-        let ticking = (snapshot.totals.count[.waiting] ?? 0) > 0 || state.screen != .list
+        let ticking = Pace.wanted(snapshot, state) != .off
         guard changed || snapshot.version != lastVersion || (ticking && second != lastSecond)
               || state.width != terminal.width || state.height != terminal.height else { return }
         lastVersion = snapshot.version
@@ -171,5 +228,22 @@ public final class TerminalApp {
             FileHandle.standardError.write(Data("ferry: \(frames) frames drawn\n".utf8))
         }
         exit(code)
+    }
+}
+
+/// How often the run loop's timer fires.
+enum Pace: Equatable {
+    /// Nothing on screen changes without a key, a resize or an engine event: no timer.
+    case off
+    /// A transfer runs (bars, rates, ETAs move, and progress raises no engine event): `framesPerSecond`.
+    case frames
+    /// Only the clock moves what is shown (a retry countdown, the detail's "ago"): once, at the next whole second.
+    case once
+
+    static func wanted(_ snapshot: QueueSnapshot, _ state: AppState) -> Pace {
+        if (snapshot.totals.count[.running] ?? 0) > 0 { return .frames }
+        if (snapshot.totals.count[.waiting] ?? 0) > 0 { return .once }
+        if case .detail = state.screen { return .once }
+        return .off
     }
 }
