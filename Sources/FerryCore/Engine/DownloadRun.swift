@@ -71,14 +71,10 @@ final class DownloadRun: TaskRun {
         return e >= 0 ? e : nil
     }
 
-    /// The request for this attempt: Range + If-Range when resuming, identity encoding so byte counts and ranges
-    /// refer to the file itself (corelibs turns on automatic decompression otherwise).
+    /// The request for this attempt: Range + If-Range when resuming.
     func makeRequest(validators: Validators, userAgent: String, timeout: TimeInterval, hostHeaders: [HostHeaders]) -> URLRequest {
-        var request = URLRequest(url: start.spec.url, cachePolicy: .reloadIgnoringLocalCacheData, timeoutInterval: timeout)
-        request.httpMethod = "GET"
-        RequestHeaders.apply(user: start.spec.headers, hostHeaders: hostHeaders, to: &request)
-        if request.value(forHTTPHeaderField: "User-Agent") == nil { request.setValue(userAgent, forHTTPHeaderField: "User-Agent") }
-        request.setValue("identity", forHTTPHeaderField: "Accept-Encoding")
+        var request = RequestHeaders.request(for: start.spec, method: "GET", userAgent: userAgent, timeout: timeout,
+                                             hostHeaders: hostHeaders)
         if start.offset > 0 {
             request.setValue("bytes=\(start.offset)-", forHTTPHeaderField: "Range")
             if let ifRange = validators.ifRange { request.setValue(ifRange, forHTTPHeaderField: "If-Range") }

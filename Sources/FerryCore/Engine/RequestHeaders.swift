@@ -8,6 +8,19 @@ enum RequestHeaders {
     /// Headers that identify the user and must not follow a redirect to another host.
     static let credentials: Set<String> = ["authorization", "proxy-authorization", "cookie"]
 
+    /// Every request of a transfer starts here: no cache, the user's headers, the host's, a User-Agent.
+    /// Downloads ask for the file itself (corelibs turns on automatic decompression otherwise, and byte
+    /// counts and ranges would no longer refer to the file).
+    static func request(for spec: TransferSpec, method: String, userAgent: String, timeout: TimeInterval,
+                        hostHeaders: [HostHeaders]) -> URLRequest {
+        var request = URLRequest(url: spec.url, cachePolicy: .reloadIgnoringLocalCacheData, timeoutInterval: timeout)
+        request.httpMethod = method
+        apply(user: spec.headers, hostHeaders: hostHeaders, to: &request)
+        if request.value(forHTTPHeaderField: "User-Agent") == nil { request.setValue(userAgent, forHTTPHeaderField: "User-Agent") }
+        if spec.direction == .download { request.setValue("identity", forHTTPHeaderField: "Accept-Encoding") }
+        return request
+    }
+
     static func apply(user: [HTTPHeader], hostHeaders: [HostHeaders], to request: inout URLRequest) {
         for header in user { request.setValue(header.value, forHTTPHeaderField: header.name) }
         applyHostHeaders(hostHeaders, to: &request)

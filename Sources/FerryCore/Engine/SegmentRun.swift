@@ -54,10 +54,8 @@ final class SegmentRun: TaskRun {
     var flushedBytes: Int64 { state.withLock { $0.flushed } }
 
     func makeRequest(userAgent: String, timeout: TimeInterval, hostHeaders: [HostHeaders]) -> URLRequest {
-        var request = URLRequest(url: start.spec.url, cachePolicy: .reloadIgnoringLocalCacheData, timeoutInterval: timeout)
-        RequestHeaders.apply(user: start.spec.headers, hostHeaders: hostHeaders, to: &request)
-        if request.value(forHTTPHeaderField: "User-Agent") == nil { request.setValue(userAgent, forHTTPHeaderField: "User-Agent") }
-        request.setValue("identity", forHTTPHeaderField: "Accept-Encoding")
+        var request = RequestHeaders.request(for: start.spec, method: "GET", userAgent: userAgent, timeout: timeout,
+                                             hostHeaders: hostHeaders)
         request.setValue("bytes=\(start.from)-\(start.end - 1)", forHTTPHeaderField: "Range")
         if let ifRange = start.validators.ifRange { request.setValue(ifRange, forHTTPHeaderField: "If-Range") }
         return request

@@ -33,10 +33,8 @@ final class UploadRun: TaskRun {
     var readsStandardInput: Bool { plan.segments == [.standardInput] }
 
     func makeRequest(userAgent: String, timeout: TimeInterval, hostHeaders: [HostHeaders]) -> URLRequest {
-        var request = URLRequest(url: spec.url, cachePolicy: .reloadIgnoringLocalCacheData, timeoutInterval: timeout)
-        request.httpMethod = spec.upload?.method ?? "PUT"
-        RequestHeaders.apply(user: spec.headers, hostHeaders: hostHeaders, to: &request)
-        if request.value(forHTTPHeaderField: "User-Agent") == nil { request.setValue(userAgent, forHTTPHeaderField: "User-Agent") }
+        var request = RequestHeaders.request(for: spec, method: spec.upload?.method ?? "PUT", userAgent: userAgent,
+                                             timeout: timeout, hostHeaders: hostHeaders)
         if request.value(forHTTPHeaderField: "Content-Type") == nil { request.setValue(plan.contentType, forHTTPHeaderField: "Content-Type") }
         // A stream body goes out chunked with `Expect: 100-continue` by default on Linux. Setting Content-Length
         // alone sends it *and* chunked (strict servers answer 400); blank (single space) Transfer-Encoding and
