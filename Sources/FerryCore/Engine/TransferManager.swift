@@ -99,6 +99,13 @@ public final class TransferManager: Sendable {
         }
     }
 
+    struct PendingWrites {
+        var records: [TransferID: StoredTransfer] = [:]
+        var sequence: [TransferID] = []
+        var order: [TransferID]?
+        var scheduled = false
+    }
+
     public let configuration: EngineConfiguration
     let core: Mutex<Core>
     let session: URLSession
@@ -108,6 +115,7 @@ public final class TransferManager: Sendable {
     let timerQueue = DispatchQueue(label: "ferry.timers")
     let finishQueue = DispatchQueue(label: "ferry.finish", attributes: .concurrent)
     private let storeQueue = DispatchQueue(label: "ferry.store")
+    private let pendingWrites = Mutex(PendingWrites())
     private let eventQueue = DispatchQueue(label: "ferry.events")
     private let onEvent: (@Sendable (TransferEvent) -> Void)?
 
@@ -453,13 +461,7 @@ public final class TransferManager: Sendable {
             core.orderChanged = false
             // Positions are written by saveOrder when the order changes; a record's own position is not used.
             let records = events.compactMap { event in core.items[event.id].map { Self.record($0, position: 0) } }
-            let store = self.store
-            if !records.isEmpty || order != nil {
-                storeQueue.async {
-                    for record in records { try? store.save(record) }
-                    if let order { try? store.saveOrder(order) }
-                }
-            }
+            if !records.isEmpty || order != nil { self.enqueueStoreWrite(records, order: order) }
             let finished = self.takeFinishedWaiters(&core, changed: changed.union(core.removedNow))
             core.removedNow.removeAll()
             return (result, effects, events, finished)
@@ -472,6 +474,30 @@ public final class TransferManager: Sendable {
         // event queue (as shutdown does) sees every event up to the one that finished its items.
         finished.forEach { $0.resume() }
         return result
+    }
+
+    /// State changes reach the store off the delegate path, in order. Records queued while the store is
+    /// busy are written together, in one transaction (a burst of small downloads makes thousands).
+    private func enqueueStoreWrite(_ records: [StoredTransfer], order: [TransferID]?) {
+        let schedule = pendingWrites.withLock { pending -> Bool in
+            for record in records {
+                if pending.records[record.id] == nil { pending.sequence.append(record.id) }
+                pending.records[record.id] = record
+            }
+            if let order { pending.order = order }
+            defer { pending.scheduled = true }
+            return !pending.scheduled
+        }
+        guard schedule else { return }
+        let store = self.store
+        storeQueue.async {
+            let (records, order) = self.pendingWrites.withLock { pending -> ([StoredTransfer], [TransferID]?) in
+                defer { pending = PendingWrites() }
+                return (pending.sequence.compactMap { pending.records[$0] }, pending.order)
+            }
+            try? store.save(records)
+            if let order { try? store.saveOrder(order) }
+        }
     }
 
     static func record(_ item: Item, position: Int) -> StoredTransfer {

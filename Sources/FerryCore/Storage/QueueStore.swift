@@ -41,9 +41,17 @@ public protocol QueueStore: Sendable {
     func add(_ specs: [TransferSpec]) throws -> [StoredTransfer]
     /// Updates an item's state and progress; its place in the queue is saveOrder's business.
     func save(_ item: StoredTransfer) throws
+    /// Several saves at once (one transaction where the store has them).
+    func save(_ items: [StoredTransfer]) throws
     func saveOrder(_ ids: [TransferID]) throws
     func checkpoint(_ id: TransferID, bytesDone: Int64) throws
     func remove(_ id: TransferID) throws
+}
+
+extension QueueStore {
+    public func save(_ items: [StoredTransfer]) throws {
+        for item in items { try save(item) }
+    }
 }
 
 public final class InMemoryQueueStore: QueueStore {

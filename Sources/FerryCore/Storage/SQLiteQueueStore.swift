@@ -94,25 +94,35 @@ public final class SQLiteQueueStore: QueueStore {
     }
 
     public func save(_ item: StoredTransfer) throws {
+        try save([item])
+    }
+
+    /// One transaction for all of them, with statements prepared once per connection.
+    public func save(_ items: [StoredTransfer]) throws {
+        guard !items.isEmpty else { return }
         try pool.write { db in
-            let previous = try String.fetchOne(db, sql: "SELECT state FROM transfer WHERE id = ?", arguments: [item.id.rawValue])
-            guard previous != nil else { return }  // removed meanwhile
             let now = Date().timeIntervalSince1970
-            try db.execute(sql: """
+            let current = try db.cachedStatement(sql: "SELECT state FROM transfer WHERE id = ?")
+            let update = try db.cachedStatement(sql: """
                 UPDATE transfer SET state = ?, fileName = ?, savedPath = ?, etag = ?, lastModified = ?, totalLength = ?,
                     bytesDone = ?, bytesExpected = ?, retries = ?, attempts = ?, lastError = ?, segments = ?, updatedAt = ?
                 WHERE id = ?
-                """, arguments: [item.state.rawValue, item.fileName, item.savedPath, item.validators.etag,
-                                 item.validators.lastModified, item.validators.totalLength, item.bytesDone,
-                                 item.bytesExpected, item.retries, try Self.json(item.attempts), item.lastError,
-                                 try item.segments.map { try Self.json($0) }, now, item.id.rawValue])
-            if previous != item.state.rawValue {
-                try db.execute(sql: "INSERT INTO event (transferId, at, state, message) VALUES (?, ?, ?, ?)",
-                               arguments: [item.id.rawValue, now, item.state.rawValue, item.lastError])
-                try db.execute(sql: """
-                    DELETE FROM event WHERE transferId = ? AND id NOT IN
-                        (SELECT id FROM event WHERE transferId = ? ORDER BY id DESC LIMIT ?)
-                    """, arguments: [item.id.rawValue, item.id.rawValue, Self.eventsKept])
+                """)
+            let event = try db.cachedStatement(sql: "INSERT INTO event (transferId, at, state, message) VALUES (?, ?, ?, ?)")
+            let prune = try db.cachedStatement(sql: """
+                DELETE FROM event WHERE transferId = ? AND id NOT IN
+                    (SELECT id FROM event WHERE transferId = ? ORDER BY id DESC LIMIT ?)
+                """)
+            for item in items {
+                guard let previous = try String.fetchOne(current, arguments: [item.id.rawValue]) else { continue }  // removed
+                try update.execute(arguments: [item.state.rawValue, item.fileName, item.savedPath, item.validators.etag,
+                                               item.validators.lastModified, item.validators.totalLength, item.bytesDone,
+                                               item.bytesExpected, item.retries, try Self.json(item.attempts), item.lastError,
+                                               try item.segments.map { try Self.json($0) }, now, item.id.rawValue])
+                if previous != item.state.rawValue {
+                    try event.execute(arguments: [item.id.rawValue, now, item.state.rawValue, item.lastError])
+                    try prune.execute(arguments: [item.id.rawValue, item.id.rawValue, Self.eventsKept])
+                }
             }
         }
     }
@@ -127,7 +137,8 @@ public final class SQLiteQueueStore: QueueStore {
 
     public func checkpoint(_ id: TransferID, bytesDone: Int64) throws {
         try pool.write { db in
-            try db.execute(sql: "UPDATE transfer SET bytesDone = ?, updatedAt = ? WHERE id = ?",
+            // Only for items still moving: a late checkpoint never rewrites a finished item's count.
+            try db.execute(sql: "UPDATE transfer SET bytesDone = ?, updatedAt = ? WHERE id = ? AND state IN ('running', 'queued', 'waiting', 'paused')",
                            arguments: [bytesDone, Date().timeIntervalSince1970, id.rawValue])
         }
     }
