@@ -36,9 +36,9 @@ final class HeadlessRun: Sendable {
         ticker.resume()
 
         let handedOver = Mutex<Set<TransferID>>([])
-        var wake: WakeChannel?
-        if let directory {
-            wake = try? WakeChannel(directory, queue: output) {
+        // Another `ferry get/put` on this state directory hands its items over through the store and pokes us.
+        let wake = directory.flatMap { directory in
+            try? WakeChannel(directory, queue: output) {
                 let ids = manager.adoptNewItemsFromStore()
                 handedOver.withLock { $0.formUnion(ids) }
             }
@@ -59,12 +59,11 @@ final class HeadlessRun: Sendable {
             waitFor.formUnion(more)
         }
         ticker.cancel()
-        wake = nil
+        withExtendedLifetime(wake) {}  // stop listening before the engine stops
         manager.shutdown()
         lock?.release()
         stop.forEach { $0.cancel() }
         output.sync {}
-        _ = wake
 
         var failed = 0
         let snapshot = manager.snapshot()
