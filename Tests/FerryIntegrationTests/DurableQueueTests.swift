@@ -64,7 +64,8 @@ import TestHTTPServer
         server.route("/slow.bin", [.serve(slow, ServeOptions(stallAfter: 1 << 20)), .serve(slow)])
         server.route("/small.txt", .serve(Resource(body: small)))
         let config = dir.path + "/idle.toml"
-        try "[network]\nidle_timeout = 12.0\n".write(toFile: config, atomically: true, encoding: .utf8)
+        // The stall keeps the engine busy for 30 s (its idle timeout), however late this test gets to run.
+        try "[network]\nidle_timeout = 30.0\n".write(toFile: config, atomically: true, encoding: .utf8)
         let engine = try start(["get", "--config", config, "-o", downloads, server.url("/slow.bin").absoluteString])
         try await eventually("the engine is downloading") { size(downloads + "/slow.bin.part") == 1 << 20 }
         let started = Date()

@@ -429,7 +429,8 @@ private func serverEventually(_ seconds: Double = 30, _ condition: () -> Bool) -
         let server = try TestHTTPServer()
         defer { server.shutdown() }
         let body = Resource.randomBytes(count: 20_000, seed: 9)
-        server.route("/slow", .serve(Resource(body: body), ServeOptions(bytesPerSecond: 40_000, delayBeforeHead: 0.2)))
+        // Each request lasts ~2.7 s, so the four overlap even when the test tasks start late on a busy machine.
+        server.route("/slow", .serve(Resource(body: body), ServeOptions(bytesPerSecond: 40_000, delayBeforeHead: 2.2)))
         let session = makeSession()
         defer { session.finishTasksAndInvalidate() }
         let n = 4
