@@ -450,17 +450,16 @@ public final class TransferManager: Sendable {
         let (result, effects, events, finished) = core.withLock {
             core -> (R, [Effect], [TransferEvent], [CheckedContinuation<Void, Never>]) in
             let (result, effects) = body(&core)
-            var events: [TransferEvent] = []
             let changed = core.changed
-            for id in changed.sorted() {
-                guard let item = core.items[id] else { continue }
-                events.append(TransferEvent(id: id, state: item.state, snapshot: self.snapshot(of: item)))
+            let items = changed.sorted().compactMap { core.items[$0] }
+            // Snapshots only for a listener; the store gets records either way.
+            let events = self.onEvent == nil ? [] : items.map {
+                TransferEvent(id: $0.id, state: $0.state, snapshot: self.snapshot(of: $0))
             }
             core.changed.removeAll()
             let order = core.orderChanged ? core.order : nil
             core.orderChanged = false
-            // Positions are written by saveOrder when the order changes; a record's own position is not used.
-            let records = events.compactMap { event in core.items[event.id].map { Self.record($0, position: 0) } }
+            let records = items.map(Self.record)
             if !records.isEmpty || order != nil { self.enqueueStoreWrite(records, order: order) }
             let finished = self.takeFinishedWaiters(&core, changed: changed.union(core.removedNow))
             core.removedNow.removeAll()
@@ -500,8 +499,9 @@ public final class TransferManager: Sendable {
         }
     }
 
-    static func record(_ item: Item, position: Int) -> StoredTransfer {
-        var stored = StoredTransfer(id: item.id, position: position, spec: item.spec, state: item.state)
+    /// What the store keeps of an item. Its place in the queue is not part of it: saveOrder writes positions.
+    static func record(_ item: Item) -> StoredTransfer {
+        var stored = StoredTransfer(id: item.id, position: 0, spec: item.spec, state: item.state)
         stored.fileName = item.fileName
         stored.savedPath = item.savedPath
         stored.validators = item.validators
@@ -901,9 +901,8 @@ public final class TransferManager: Sendable {
             core.lastCheckpoint = now
             let busy = core.items.values.filter(\.busy)
             let runs: [any TaskRun] = busy.flatMap { item in (item.run.map { [$0] } ?? []) + item.segmentRuns.values.map { $0 } }
-            let positions = Dictionary(uniqueKeysWithValues: core.order.enumerated().map { ($1, $0) })
             // Segmented downloads store which ranges are done; the others only a byte count.
-            let records = busy.filter { $0.segments != nil }.map { Self.record($0, position: positions[$0.id] ?? 0) }
+            let records = busy.filter { $0.segments != nil }.map(Self.record)
             let checkpoints = busy.filter { $0.segments == nil }.map { ($0.id, Self.currentBytes($0)) }
             return (checkpoints, records, runs)
         }

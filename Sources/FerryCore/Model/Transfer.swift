@@ -18,8 +18,6 @@ public enum TransferState: String, Sendable, Codable, CaseIterable {
 
     /// No further work will happen without a user command.
     public var isTerminal: Bool { self == .completed || self == .failed || self == .cancelled }
-    /// Holds or is about to hold a connection slot.
-    public var isActive: Bool { self == .running || self == .waiting }
 }
 
 /// One header the user asked to send (`-H 'Name: value'`).
