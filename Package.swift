@@ -56,6 +56,8 @@ let package = Package(
         .executableTarget(name: "RenderBench", dependencies: ["FerryTUI", "FerryCore"], path: "Tests/RenderBench"),
         // URLSession alone, every byte discarded: the floor scripts/bench compares ferry with.
         .executableTarget(name: "URLSessionFloor", path: "Tests/URLSessionFloor"),
+        // Runs a URLSession with ferry's delegate queue alone in a process, as ferry does (DelegateQueueTests).
+        .executableTarget(name: "DelegateQueueProbe", dependencies: ["FerryCore"], path: "Tests/DelegateQueueProbe"),
         .testTarget(name: "FerryCoreTests", dependencies: ["FerryCore"]),
         .testTarget(name: "FerryTUITests", dependencies: ["FerryTUI", "FerryCore", "CNcurses"]),
         .testTarget(

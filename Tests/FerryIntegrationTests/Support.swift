@@ -71,10 +71,11 @@ struct CommandResult {
 /// standard input on a thread of its own and must close it.
 func runFerry(
     _ arguments: [String], cwd: String? = nil, timeout: Double = 60, stateDir: String? = nil,
-    environment extra: [String: String] = [:], feed: (@Sendable (FileHandle) -> Void)? = nil
+    environment extra: [String: String] = [:], feed: (@Sendable (FileHandle) -> Void)? = nil,
+    executable: String = "ferry"
 ) async throws -> CommandResult {
     let process = Process()
-    process.executableURL = ferryExecutable()
+    process.executableURL = builtExecutable(executable)
     process.arguments = arguments
     // Never the user's own queue or config: a private state directory unless the test shares one.
     let scratch = try TempDir()
@@ -100,7 +101,7 @@ func runFerry(
     for await _ in exited.stream {}
     watchdog.cancel()
     if (try? await watchdog.value) != nil {
-        Issue.record("ferry \(arguments) did not exit within \(timeout) s")
+        Issue.record("\(executable) \(arguments) did not exit within \(timeout) s")
     }
     let result = CommandResult(status: process.terminationStatus,
                                stdout: String(decoding: outData.finish(), as: UTF8.self),
@@ -135,11 +136,14 @@ final class DataReader: @unchecked Sendable {
     }
 }
 
-func ferryExecutable() -> URL {
+func ferryExecutable() -> URL { builtExecutable("ferry") }
+
+/// An executable of this package, built next to the test bundle.
+func builtExecutable(_ name: String) -> URL {
     let candidates = [
-        URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent().appendingPathComponent("ferry"),
-        Bundle.main.bundleURL.appendingPathComponent("ferry"),
-        Bundle.main.bundleURL.deletingLastPathComponent().appendingPathComponent("ferry"),
+        URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent().appendingPathComponent(name),
+        Bundle.main.bundleURL.appendingPathComponent(name),
+        Bundle.main.bundleURL.deletingLastPathComponent().appendingPathComponent(name),
     ]
     return candidates.first { FileManager.default.isExecutableFile(atPath: $0.path) } ?? candidates[0]
 }

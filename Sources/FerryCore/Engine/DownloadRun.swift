@@ -141,7 +141,7 @@ final class DownloadRun: TaskRun {
             return
         }
         let (complete, name, validators) = state.withLock { ($0.alreadyComplete, $0.fileName, $0.validators) }
-        if complete { task.cancel() }
+        if complete { BoundedDelegateQueue.cancel(task) }
         let rangeable = start.offset == 0 && http.statusCode == 200 && validators.ifRange != nil && validators.totalLength != nil
             && (header("Accept-Ranges")?.lowercased().contains("bytes") ?? false)
         if let name { accepted(name, validators, rangeable) }
@@ -149,7 +149,7 @@ final class DownloadRun: TaskRun {
 
     private func stop(_ task: URLSessionTask, _ failure: TransferFailure) {
         state.withLock { s in if s.verdict == nil { s.verdict = failure } }
-        task.cancel()
+        BoundedDelegateQueue.cancel(task)
     }
 
     /// Writes out what the buffer holds. Called about once a second by the engine, so a stalled or slow
@@ -165,7 +165,7 @@ final class DownloadRun: TaskRun {
                 return s.task
             }
         }
-        task?.cancel()
+        if let task { BoundedDelegateQueue.cancel(task) }
     }
 
     func didReceive(data: Data) {

@@ -87,7 +87,7 @@ final class SegmentRun: TaskRun {
         }
         if let verdict {
             state.withLock { $0.verdict = verdict }
-            task.cancel()
+            BoundedDelegateQueue.cancel(task)
         }
     }
 
@@ -122,7 +122,7 @@ final class SegmentRun: TaskRun {
                 return s.task
             }
         }
-        task?.cancel()
+        if let task { BoundedDelegateQueue.cancel(task) }
     }
 
     func didComplete(error: Error?) {

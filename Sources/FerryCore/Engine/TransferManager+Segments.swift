@@ -140,7 +140,7 @@ extension TransferManager {
                 item.segmentFallback = true
                 item.restartFromZero = true
                 if item.stopIntent == nil { item.stopIntent = .split }
-                for task in item.allTasks { effects.append { task.cancel() } }
+                for task in item.allTasks { effects.append { BoundedDelegateQueue.cancel(task) } }
             case let .failure(.failed(failure, progressed)):
                 if progressed { item.segmentRetries[index] = 0 }
                 // While a pause, cancel or fallback drains the ranges, a failing one just stops.
@@ -160,7 +160,7 @@ extension TransferManager {
                     item.stopIntent = .cancel
                     item.state = .failed
                     item.lastError = failure.message
-                    for task in item.allTasks { effects.append { task.cancel() } }
+                    for task in item.allTasks { effects.append { BoundedDelegateQueue.cancel(task) } }
                 }
             }
             if item.segmentRuns.isEmpty, let intent = item.stopIntent {

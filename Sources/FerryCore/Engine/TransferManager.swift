@@ -76,6 +76,8 @@ public final class TransferManager: Sendable {
         var order: [TransferID] = []
         var items: [TransferID: Item] = [:]
         var nextID: Int64 = 1
+        /// The highest id seen when loading or scanning the store for items other processes added.
+        var scannedThrough = TransferID(0)
         var maxConcurrent: Int
         var maxPerHost: Int
         var version: UInt64 = 0
@@ -106,9 +108,14 @@ public final class TransferManager: Sendable {
         var scheduled = false
     }
 
+    /// Callbacks queued for the delegate before URLSession's socket thread has to wait: 128 chunks of at
+    /// most 16 KiB, 2 MiB in all.
+    package static let delegateQueueLimit = 128
+
     public let configuration: EngineConfiguration
     let core: Mutex<Core>
     let session: URLSession
+    let delegateQueue: BoundedDelegateQueue
     let delegate: SessionDelegate
     let names = NameClaims()
     let store: any QueueStore
@@ -140,15 +147,16 @@ public final class TransferManager: Sendable {
         sessionConfig.httpShouldSetCookies = false
         let delegate = SessionDelegate(hostHeaders: configuration.hostHeaders)
         self.delegate = delegate
-        let delegateQueue = OperationQueue()
-        delegateQueue.maxConcurrentOperationCount = 1  // serial: a concurrent queue reorders chunks
-        delegateQueue.name = "ferry.delegate"
+        // Serial (a concurrent queue reorders chunks) and bounded (chunks must not pile up in memory).
+        let delegateQueue = BoundedDelegateQueue(limit: Self.delegateQueueLimit, name: "ferry.delegate")
+        self.delegateQueue = delegateQueue
         self.session = URLSession(configuration: sessionConfig, delegate: delegate, delegateQueue: delegateQueue)
 
         var core = Core(maxConcurrent: max(1, configuration.maxConcurrent),
                         maxPerHost: max(1, configuration.maxPerHost ?? configuration.maxConcurrent))
         for stored in try store.loadAll() {
             Self.adopt(stored, into: &core, names: names)
+            core.scannedThrough = max(core.scannedThrough, stored.id)
         }
         self.core = Mutex(core)
         mutate { core in ((), self.pump(&core)) }
@@ -215,9 +223,12 @@ public final class TransferManager: Sendable {
     /// (a second `ferry get` hands its items over this way). Returns their ids.
     @discardableResult
     public func adoptNewItemsFromStore() -> [TransferID] {
-        guard let all = try? store.loadAll() else { return [] }
+        // Ids grow in commit order, so a scan sees every item up to the highest id it returned.
+        let scanned = core.withLock { $0.scannedThrough }
+        guard let all = try? store.loadAdded(after: scanned) else { return [] }
         return mutate { core in
             var adopted: [TransferID] = []
+            if let last = all.map(\.id).max() { core.scannedThrough = max(core.scannedThrough, last) }
             for record in all where core.items[record.id] == nil && !core.removed.contains(record.id) {
                 Self.adopt(record, into: &core, names: names)
                 core.touch(record.id)
@@ -236,7 +247,7 @@ public final class TransferManager: Sendable {
             case .running where !item.finishing:
                 item.stopIntent = .pause
                 item.state = .paused
-                for task in item.allTasks { effects.append { task.cancel() } }
+                for task in item.allTasks { effects.append { BoundedDelegateQueue.cancel(task) } }
             case .queued, .waiting:
                 item.nextRetryAt = nil
                 item.state = .paused
@@ -268,7 +279,7 @@ public final class TransferManager: Sendable {
             item.nextRetryAt = nil
             if item.busy {
                 item.stopIntent = .cancel
-                for task in item.allTasks { effects.append { task.cancel() } }
+                for task in item.allTasks { effects.append { BoundedDelegateQueue.cancel(task) } }
             }
             item.state = .cancelled
             item.lastError = "cancelled"
@@ -297,7 +308,7 @@ public final class TransferManager: Sendable {
         mutate { core in
             guard let item = core.items.removeValue(forKey: id) else { return ((), []) }
             var effects: [Effect] = []
-            for task in item.allTasks { effects.append { task.cancel() } }
+            for task in item.allTasks { effects.append { BoundedDelegateQueue.cancel(task) } }
             core.order.removeAll { $0 == id }
             core.removed.insert(id)
             core.removedNow.insert(id)
@@ -424,7 +435,7 @@ public final class TransferManager: Sendable {
                 if item.state == .waiting { item.state = .queued; item.nextRetryAt = nil }
                 if item.busy, !item.finishing {
                     item.stopIntent = .shutdown
-                    for task in item.allTasks { effects.append { task.cancel() } }
+                    for task in item.allTasks { effects.append { BoundedDelegateQueue.cancel(task) } }
                 }
                 core.items[id] = item
             }
@@ -434,19 +445,25 @@ public final class TransferManager: Sendable {
             core.sampler = nil
             return (effects, busy)
         }
-        effects.forEach { $0() }
+        delegateQueue.callingIntoSession { effects.forEach { $0() } }
         if waiting { _ = signal.wait(timeout: .now() + timeout) }
         checkpointAll()
         storeQueue.sync {}
         eventQueue.sync {}
-        session.invalidateAndCancel()
+        delegateQueue.callingIntoSession { session.invalidateAndCancel() }
     }
 
     // MARK: Internals
 
     /// Runs `body` under the lock, then (outside it) its effects, the store writes and the events for what changed.
+    /// Everything it does may call into the session (tasks are created under the lock, effects resume and
+    /// cancel them), so it runs with the delegate queue's backpressure lifted.
     @discardableResult
     func mutate<R: Sendable>(_ body: (inout Core) -> (R, [Effect])) -> R {
+        delegateQueue.callingIntoSession { mutateLocked(body) }
+    }
+
+    private func mutateLocked<R: Sendable>(_ body: (inout Core) -> (R, [Effect])) -> R {
         let (result, effects, events, finished) = core.withLock {
             core -> (R, [Effect], [TransferEvent], [CheckedContinuation<Void, Never>]) in
             let (result, effects) = body(&core)
@@ -547,20 +564,25 @@ public final class TransferManager: Sendable {
     /// Starts whatever the caps allow, in queue order.
     func pump(_ core: inout Core) -> [Effect] {
         guard !core.shuttingDown else { return [] }
-        let candidates = core.order.compactMap { id -> Scheduler.Candidate? in
-            guard let item = core.items[id] else { return nil }
-            return Scheduler.Candidate(id: id, host: item.host,
-                                       ready: item.state == .queued && !item.busy && !item.finishing,
-                                       holdsSlot: item.holdsSlot || item.finishing)
-        }
         var effects: [Effect] = []
-        for id in Scheduler.pick(candidates, maxConcurrent: core.maxConcurrent, maxPerHost: core.maxPerHost) {
+        for id in Self.startable(core) {
             effects += launch(id, &core)
         }
         if core.sampler == nil, core.items.values.contains(where: { $0.state == .running }) {
             core.sampler = startSampler()
         }
         return effects
+    }
+
+    /// Runs on every change: no copy of the queue, and the walk in queue order stops at the caps.
+    /// (A function of its own so that nothing holds `core.items` while `launch` mutates it.)
+    private static func startable(_ core: Core) -> [TransferID] {
+        let holders = core.items.values.lazy.filter { $0.holdsSlot || $0.finishing }.map(\.host)
+        let ready = core.order.lazy.compactMap { id -> (TransferID, String)? in
+            guard let item = core.items[id], item.state == .queued, !item.busy, !item.finishing else { return nil }
+            return (id, item.host)
+        }
+        return Scheduler.pick(slotHolders: holders, ready: ready, maxConcurrent: core.maxConcurrent, maxPerHost: core.maxPerHost)
     }
 
     private func launch(_ id: TransferID, _ core: inout Core) -> [Effect] {
@@ -678,7 +700,7 @@ public final class TransferManager: Sendable {
             if rangeable, let plan = segmentPlan(for: item), item.stopIntent == nil {
                 item.segments = plan
                 item.stopIntent = .split
-                if let task = item.task { effects.append { task.cancel() } }
+                if let task = item.task { effects.append { BoundedDelegateQueue.cancel(task) } }
             }
             core.items[id] = item
             core.touch(id)

@@ -37,6 +37,8 @@ public struct StoredTransfer: Sendable, Codable, Equatable {
 /// transition and about once a second for byte offsets. Several processes may share one store.
 public protocol QueueStore: Sendable {
     func loadAll() throws -> [StoredTransfer]
+    /// Items with an id above `id` (ids only grow, never reused): what other processes added since.
+    func loadAdded(after id: TransferID) throws -> [StoredTransfer]
     /// Appends new queued items at the end of the queue, all or none, and returns them with their ids.
     func add(_ specs: [TransferSpec]) throws -> [StoredTransfer]
     /// Updates an item's state and progress; its place in the queue is saveOrder's business.
@@ -49,6 +51,10 @@ public protocol QueueStore: Sendable {
 }
 
 extension QueueStore {
+    public func loadAdded(after id: TransferID) throws -> [StoredTransfer] {
+        try loadAll().filter { $0.id > id }
+    }
+
     public func save(_ items: [StoredTransfer]) throws {
         for item in items { try save(item) }
     }

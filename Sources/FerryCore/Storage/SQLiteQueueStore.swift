@@ -1,5 +1,6 @@
 import Foundation
 import GRDB
+import Synchronization
 
 /// The durable queue: SQLite in WAL mode, so `ferry list` and a second `ferry get` can read and add
 /// while an engine writes. Specs and attempts are JSON; everything a listing needs has its own column.
@@ -13,6 +14,16 @@ public final class SQLiteQueueStore: QueueStore {
 
     static let eventsKept = 20
     private let pool: DatabasePool
+
+    /// What this process knows each item's row holds, so a save needs no read first: the state last
+    /// written (an event is logged when it changes) and how many events the item has (pruned past 20).
+    /// Only the engine changes states; other processes only add rows, which this process then reads.
+    private struct Known {
+        var state: String
+        var events: Int
+    }
+    private let known = Mutex<[Int64: Known]>([:])
+    private let encoder = JSONEncoder()
 
     /// Opens (creating and migrating as needed) the queue database at `path`.
     public init(path: String) throws {
@@ -73,6 +84,13 @@ public final class SQLiteQueueStore: QueueStore {
         }
     }
 
+    public func loadAdded(after id: TransferID) throws -> [StoredTransfer] {
+        try pool.read { db in
+            try Row.fetchAll(db, sql: "SELECT * FROM transfer WHERE id > ? ORDER BY position, id", arguments: [id.rawValue])
+                .map(Self.decode)
+        }
+    }
+
     public func add(_ specs: [TransferSpec]) throws -> [StoredTransfer] {
         try pool.write { db in
             var position = try Int.fetchOne(db, sql: "SELECT COALESCE(MAX(position), -1) + 1 FROM transfer") ?? 0
@@ -86,6 +104,7 @@ public final class SQLiteQueueStore: QueueStore {
                 let id = TransferID(db.lastInsertedRowID)
                 try db.execute(sql: "INSERT INTO event (transferId, at, state, message) VALUES (?, ?, 'queued', 'added')",
                                arguments: [id.rawValue, now])
+                known.withLock { $0[id.rawValue] = Known(state: TransferState.queued.rawValue, events: 1) }
                 added.append(StoredTransfer(id: id, position: position, spec: spec))
                 position += 1
             }
@@ -97,40 +116,58 @@ public final class SQLiteQueueStore: QueueStore {
         try save([item])
     }
 
-    /// One transaction for all of them, with statements prepared once per connection.
+    /// One transaction for all of them, with statements prepared once per connection. A burst of small
+    /// downloads makes thousands of these: each item costs one UPDATE, plus an INSERT when its state changed.
     public func save(_ items: [StoredTransfer]) throws {
         guard !items.isEmpty else { return }
         try pool.write { db in
             let now = Date().timeIntervalSince1970
-            let current = try db.cachedStatement(sql: "SELECT state FROM transfer WHERE id = ?")
             let update = try db.cachedStatement(sql: """
                 UPDATE transfer SET state = ?, fileName = ?, savedPath = ?, etag = ?, lastModified = ?, totalLength = ?,
                     bytesDone = ?, bytesExpected = ?, retries = ?, attempts = ?, lastError = ?, segments = ?, updatedAt = ?
                 WHERE id = ?
                 """)
             let event = try db.cachedStatement(sql: "INSERT INTO event (transferId, at, state, message) VALUES (?, ?, ?, ?)")
-            let prune = try db.cachedStatement(sql: """
-                DELETE FROM event WHERE transferId = ? AND id NOT IN
-                    (SELECT id FROM event WHERE transferId = ? ORDER BY id DESC LIMIT ?)
-                """)
+            var written: [Int64: Known] = [:]
             for item in items {
-                guard let previous = try String.fetchOne(current, arguments: [item.id.rawValue]) else { continue }  // removed
+                let id = item.id.rawValue
+                var before = try written[id] ?? known.withLock({ $0[id] }) ?? Self.readKnown(db, id)
                 try update.execute(arguments: [item.state.rawValue, item.fileName, item.savedPath, item.validators.etag,
                                                item.validators.lastModified, item.validators.totalLength, item.bytesDone,
-                                               item.bytesExpected, item.retries, try Self.json(item.attempts), item.lastError,
-                                               try item.segments.map { try Self.json($0) }, now, item.id.rawValue])
-                if previous != item.state.rawValue {
-                    try event.execute(arguments: [item.id.rawValue, now, item.state.rawValue, item.lastError])
-                    try prune.execute(arguments: [item.id.rawValue, item.id.rawValue, Self.eventsKept])
+                                               item.bytesExpected, item.retries, try json(item.attempts), item.lastError,
+                                               try item.segments.map { try json($0) }, now, id])
+                guard db.changesCount > 0 else { continue }  // removed meanwhile
+                if before.state != item.state.rawValue {
+                    try event.execute(arguments: [id, now, item.state.rawValue, item.lastError])
+                    before.state = item.state.rawValue
+                    before.events += 1
+                    if before.events > Self.eventsKept {
+                        try db.cachedStatement(sql: """
+                            DELETE FROM event WHERE transferId = ? AND id NOT IN
+                                (SELECT id FROM event WHERE transferId = ? ORDER BY id DESC LIMIT ?)
+                            """).execute(arguments: [id, id, Self.eventsKept])
+                        before.events = Self.eventsKept
+                    }
                 }
+                written[id] = before
             }
+            // Known only once the transaction commits (a failed one leaves the rows as they were).
+            known.withLock { $0.merge(written) { $1 } }
         }
+    }
+
+    /// An item this process has not written yet (another process added it): read what its row holds.
+    private static func readKnown(_ db: Database, _ id: Int64) throws -> Known {
+        let state = try String.fetchOne(db, sql: "SELECT state FROM transfer WHERE id = ?", arguments: [id]) ?? ""
+        let events = try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM event WHERE transferId = ?", arguments: [id]) ?? 0
+        return Known(state: state, events: events)
     }
 
     public func saveOrder(_ ids: [TransferID]) throws {
         try pool.write { db in
+            let update = try db.cachedStatement(sql: "UPDATE transfer SET position = ? WHERE id = ?")
             for (position, id) in ids.enumerated() {
-                try db.execute(sql: "UPDATE transfer SET position = ? WHERE id = ?", arguments: [position, id.rawValue])
+                try update.execute(arguments: [position, id.rawValue])
             }
         }
     }
@@ -148,6 +185,7 @@ public final class SQLiteQueueStore: QueueStore {
             try db.execute(sql: "DELETE FROM event WHERE transferId = ?", arguments: [id.rawValue])
             try db.execute(sql: "DELETE FROM transfer WHERE id = ?", arguments: [id.rawValue])
         }
+        _ = known.withLock { $0.removeValue(forKey: id.rawValue) }
     }
 
     /// The item's recent state changes, oldest first.
@@ -159,6 +197,10 @@ public final class SQLiteQueueStore: QueueStore {
                       state: TransferState(rawValue: row["state"]) ?? .queued, message: row["message"])
             }
         }
+    }
+
+    private func json<T: Encodable>(_ value: T) throws -> String {
+        String(decoding: try encoder.encode(value), as: UTF8.self)
     }
 
     private static func json<T: Encodable>(_ value: T) throws -> String {

@@ -1,0 +1,70 @@
+import FerryCore
+import Foundation
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+#if canImport(Glibc)
+import Glibc
+#endif
+import Synchronization
+
+// One URLSession alone in a process, as in ferry (every session of a process shares one socket thread on
+// Linux, so a test process full of engines would measure them all), with a delegate that takes 2 ms per
+// chunk, as a slow disk would. Prints what DelegateQueueTests checks:
+//   DelegateQueueProbe plain|bounded|cancel URL  ->  "peak=N bytes=N error=N limit=N timedout=N cancelms=N"
+// plain: a serial OperationQueue; bounded: ferry's queue and limit; cancel: a queue of 16 and a cancel
+// from the delegate queue once 4 MiB arrived.
+
+final class SlowDelegate: NSObject, URLSessionDataDelegate, Sendable {
+    let cancelAfter: Int?
+    let bytes = Atomic<Int>(0)
+    let peakQueued = Atomic<Int>(0)
+    let error = Atomic<Int>(0)
+    let cancelMilliseconds = Atomic<Int>(-1)
+    let done = DispatchSemaphore(value: 0)
+
+    init(cancelAfter: Int?) { self.cancelAfter = cancelAfter }
+
+    func urlSession(_ session: URLSession, dataTask: URLSessionDataTask, didReceive data: Data) {
+        let queued = session.delegateQueue.operationCount
+        if queued > peakQueued.load(ordering: .relaxed) { peakQueued.store(queued, ordering: .relaxed) }
+        let total = bytes.add(data.count, ordering: .relaxed).newValue
+        usleep(2000)
+        if let cancelAfter, total >= cancelAfter, total - data.count < cancelAfter {
+            let start = DispatchTime.now().uptimeNanoseconds
+            BoundedDelegateQueue.cancel(dataTask)  // calls into the session from the delegate queue
+            cancelMilliseconds.store(Int((DispatchTime.now().uptimeNanoseconds - start) / 1_000_000), ordering: .relaxed)
+        }
+    }
+
+    func urlSession(_ session: URLSession, task: URLSessionTask, didCompleteWithError error: Error?) {
+        self.error.store(error.map { ($0 as NSError).code } ?? 0, ordering: .relaxed)
+        done.signal()
+    }
+}
+
+let arguments = CommandLine.arguments
+guard arguments.count == 3, ["plain", "bounded", "cancel"].contains(arguments[1]), let url = URL(string: arguments[2]) else {
+    FileHandle.standardError.write(Data("usage: DelegateQueueProbe plain|bounded|cancel URL\n".utf8))
+    exit(2)
+}
+let mode = arguments[1]
+let queue: OperationQueue
+switch mode {
+case "plain":
+    queue = OperationQueue()
+    queue.maxConcurrentOperationCount = 1
+case "bounded":
+    queue = BoundedDelegateQueue(limit: TransferManager.delegateQueueLimit, name: "probe")
+default:
+    queue = BoundedDelegateQueue(limit: 16, name: "probe")
+}
+let delegate = SlowDelegate(cancelAfter: mode == "cancel" ? 4 << 20 : nil)
+let session = URLSession(configuration: .ephemeral, delegate: delegate, delegateQueue: queue)
+session.dataTask(with: url).resume()
+delegate.done.wait()
+let peak = (queue as? BoundedDelegateQueue)?.peakPending ?? delegate.peakQueued.load(ordering: .relaxed)
+let limit = (queue as? BoundedDelegateQueue)?.limit ?? 0
+let timedOut = (queue as? BoundedDelegateQueue)?.timedOutWaits ?? 0
+print("peak=\(peak) bytes=\(delegate.bytes.load(ordering: .relaxed)) error=\(delegate.error.load(ordering: .relaxed)) limit=\(limit)",
+      "timedout=\(timedOut) cancelms=\(delegate.cancelMilliseconds.load(ordering: .relaxed))")

@@ -1,0 +1,76 @@
+@testable import FerryCore
+import Foundation
+import Testing
+import TestHTTPServer
+
+/// URLSession on Linux has no backpressure: its socket thread queues every chunk for the delegate and
+/// reads on. These tests pin the platform behaviour and ferry's bounded delegate queue against it, with
+/// a real session and a real server, in a process of its own (Tests/DelegateQueueProbe): all sessions of
+/// a process share one socket thread, so the engines of the other tests would take part in the measure.
+@Suite struct DelegateQueueTests {
+    struct Probe {
+        var peak = 0, bytes = 0, error = 0, limit = 0, timedOut = 0
+    }
+
+    let server: TestHTTPServer
+    let size = 8 << 20
+
+    init() throws {
+        server = try TestHTTPServer()
+        server.route("/file.bin", .serve(Resource(body: Resource.randomBytes(count: size, seed: 77))))
+        // Faster than the probe's delegate (16 KiB per 2 ms, ~8 MiB/s), slower than the socket thread can read.
+        server.route("/paced.bin", .serve(Resource(body: Resource.randomBytes(count: 32 << 20, seed: 78)),
+                                          ServeOptions(bytesPerSecond: 24 << 20)))
+    }
+
+    func probe(_ mode: String, _ path: String = "/file.bin") async throws -> Probe {
+        let result = try await runFerry([mode, server.url(path).absoluteString], executable: "DelegateQueueProbe")
+        #expect(result.status == 0, "\(result.stderr)")
+        print("DelegateQueueProbe \(mode): \(result.stdout)", terminator: "")
+        var probe = Probe()
+        for field in result.stdout.split(whereSeparator: \.isWhitespace) {
+            let pair = field.split(separator: "=")
+            guard pair.count == 2, let value = Int(pair[1]) else { continue }
+            switch pair[0] {
+            case "peak": probe.peak = value
+            case "bytes": probe.bytes = value
+            case "error": probe.error = value
+            case "limit": probe.limit = value
+            case "timedout": probe.timedOut = value
+            default: break
+            }
+        }
+        return probe
+    }
+
+    @Test func aPlainDelegateQueueGrowsWithoutBoundWhenTheDelegateIsSlow() async throws {
+        // The platform behaviour the bounded queue exists for (8 MiB, 2 ms per chunk: the socket is far ahead).
+        let plain = try await probe("plain")
+        #expect(plain.bytes == size)
+        #expect(plain.peak > 2 * TransferManager.delegateQueueLimit)
+    }
+
+    @Test func theBoundedQueueHoldsTheSocketThreadBackAndLosesNothing() async throws {
+        let bounded = try await probe("bounded")
+        #expect(bounded.error == 0)
+        #expect(bounded.bytes == size)
+        #expect(bounded.limit == TransferManager.delegateQueueLimit)
+        // A wait gives up after 20 ms (see the type); a machine that stalls the delegate that long can add a few.
+        #expect(bounded.peak <= bounded.limit + 8)
+    }
+
+    @Test func aCancelFromTheDelegateQueueWhileTheQueueIsFullStopsTheTransfer() async throws {
+        // cancel() runs a block on the session's work queue and waits for it, and that queue's thread may be
+        // the one waiting for room. The call lifts the backpressure (else it waits the full 20 ms each time),
+        // and the cancel at 4 MiB lands long before the end of a paced 32 MiB body.
+        let cancelled = try await probe("cancel", "/paced.bin")
+        #expect(cancelled.error == NSURLErrorCancelled)
+        #expect(cancelled.bytes < 24 << 20)
+    }
+
+    @Test func theEngineUsesTheBoundedQueue() throws {
+        let manager = try TransferManager(configuration: testConfiguration())
+        defer { manager.shutdown() }
+        #expect((manager.session.delegateQueue as? BoundedDelegateQueue)?.limit == TransferManager.delegateQueueLimit)
+    }
+}
