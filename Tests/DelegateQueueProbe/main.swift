@@ -14,6 +14,9 @@ import Synchronization
 //   DelegateQueueProbe plain|bounded|cancel URL  ->  "peak=N bytes=N error=N limit=N timedout=N cancelms=N"
 // plain: a serial OperationQueue; bounded: ferry's queue and limit; cancel: a queue of 16 and a cancel
 // from the delegate queue once 4 MiB arrived.
+//   DelegateQueueProbe cold|warm URL  ->  "cpums=N bytes=N"
+// A plain download (no slow delegate) on a new connection, or after a HEAD has used the connection, and
+// the CPU time the process took (getrusage): the platform behaviour ConnectionWarmth works around.
 
 final class SlowDelegate: NSObject, URLSessionDataDelegate, Sendable {
     let cancelAfter: Int?
@@ -23,13 +26,18 @@ final class SlowDelegate: NSObject, URLSessionDataDelegate, Sendable {
     let cancelMilliseconds = Atomic<Int>(-1)
     let done = DispatchSemaphore(value: 0)
 
-    init(cancelAfter: Int?) { self.cancelAfter = cancelAfter }
+    let delay: UInt32
+
+    init(cancelAfter: Int?, delayMicroseconds: UInt32 = 2000) {
+        self.cancelAfter = cancelAfter
+        delay = delayMicroseconds
+    }
 
     func urlSession(_ session: URLSession, dataTask: URLSessionDataTask, didReceive data: Data) {
         let queued = session.delegateQueue.operationCount
         if queued > peakQueued.load(ordering: .relaxed) { peakQueued.store(queued, ordering: .relaxed) }
         let total = bytes.add(data.count, ordering: .relaxed).newValue
-        usleep(2000)
+        if delay > 0 { usleep(delay) }
         if let cancelAfter, total >= cancelAfter, total - data.count < cancelAfter {
             let start = DispatchTime.now().uptimeNanoseconds
             BoundedDelegateQueue.cancel(dataTask)  // calls into the session from the delegate queue
@@ -44,6 +52,28 @@ final class SlowDelegate: NSObject, URLSessionDataDelegate, Sendable {
 }
 
 let arguments = CommandLine.arguments
+if arguments.count == 3, arguments[1] == "cold" || arguments[1] == "warm", let url = URL(string: arguments[2]) {
+    let delegate = SlowDelegate(cancelAfter: nil, delayMicroseconds: 0)
+    let queue = OperationQueue()
+    queue.maxConcurrentOperationCount = 1
+    let session = URLSession(configuration: .ephemeral, delegate: delegate, delegateQueue: queue)
+    if arguments[1] == "warm" {
+        var head = URLRequest(url: url)
+        head.httpMethod = "HEAD"
+        session.dataTask(with: head).resume()
+        delegate.done.wait()
+    }
+    var before = rusage()
+    getrusage(RUSAGE_SELF.rawValue, &before)
+    session.dataTask(with: url).resume()
+    delegate.done.wait()
+    var after = rusage()
+    getrusage(RUSAGE_SELF.rawValue, &after)
+    func ms(_ t: timeval) -> Int { t.tv_sec * 1000 + t.tv_usec / 1000 }
+    let cpu = ms(after.ru_utime) + ms(after.ru_stime) - ms(before.ru_utime) - ms(before.ru_stime)
+    print("cpums=\(cpu) bytes=\(delegate.bytes.load(ordering: .relaxed))")
+    exit(0)
+}
 guard arguments.count == 3, ["plain", "bounded", "cancel"].contains(arguments[1]), let url = URL(string: arguments[2]) else {
     FileHandle.standardError.write(Data("usage: DelegateQueueProbe plain|bounded|cancel URL\n".utf8))
     exit(2)

@@ -76,9 +76,20 @@ public final class TestHTTPServer: Sendable {
         route(path, [behavior])
     }
 
-    /// Requests to `path` (matched without query), in arrival order.
+    /// HEAD requests to `path` get `behavior` instead of the route's current one.
+    public func routeHead(_ path: String, _ behavior: Behavior) {
+        core.state.withLock { $0.headRoutes[path] = behavior }
+    }
+
+    /// Requests to `path` (matched without query), in arrival order; HEAD requests are kept apart.
     public func requests(_ path: String) -> [RecordedRequest] {
         core.state.withLock { $0.requests.filter { $0.path == path } }
+    }
+
+    /// HEAD requests to `path`. They are answered by the route's current behavior without moving its script
+    /// on (ferry sends a HEAD on a new connection before a download; see ConnectionWarmth).
+    public func headRequests(_ path: String) -> [RecordedRequest] {
+        core.state.withLock { $0.headRequests.filter { $0.path == path } }
     }
 
     public var allRequests: [RecordedRequest] {
@@ -117,7 +128,10 @@ public final class TestHTTPServer: Sendable {
 
     /// Forgets all recorded requests.
     public func clearRequests() {
-        core.state.withLock { $0.requests.removeAll() }
+        core.state.withLock {
+            $0.requests.removeAll()
+            $0.headRequests.removeAll()
+        }
     }
 }
 
@@ -135,6 +149,8 @@ final class ServerCore: Sendable {
     struct State {
         var routes: [String: Route] = [:]
         var requests: [RecordedRequest] = []
+        var headRequests: [RecordedRequest] = []
+        var headRoutes: [String: Behavior] = [:]
         var inFlight = 0
         var maxInFlight = 0
         var badRequests = 0
@@ -196,8 +212,13 @@ final class ServerCore: Sendable {
     /// Records the request and picks its behavior (nil: unrouted, answer 404).
     func record(_ request: RecordedRequest) -> Behavior? {
         state.withLock { s -> Behavior? in
-            s.requests.append(request)
             let path = request.path
+            if request.method == "HEAD" {
+                s.headRequests.append(request)
+                if let head = s.headRoutes[path] { return head }
+                return s.routes[path].map { $0.behaviors[min($0.next, $0.behaviors.count - 1)] }
+            }
+            s.requests.append(request)
             guard var route = s.routes[path] else { return nil }
             let index = min(route.next, route.behaviors.count - 1)
             route.next += 1

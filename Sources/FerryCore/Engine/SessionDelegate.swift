@@ -9,6 +9,7 @@ import Synchronization
 final class SessionDelegate: NSObject, URLSessionDataDelegate, Sendable {
     private let runs = Mutex<[Int: any TaskRun]>([:])
     private let hostHeaders: [HostHeaders]
+    let pool = ConnectionPool()
 
     init(hostHeaders: [HostHeaders]) {
         self.hostHeaders = hostHeaders
@@ -37,6 +38,8 @@ final class SessionDelegate: NSObject, URLSessionDataDelegate, Sendable {
 
     func urlSession(_ session: URLSession, task: URLSessionTask, didCompleteWithError error: Error?) {
         let run = runs.withLock { $0.removeValue(forKey: task.taskIdentifier) }
+        // A warm-up's connection is taken at once by the transfer it was made for.
+        if !(run is WarmUpRun) { pool.taskEnded(task, error: error) }
         run?.didComplete(error: error)
     }
 
