@@ -4,27 +4,28 @@ import FoundationNetworking
 #endif
 import Synchronization
 
-/// URLSession on Linux keeps a core busy while a connection's first transfer waits for data: libcurl asks
-/// to watch a new connection for writing while it connects and sends the request, then for reading only,
-/// and corelibs never removes the write source it made, so an idle (always writable) socket wakes the
-/// dispatch manager thousands of times a second. A connection that served one request before is watched
-/// for reading only. Measured on 20 MiB at 2 MiB/s: 9.2 CPU-s on a fresh connection, 0.06 CPU-s on a
-/// reused one (README, Performance).
+/// URLSession on Linux keeps a core busy while a connection's transfer waits for data, when that
+/// connection's socket still has the write source corelibs made for it: libcurl asks to watch a new
+/// connection for writing while it connects and sends, then for reading only, and corelibs never removes
+/// a source it made (an idle socket is always writable, so the dispatch manager wakes thousands of times
+/// a second). The sources go only when libcurl gives up the socket, and strace shows it does that for a
+/// finished transfer's connection only when no other transfer is running (else the socket stays
+/// registered, write source and all, and the next transfer on it burns a core as well). Measured on
+/// 20 MiB at 2 MiB/s: 9.2 CPU-s on a fresh connection, 0.06 CPU-s on one whose sources were dropped.
 ///
-/// So before a download opens a connection, ferry sends a HEAD of the same URL on it first (a "warm-up"),
-/// and starts the transfer when the HEAD has finished: the transfer then reuses that connection. This
-/// holds for one or two transfers at a time; with three or more at once (or the ranges of a segmented
-/// download) a connection still ends up with a write source and a core burns, warm-up or not (measured;
-/// the cause is inside corelibs' socket registration and was not found). This estimate of the idle connections in URLSession's pool per origin decides when a
-/// warm-up is needed: each transfer that ends cleanly leaves one; each start takes one. Connections
-/// idle longer than `freshFor` are not counted (servers close idle keep-alive connections, Apache
-/// after 5 s), and a wrong guess only costs what it cost before: a busy core for that transfer.
+/// So a download that starts while nothing else runs and has no clean idle connection sends a HEAD of the
+/// same URL first (a "warm-up"), alone in the session, and starts on that connection when the HEAD has
+/// finished. This estimate of the clean idle connections per origin decides: a transfer that ends cleanly
+/// while others run leaves a dirty one, which becomes clean when the session next has nothing running;
+/// a start takes a clean one. Connections idle longer than `freshFor` are not counted (servers close idle
+/// keep-alive connections, Apache after 5 s). A wrong guess costs what it cost before: a busy core.
 struct ConnectionWarmth {
     static let freshFor: TimeInterval = 4
     /// At most this many idle connections per origin are remembered (libcurl's pool keeps a few per handle).
     static let maxRemembered = 16
 
-    private var idle: [String: [TimeInterval]] = [:]
+    private var clean: [String: [TimeInterval]] = [:]
+    private var dirty: [String: [TimeInterval]] = [:]
 
     /// scheme://host:port, the unit of connection reuse.
     static func origin(of url: URL) -> String? {
@@ -33,20 +34,36 @@ struct ConnectionWarmth {
         return "\(scheme)://\(host):\(port)"
     }
 
-    /// A connection to `origin` went back to the pool now.
-    mutating func connectionIdle(_ origin: String, now: TimeInterval) {
-        var list = idle[origin, default: []].filter { now - $0 < Self.freshFor }
-        list.append(now)
-        if list.count > Self.maxRemembered { list.removeFirst(list.count - Self.maxRemembered) }
-        idle[origin] = list
+    /// A task ended; `origin` when its connection went back to the pool; `sessionIdle` when no other task runs.
+    mutating func taskEnded(leavingIdle origin: String?, sessionIdle: Bool, now: TimeInterval) {
+        if let origin {
+            Self.add(now, to: &dirty[origin, default: []], now: now)
+        }
+        guard sessionIdle else { return }
+        for (origin, times) in dirty {
+            for time in times { Self.add(time, to: &clean[origin, default: []], now: now) }
+        }
+        dirty.removeAll()
     }
 
-    /// Takes an idle connection for a transfer about to start; false: it would open a new one.
-    mutating func takeIdle(_ origin: String, now: TimeInterval) -> Bool {
-        var list = idle[origin, default: []].filter { now - $0 < Self.freshFor }
-        defer { idle[origin] = list.isEmpty ? nil : list }
+    private static func add(_ time: TimeInterval, to list: inout [TimeInterval], now: TimeInterval) {
+        list.removeAll { now - $0 >= freshFor }
+        list.append(time)
+        list.sort()
+        if list.count > maxRemembered { list.removeFirst(list.count - maxRemembered) }
+    }
+
+    /// Takes a clean idle connection for a transfer about to start; false: it would get another one.
+    mutating func takeClean(_ origin: String, now: TimeInterval) -> Bool {
+        var list = clean[origin, default: []].filter { now - $0 < Self.freshFor }
+        defer { clean[origin] = list.isEmpty ? nil : list }
         guard !list.isEmpty else { return false }
         list.removeLast()
+        // A dirty one may be picked by the pool instead of the clean one: count one fewer of those too.
+        if var others = dirty[origin], !others.isEmpty {
+            others.removeLast()
+            dirty[origin] = others
+        }
         return true
     }
 }
@@ -57,19 +74,21 @@ final class ConnectionPool: Sendable {
 
     private static var now: TimeInterval { Double(DispatchTime.now().uptimeNanoseconds) / 1e9 }
 
-    /// A task ended: its connection went back to the pool, unless it failed, was cancelled, or the
-    /// server said it would close it.
-    func taskEnded(_ task: URLSessionTask, error: Error?) {
-        guard error == nil, let http = task.response as? HTTPURLResponse, let url = http.url,
-              !(http.value(forHTTPHeaderField: "Connection")?.lowercased().contains("close") ?? false),
-              let origin = ConnectionWarmth.origin(of: url) else { return }
-        warmth.withLock { $0.connectionIdle(origin, now: Self.now) }
+    /// A task ended: its connection went back to the pool unless it failed, was cancelled, or the server
+    /// said it would close it. `sessionIdle`: no other task is registered with the session.
+    func taskEnded(_ task: URLSessionTask, error: Error?, sessionIdle: Bool) {
+        var origin: String?
+        if error == nil, let http = task.response as? HTTPURLResponse, let url = http.url,
+           !(http.value(forHTTPHeaderField: "Connection")?.lowercased().contains("close") ?? false) {
+            origin = ConnectionWarmth.origin(of: url)
+        }
+        warmth.withLock { $0.taskEnded(leavingIdle: origin, sessionIdle: sessionIdle, now: Self.now) }
     }
 
-    /// True when a transfer to `url` can start at once on a used connection; false: warm one up first.
-    func takeIdle(for url: URL) -> Bool {
-        guard let origin = ConnectionWarmth.origin(of: url) else { return true }
-        return warmth.withLock { $0.takeIdle(origin, now: Self.now) }
+    /// True when a transfer to `url` can start at once on a clean idle connection.
+    func takeClean(for url: URL) -> Bool {
+        guard let origin = ConnectionWarmth.origin(of: url) else { return false }
+        return warmth.withLock { $0.takeClean(origin, now: Self.now) }
     }
 }
 

@@ -15,6 +15,9 @@ final class SessionDelegate: NSObject, URLSessionDataDelegate, Sendable {
         self.hostHeaders = hostHeaders
     }
 
+    /// How many tasks are registered (created and not yet completed).
+    var registeredCount: Int { runs.withLock { $0.count } }
+
     func register(_ run: any TaskRun, for task: URLSessionTask) {
         runs.withLock { $0[task.taskIdentifier] = run }
     }
@@ -37,9 +40,10 @@ final class SessionDelegate: NSObject, URLSessionDataDelegate, Sendable {
     }
 
     func urlSession(_ session: URLSession, task: URLSessionTask, didCompleteWithError error: Error?) {
-        let run = runs.withLock { $0.removeValue(forKey: task.taskIdentifier) }
-        // A warm-up's connection is taken at once by the transfer it was made for.
-        if !(run is WarmUpRun) { pool.taskEnded(task, error: error) }
+        let (run, sessionIdle) = runs.withLock { ($0.removeValue(forKey: task.taskIdentifier), $0.isEmpty) }
+        // A warm-up's connection is taken at once by the transfer it was made for (which is registered
+        // already, so the session is never idle here when a warm-up ends).
+        if !(run is WarmUpRun) { pool.taskEnded(task, error: error, sessionIdle: sessionIdle) }
         run?.didComplete(error: error)
     }
 

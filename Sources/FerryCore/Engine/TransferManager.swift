@@ -690,25 +690,21 @@ public final class TransferManager: Sendable {
 
     /// How long a warm-up HEAD may take before the transfer starts anyway (on a new connection).
     static let warmUpTimeout: TimeInterval = 5
-    static let warmUpPause: TimeInterval = 0.02
 
-    /// Starts a download's task on a connection that served a request before: at once when one is idle
-    /// in the pool, else after a HEAD of the same URL has used a new one (see ConnectionWarmth: a
-    /// connection's first transfer keeps a core busy on Linux while it waits for data). Not for the
-    /// ranges of a segmented download: started together they burned a core with or without it.
+    /// Starts a download's task on a clean connection (see ConnectionWarmth: on Linux a connection whose
+    /// socket kept its write source keeps a core busy while it waits for data): at once when a clean one
+    /// is idle in the pool; after a HEAD of the same URL, alone in the session, has left one, when nothing
+    /// else runs; as it is otherwise. Not for the ranges of a segmented download, which start together.
     func startOnWarmConnection(_ task: URLSessionTask, _ spec: TransferSpec) -> Effect {
-        if delegate.pool.takeIdle(for: spec.url) { return { task.resume() } }
+        // A clean idle connection will do; with other tasks running a warm-up's connection would not stay
+        // clean (see ConnectionWarmth), so then the task starts as it is. `task` itself is registered.
+        if delegate.pool.takeClean(for: spec.url) || delegate.registeredCount > 1 { return { task.resume() } }
         return { [self] in
             let head = session.dataTask(with: RequestHeaders.request(
                 for: spec, method: "HEAD", userAgent: configuration.userAgent,
                 timeout: min(configuration.idleTimeout, Self.warmUpTimeout), hostHeaders: configuration.hostHeaders))
             let queue = delegateQueue
-            // Started the moment the HEAD ends, the transfer can meet the HEAD's socket sources still being torn
-            // down and get a write source after all (measured: two downloads at once burned 3 CPU-s without
-            // this pause, 0.07 with it).
-            delegate.register(WarmUpRun {
-                DispatchQueue.global().asyncAfter(deadline: .now() + Self.warmUpPause) { queue.callingIntoSession { task.resume() } }
-            }, for: head)
+            delegate.register(WarmUpRun { queue.callingIntoSession { task.resume() } }, for: head)
             head.resume()
         }
     }
