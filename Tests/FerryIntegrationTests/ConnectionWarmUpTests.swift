@@ -65,4 +65,18 @@ import TestHTTPServer
         #expect(server.requests("/flaky.bin").count == 1)
         #expect(server.headRequests("/flaky.bin").count == 1)
     }
+
+    @Test func aWarmUpThatGetsNoAnswerGivesWayAfterItsTimeout() async throws {
+        // A server that never answers HEAD: the download starts anyway, after TransferManager.warmUpTimeout.
+        let body = Resource.randomBytes(count: 100_000, seed: 97)
+        server.route("/nohead.bin", .serve(Resource(body: body)))
+        server.routeHead("/nohead.bin", .hang)
+        let manager = try TransferManager(configuration: testConfiguration())
+        defer { manager.shutdown() }
+        let id = manager.add(TransferSpec(download: server.url("/nohead.bin"), directory: dir.path))
+        try await finish(manager, [id])
+        #expect(manager.snapshot(of: id)?.state == .completed)
+        #expect(dir.contents("nohead.bin") == body)
+        #expect(server.requests("/nohead.bin").count == 1)
+    }
 }

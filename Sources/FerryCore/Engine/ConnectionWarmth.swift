@@ -93,7 +93,7 @@ final class ConnectionPool: Sendable {
 }
 
 /// A warm-up: a HEAD whose only purpose is to leave a used connection in the pool. Its answer is ignored;
-/// when it ends, however it ends, `then` starts the transfer it was made for.
+/// when it ends, however it ends, or when it takes too long, `then` starts the transfer it was made for.
 final class WarmUpRun: TaskRun {
     private let then: @Sendable () -> Void
     private let fired = Atomic<Bool>(false)
@@ -108,6 +108,14 @@ final class WarmUpRun: TaskRun {
     func didReceive(data: Data) {}
 
     func didComplete(error: Error?) {
-        if !fired.exchange(true, ordering: .relaxed) { then() }
+        start()
+    }
+
+    /// Starts the transfer now if the HEAD's end has not (the HEAD took too long). True when it did.
+    @discardableResult
+    func start() -> Bool {
+        guard !fired.exchange(true, ordering: .relaxed) else { return false }
+        then()
+        return true
     }
 }

@@ -702,10 +702,16 @@ public final class TransferManager: Sendable {
         return { [self] in
             let head = session.dataTask(with: RequestHeaders.request(
                 for: spec, method: "HEAD", userAgent: configuration.userAgent,
-                timeout: min(configuration.idleTimeout, Self.warmUpTimeout), hostHeaders: configuration.hostHeaders))
+                timeout: configuration.idleTimeout, hostHeaders: configuration.hostHeaders))
             let queue = delegateQueue
-            delegate.register(WarmUpRun { queue.callingIntoSession { task.resume() } }, for: head)
+            let warmUp = WarmUpRun { queue.callingIntoSession { task.resume() } }
+            delegate.register(warmUp, for: head)
             head.resume()
+            // The session's idle timeout is the only one URLSession applies on Linux (a request's own
+            // timeoutInterval is not), so a HEAD that gets no answer is given up here.
+            timerQueue.asyncAfter(deadline: .now() + Self.warmUpTimeout) {
+                if warmUp.start() { BoundedDelegateQueue.cancel(head) }
+            }
         }
     }
 
