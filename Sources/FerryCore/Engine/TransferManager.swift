@@ -74,6 +74,9 @@ public final class TransferManager: Sendable {
 
     struct Core {
         var order: [TransferID] = []
+        /// The items in `order`'s order (the same objects as in `items`): walks over the queue need no lookups.
+        /// Changed only where `order` is: adopt, remove, move.
+        var queue: [Item] = []
         var items: [TransferID: Item] = [:]
         var nextID: Int64 = 1
         /// The highest id seen when loading or scanning the store for items other processes added.
@@ -180,6 +183,7 @@ public final class TransferManager: Sendable {
         if let name = stored.fileName, !item.state.isTerminal { names.adopt(directory: stored.spec.directory, name: name) }
         core.items[item.id] = item
         core.order.append(item.id)
+        core.queue.append(item)
         core.nextID = max(core.nextID, stored.id.rawValue + 1)
     }
 
@@ -310,6 +314,7 @@ public final class TransferManager: Sendable {
             var effects: [Effect] = []
             for task in item.allTasks { effects.append { BoundedDelegateQueue.cancel(task) } }
             core.order.removeAll { $0 == id }
+            core.queue.removeAll { $0 === item }
             core.removed.insert(id)
             core.removedNow.insert(id)
             core.orderChanged = true
@@ -330,6 +335,7 @@ public final class TransferManager: Sendable {
         mutate { core in
             guard let index = core.order.firstIndex(of: id) else { return ((), []) }
             core.order.remove(at: index)
+            let moved = core.queue.remove(at: index)
             let target: Int
             switch direction {
             case .up: target = max(0, index - 1)
@@ -338,6 +344,7 @@ public final class TransferManager: Sendable {
             case .bottom: target = core.order.count
             }
             core.order.insert(id, at: target)
+            core.queue.insert(moved, at: target)
             core.orderChanged = true
             core.version &+= 1
             return ((), self.pump(&core))
@@ -369,8 +376,7 @@ public final class TransferManager: Sendable {
             var totals = QueueTotals()
             var items: [TransferSnapshot] = []
             items.reserveCapacity(core.order.count)
-            for id in core.order {
-                guard let item = core.items[id] else { continue }
+            for item in core.queue {
                 let snap = self.snapshot(of: item)
                 totals.count[item.state, default: 0] += 1
                 if item.state == .running, let rate = snap.bytesPerSecond {
@@ -430,14 +436,12 @@ public final class TransferManager: Sendable {
         let (effects, waiting) = core.withLock { core -> ([Effect], Bool) in
             core.shuttingDown = true
             var effects: [Effect] = []
-            for id in core.order {
-                guard let item = core.items[id] else { continue }
+            for item in core.queue {
                 if item.state == .waiting { item.state = .queued; item.nextRetryAt = nil }
                 if item.busy, !item.finishing {
                     item.stopIntent = .shutdown
                     for task in item.allTasks { effects.append { BoundedDelegateQueue.cancel(task) } }
                 }
-                core.items[id] = item
             }
             let busy = core.items.values.contains { $0.busy || $0.finishing }
             if busy { core.shutdownSignal = signal }
@@ -577,11 +581,8 @@ public final class TransferManager: Sendable {
     /// Runs on every change: no copy of the queue, and the walk in queue order stops at the caps.
     /// (A function of its own so that nothing holds `core.items` while `launch` mutates it.)
     private static func startable(_ core: Core) -> [TransferID] {
-        let holders = core.items.values.lazy.filter { $0.holdsSlot || $0.finishing }.map(\.host)
-        let ready = core.order.lazy.compactMap { id -> (TransferID, String)? in
-            guard let item = core.items[id], item.state == .queued, !item.busy, !item.finishing else { return nil }
-            return (id, item.host)
-        }
+        let holders = core.queue.lazy.filter { $0.holdsSlot || $0.finishing }.map(\.host)
+        let ready = core.queue.lazy.filter { $0.state == .queued && !$0.busy && !$0.finishing }.map { ($0.id, $0.host) }
         return Scheduler.pick(slotHolders: holders, ready: ready, maxConcurrent: core.maxConcurrent, maxPerHost: core.maxPerHost)
     }
 
@@ -928,8 +929,7 @@ public final class TransferManager: Sendable {
         let due = core.withLock { core -> (checkpoints: [(TransferID, Int64)], records: [StoredTransfer], runs: [any TaskRun])? in
             var anyRunning = false
             var moved = false
-            for id in core.order {
-                guard let item = core.items[id], item.state == .running, item.busy else { continue }
+            for item in core.queue where item.state == .running && item.busy {
                 anyRunning = true
                 let done = Self.currentBytes(item)
                 if done != item.bytesDone { moved = true }
@@ -940,7 +940,6 @@ public final class TransferManager: Sendable {
                     item.rateHistory.append(item.rate.bytesPerSecond ?? 0)
                     if item.rateHistory.count > Self.rateHistoryLength { item.rateHistory.removeFirst() }
                 }
-                core.items[id] = item
             }
             if moved { core.version &+= 1 }
             if !anyRunning, !core.items.values.contains(where: { $0.finishing }) {
