@@ -16,11 +16,7 @@ import TestHTTPServer
     }
 
     func probeCPU(_ mode: String, _ path: String) async throws -> Int {
-        let result = try await runFerry([mode, server.url(path).absoluteString], executable: "DelegateQueueProbe")
-        #expect(result.status == 0, "\(result.stderr)")
-        print("DelegateQueueProbe \(mode): \(result.stdout)", terminator: "")
-        let field = result.stdout.split(whereSeparator: \.isWhitespace).first { $0.hasPrefix("cpums=") }
-        return Int(field?.dropFirst("cpums=".count) ?? "") ?? -1
+        try await runProbe([mode, server.url(path).absoluteString])["cpums"] ?? -1
     }
 
     @Test func aConnectionsFirstTransferBurnsCPUWhileItWaitsAndAReusedOneDoesNot() async throws {

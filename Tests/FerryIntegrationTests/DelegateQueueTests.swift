@@ -9,7 +9,7 @@ import TestHTTPServer
 /// a process share one socket thread, so the engines of the other tests would take part in the measure.
 @Suite struct DelegateQueueTests {
     struct Probe {
-        var peak = 0, bytes = 0, error = 0, limit = 0, timedOut = 0
+        var peak = 0, bytes = 0, error = 0, limit = 0
     }
 
     let server: TestHTTPServer
@@ -24,23 +24,9 @@ import TestHTTPServer
     }
 
     func probe(_ mode: String, _ path: String = "/file.bin") async throws -> Probe {
-        let result = try await runFerry([mode, server.url(path).absoluteString], executable: "DelegateQueueProbe")
-        #expect(result.status == 0, "\(result.stderr)")
-        print("DelegateQueueProbe \(mode): \(result.stdout)", terminator: "")
-        var probe = Probe()
-        for field in result.stdout.split(whereSeparator: \.isWhitespace) {
-            let pair = field.split(separator: "=")
-            guard pair.count == 2, let value = Int(pair[1]) else { continue }
-            switch pair[0] {
-            case "peak": probe.peak = value
-            case "bytes": probe.bytes = value
-            case "error": probe.error = value
-            case "limit": probe.limit = value
-            case "timedout": probe.timedOut = value
-            default: break
-            }
-        }
-        return probe
+        let fields = try await runProbe([mode, server.url(path).absoluteString])
+        return Probe(peak: fields["peak"] ?? 0, bytes: fields["bytes"] ?? 0, error: fields["error"] ?? 0,
+                     limit: fields["limit"] ?? 0)
     }
 
     @Test func aPlainDelegateQueueGrowsWithoutBoundWhenTheDelegateIsSlow() async throws {

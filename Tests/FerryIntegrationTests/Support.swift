@@ -138,6 +138,19 @@ final class DataReader: @unchecked Sendable {
 
 func ferryExecutable() -> URL { builtExecutable("ferry") }
 
+/// Runs Tests/DelegateQueueProbe (a URLSession alone in a process) and reads the `name=number` fields it prints.
+func runProbe(_ arguments: [String]) async throws -> [String: Int] {
+    let result = try await runFerry(arguments, executable: "DelegateQueueProbe")
+    #expect(result.status == 0, "\(result.stderr)")
+    print("DelegateQueueProbe \(arguments[0]): \(result.stdout)", terminator: "")
+    var fields: [String: Int] = [:]
+    for field in result.stdout.split(whereSeparator: \.isWhitespace) {
+        let pair = field.split(separator: "=")
+        if pair.count == 2, let value = Int(pair[1]) { fields[String(pair[0])] = value }
+    }
+    return fields
+}
+
 /// An executable of this package, built next to the test bundle.
 func builtExecutable(_ name: String) -> URL {
     let candidates = [

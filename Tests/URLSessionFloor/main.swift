@@ -12,7 +12,6 @@ import Synchronization
 // URLSession; the gap between this row and ferry's is what ferry itself costs.
 //   URLSessionFloor get URL...            data tasks, bytes discarded, at most -j at once
 //   URLSessionFloor get -j N -i LIST      the same for every URL in LIST (one per line)
-//   URLSessionFloor get --warm ...        first a HEAD of each of the first N URLs, all at once, then the gets
 //   URLSessionFloor put FILE URL          a PUT whose body is FILE, streamed with Content-Length
 //   URLSessionFloor form FILE URL         a multipart POST of FILE (field "file") plus note=bench
 
@@ -120,12 +119,10 @@ let done = DispatchSemaphore(value: 0)
 switch mode {
 case "get":
     var concurrency = 1
-    var warm = false
     var urls: [URL] = []
     while let argument = arguments.first {
         arguments.removeFirst()
         switch argument {
-        case "--warm": warm = true
         case "-j": concurrency = arguments.isEmpty ? 0 : Int(arguments.removeFirst()) ?? 0
         case "-i":
             guard let path = arguments.first, let list = try? String(contentsOfFile: path, encoding: .utf8) else { fail("-i needs a readable file") }
@@ -146,17 +143,6 @@ case "get":
         var request = URLRequest(url: url)
         request.setValue("identity", forHTTPHeaderField: "Accept-Encoding")
         s.dataTask(with: request).resume()
-    }
-    if warm {
-        // A connection's first transfer keeps a write source armed in corelibs (a busy loop while the
-        // connection waits for data); a connection used once before is watched for reading only.
-        let heads = Array(urls.prefix(concurrency))
-        for url in heads {
-            var request = URLRequest(url: url)
-            request.httpMethod = "HEAD"
-            s.dataTask(with: request).resume()
-        }
-        for _ in heads { done.wait() }
     }
     for _ in 0..<concurrency { startNext() }
     for _ in urls {

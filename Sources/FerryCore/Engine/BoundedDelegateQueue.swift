@@ -26,12 +26,12 @@ package final class BoundedDelegateQueue: OperationQueue, @unchecked Sendable {
     package let maxWait: TimeInterval
     // One lock and one count of calls for every instance: the work queues of all sessions in a process
     // share one serial target on Linux, so a call into any session can need the thread waiting in any queue.
-    // The condition guards `sessionCalls` and each instance's `pending`, `waiting` and `peak`.
+    // The condition guards `sessionCalls`, `waiters` and each instance's `pending`, `peak` and `timedOut`.
     private static let condition = NSCondition()
     nonisolated(unsafe) private static var sessionCalls = 0
+    nonisolated(unsafe) private static var waiters = 0
     private var condition: NSCondition { Self.condition }
     private var pending = 0
-    private var waiting = 0
     private var peak = 0
     private var timedOut = 0
 
@@ -58,18 +58,18 @@ package final class BoundedDelegateQueue: OperationQueue, @unchecked Sendable {
     }
 
     override package func addOperation(_ block: @escaping @Sendable () -> Void) {
-        let fromThisQueue = OperationQueue.current === self
         condition.lock()
-        if !fromThisQueue, pending >= limit {
+        // Per chunk, so the full-queue case alone pays for finding out which queue is calling.
+        if pending >= limit, OperationQueue.current !== self {
             let deadline = Date(timeIntervalSinceNow: maxWait)
-            waiting += 1
+            Self.waiters += 1
             while pending >= limit, Self.sessionCalls == 0 {
                 if !condition.wait(until: deadline) {
                     timedOut += 1
                     break
                 }
             }
-            waiting -= 1
+            Self.waiters -= 1
         }
         pending += 1
         peak = max(peak, pending)
@@ -78,7 +78,7 @@ package final class BoundedDelegateQueue: OperationQueue, @unchecked Sendable {
             block()
             condition.lock()
             pending -= 1
-            if waiting > 0, pending < limit { condition.broadcast() }
+            if Self.waiters > 0, pending < limit { condition.broadcast() }
             condition.unlock()
         }
     }
@@ -88,7 +88,7 @@ package final class BoundedDelegateQueue: OperationQueue, @unchecked Sendable {
     package func callingIntoSession<T>(_ body: () throws -> T) rethrows -> T {
         condition.lock()
         Self.sessionCalls += 1
-        condition.broadcast()
+        if Self.waiters > 0 { condition.broadcast() }
         condition.unlock()
         defer {
             condition.lock()

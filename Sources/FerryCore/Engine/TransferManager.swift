@@ -73,9 +73,7 @@ public final class TransferManager: Sendable {
     }
 
     struct Core {
-        var order: [TransferID] = []
-        /// The items in `order`'s order (the same objects as in `items`): walks over the queue need no lookups.
-        /// Changed only where `order` is: adopt, remove, move.
+        /// The items in the user's order (the same objects as in `items`): walks over the queue need no lookups.
         var queue: [Item] = []
         var items: [TransferID: Item] = [:]
         var nextID: Int64 = 1
@@ -182,7 +180,6 @@ public final class TransferManager: Sendable {
         item.segments = stored.segments
         if let name = stored.fileName, !item.state.isTerminal { names.adopt(directory: stored.spec.directory, name: name) }
         core.items[item.id] = item
-        core.order.append(item.id)
         core.queue.append(item)
         core.nextID = max(core.nextID, stored.id.rawValue + 1)
     }
@@ -208,7 +205,7 @@ public final class TransferManager: Sendable {
             stored = core.withLock { core in
                 specs.map { spec in
                     defer { core.nextID += 1 }
-                    return StoredTransfer(id: TransferID(core.nextID), position: core.order.count, spec: spec)
+                    return StoredTransfer(id: TransferID(core.nextID), position: core.queue.count, spec: spec)
                 }
             }
         }
@@ -313,7 +310,6 @@ public final class TransferManager: Sendable {
             guard let item = core.items.removeValue(forKey: id) else { return ((), []) }
             var effects: [Effect] = []
             for task in item.allTasks { effects.append { BoundedDelegateQueue.cancel(task) } }
-            core.order.removeAll { $0 == id }
             core.queue.removeAll { $0 === item }
             core.removed.insert(id)
             core.removedNow.insert(id)
@@ -333,17 +329,15 @@ public final class TransferManager: Sendable {
     /// Moves an item in the user's queue order.
     public func move(_ id: TransferID, _ direction: QueueMove) {
         mutate { core in
-            guard let index = core.order.firstIndex(of: id) else { return ((), []) }
-            core.order.remove(at: index)
+            guard let index = core.queue.firstIndex(where: { $0.id == id }) else { return ((), []) }
             let moved = core.queue.remove(at: index)
             let target: Int
             switch direction {
             case .up: target = max(0, index - 1)
-            case .down: target = min(core.order.count, index + 1)
+            case .down: target = min(core.queue.count, index + 1)
             case .top: target = 0
-            case .bottom: target = core.order.count
+            case .bottom: target = core.queue.count
             }
-            core.order.insert(id, at: target)
             core.queue.insert(moved, at: target)
             core.orderChanged = true
             core.version &+= 1
@@ -375,7 +369,7 @@ public final class TransferManager: Sendable {
         core.withLock { core in
             var totals = QueueTotals()
             var items: [TransferSnapshot] = []
-            items.reserveCapacity(core.order.count)
+            items.reserveCapacity(core.queue.count)
             for item in core.queue {
                 let snap = self.snapshot(of: item)
                 totals.count[item.state, default: 0] += 1
@@ -478,7 +472,7 @@ public final class TransferManager: Sendable {
                 TransferEvent(id: $0.id, state: $0.state, snapshot: self.snapshot(of: $0))
             }
             core.changed.removeAll()
-            let order = core.orderChanged ? core.order : nil
+            let order = core.orderChanged ? core.queue.map(\.id) : nil
             core.orderChanged = false
             let records = items.map(Self.record)
             if !records.isEmpty || order != nil { self.enqueueStoreWrite(records, order: order) }

@@ -100,7 +100,7 @@ public final class SQLiteQueueStore: QueueStore {
                 try db.execute(sql: """
                     INSERT INTO transfer (position, direction, url, spec, state, createdAt, updatedAt)
                     VALUES (?, ?, ?, ?, 'queued', ?, ?)
-                    """, arguments: [position, spec.direction.rawValue, spec.url.absoluteString, try Self.json(spec), now, now])
+                    """, arguments: [position, spec.direction.rawValue, spec.url.absoluteString, try json(spec), now, now])
                 let id = TransferID(db.lastInsertedRowID)
                 try db.execute(sql: "INSERT INTO event (transferId, at, state, message) VALUES (?, ?, 'queued', 'added')",
                                arguments: [id.rawValue, now])
@@ -199,13 +199,11 @@ public final class SQLiteQueueStore: QueueStore {
         }
     }
 
+    /// Every caller runs inside `pool.write`, so the one encoder is never used by two threads at once.
     private func json<T: Encodable>(_ value: T) throws -> String {
         String(decoding: try encoder.encode(value), as: UTF8.self)
     }
 
-    private static func json<T: Encodable>(_ value: T) throws -> String {
-        String(decoding: try JSONEncoder().encode(value), as: UTF8.self)
-    }
 
     private static func decode(_ row: Row) throws -> StoredTransfer {
         let specText: String = row["spec"]
