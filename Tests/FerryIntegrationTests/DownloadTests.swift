@@ -363,4 +363,65 @@ import TestHTTPServer
         #expect(manager.snapshot(of: id)?.state == .completed)
         #expect(dir.files() == ["file.txt"])
     }
+
+    // The scheduler's walks start after the settled head of the queue (finished items, nothing in flight);
+    // these two pin the cases that must bring an item back into the walk.
+
+    @Test func aFailedItemAtTheHeadOfAFinishedQueueRunsAgainWhenRetried() async throws {
+        let body = Resource.randomBytes(count: 64 << 10, seed: 41)
+        server.route("/first.bin", [.status(404), .serve(Resource(body: body))])
+        server.route("/second.bin", .serve(Resource(body: body)))
+        server.route("/third.bin", .serve(Resource(body: body)))
+        let manager = try TransferManager(configuration: testConfiguration(maxConcurrent: 1))
+        defer { manager.shutdown() }
+        let first = download("/first.bin", manager: manager)
+        let second = download("/second.bin", manager: manager)
+        try await finish(manager, [first, second])
+        #expect(manager.snapshot(of: first)?.state == .failed)
+        // One more change walks the queue past both finished items.
+        try await finish(manager, [download("/third.bin", manager: manager)])
+        manager.retry(first)
+        try await finish(manager, [first])
+        #expect(manager.snapshot(of: first)?.state == .completed)
+        #expect(dir.contents("first.bin") == body)
+    }
+
+    @Test func anItemMovedToTheTopOfAQueueWithFinishedItemsStartsNext() async throws {
+        let body = Resource.randomBytes(count: 64 << 10, seed: 42)
+        for name in ["a", "b", "d", "e"] { server.route("/\(name).bin", .serve(Resource(body: body))) }
+        server.route("/c.bin", .serve(Resource(body: Resource.randomBytes(count: 4 << 20, seed: 43)),
+                                      ServeOptions(bytesPerSecond: 2 << 20)))
+        let manager = try TransferManager(configuration: testConfiguration(maxConcurrent: 1))
+        defer { manager.shutdown() }
+        let a = download("/a.bin", manager: manager)
+        let b = download("/b.bin", manager: manager)
+        try await finish(manager, [a, b])
+        let c = download("/c.bin", manager: manager)
+        let d = download("/d.bin", manager: manager)
+        let e = download("/e.bin", manager: manager)
+        try await eventually("c running") { manager.snapshot(of: c)?.state == .running }
+        manager.move(e, .top)  // ahead of the two finished items as well
+        try await finish(manager, [c, d, e])
+        let eStarted = try #require(manager.snapshot(of: e)?.attempts.first?.startedAt)
+        let dStarted = try #require(manager.snapshot(of: d)?.attempts.first?.startedAt)
+        #expect(eStarted < dStarted)
+        #expect(manager.snapshot(of: e)?.state == .completed)
+    }
+
+    @Test func changesWaitingForTheStoreAreWrittenAtShutdown() async throws {
+        // In a burst the engine writes to the store at most once per interval; what waits when the
+        // transfers end must reach the store at shutdown, not after it.
+        let body = Resource.randomBytes(count: 16 << 10, seed: 44)
+        for index in 0..<10 { server.route("/burst/\(index).bin", .serve(Resource(body: body))) }
+        let path = dir.path + "/queue.sqlite"
+        var configuration = testConfiguration()
+        configuration.storeWriteInterval = .seconds(60)
+        let manager = try TransferManager(configuration: configuration, store: SQLiteQueueStore(path: path))
+        let ids = (0..<10).map { download("/burst/\($0).bin", manager: manager) }
+        try await finish(manager, Set(ids))
+        manager.shutdown()
+        let stored = try SQLiteQueueStore(path: path).loadAll()
+        #expect(stored.count == 10)
+        #expect(stored.allSatisfy { $0.state == .completed && $0.savedPath != nil })
+    }
 }

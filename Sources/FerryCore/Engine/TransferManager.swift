@@ -66,6 +66,10 @@ public final class TransferManager: Sendable {
         var segmentFallback = false
 
         var holdsSlot: Bool { state == .running || busy }
+        /// Neither holds a slot nor waits for one, and will not until a command changes its state.
+        var settled: Bool { state.isTerminal && !busy && !finishing }
+        /// Counted in the queue's settled prefix (see `Core.settledPrefix`).
+        var inSettledPrefix = false
         /// An attempt (or a segment's) is still in flight or draining.
         var busy: Bool { run != nil || !segmentRuns.isEmpty }
         /// Every task this item has running now.
@@ -95,6 +99,20 @@ public final class TransferManager: Sendable {
         /// Removed by the mutation under way (their waiters count them as finished).
         var removedNow: Set<TransferID> = []
         var shutdownSignal: DispatchSemaphore?
+        /// How many items at the head of `queue` are settled (finished, nothing in flight): the scheduler's
+        /// walks start after them, so a long queue of finished files costs nothing per change. It only grows
+        /// as the scheduler walks; it goes back to 0 when the queue's order changes or an item in it is
+        /// changed so that it is settled no more (a retry of a failed file).
+        var settledPrefix = 0
+
+        /// After changes (`changed`): an item of the settled prefix that is settled no more starts it over.
+        mutating func recheckSettledPrefix() {
+            for id in changed {
+                guard let item = items[id], item.inSettledPrefix, !item.settled else { continue }
+                item.inSettledPrefix = false
+                settledPrefix = 0
+            }
+        }
 
         mutating func touch(_ id: TransferID) {
             changed.insert(id)
@@ -107,6 +125,8 @@ public final class TransferManager: Sendable {
         var sequence: [TransferID] = []
         var order: [TransferID]?
         var scheduled = false
+        /// When the last write began: the next waits until `storeWriteInterval` after it.
+        var lastWrite: ContinuousClock.Instant?
     }
 
     /// Callbacks queued for the delegate before URLSession's socket thread has to wait: 128 chunks of at
@@ -210,6 +230,12 @@ public final class TransferManager: Sendable {
             }
         }
         return mutate { core in
+            // The store gave these ids in one transaction, so together; when the last scan reached the one just
+            // before them, the next need not read them back (a thousand rows for `-i list`).
+            if storeError == nil, let first = stored.first?.id, let last = stored.last?.id,
+               core.scannedThrough.rawValue == first.rawValue - 1 {
+                core.scannedThrough = last
+            }
             for record in stored {
                 Self.adopt(record, into: &core, names: names)
                 core.items[record.id]?.lastError = storeError
@@ -311,6 +337,7 @@ public final class TransferManager: Sendable {
             var effects: [Effect] = []
             for task in item.allTasks { effects.append { BoundedDelegateQueue.cancel(task) } }
             core.queue.removeAll { $0 === item }
+            core.settledPrefix = 0
             core.removed.insert(id)
             core.removedNow.insert(id)
             core.orderChanged = true
@@ -339,6 +366,7 @@ public final class TransferManager: Sendable {
             case .bottom: target = core.queue.count
             }
             core.queue.insert(moved, at: target)
+            core.settledPrefix = 0
             core.orderChanged = true
             core.version &+= 1
             return ((), self.pump(&core))
@@ -446,7 +474,8 @@ public final class TransferManager: Sendable {
         delegateQueue.callingIntoSession { effects.forEach { $0() } }
         if waiting { _ = signal.wait(timeout: .now() + timeout) }
         checkpointAll()
-        storeQueue.sync {}
+        // A write waiting for its interval would come too late: take what is pending now.
+        storeQueue.sync { writePending() }
         eventQueue.sync {}
         delegateQueue.callingIntoSession { session.invalidateAndCancel() }
     }
@@ -465,6 +494,7 @@ public final class TransferManager: Sendable {
         let (result, effects, events, finished) = core.withLock {
             core -> (R, [Effect], [TransferEvent], [CheckedContinuation<Void, Never>]) in
             let (result, effects) = body(&core)
+            core.recheckSettledPrefix()
             let changed = core.changed
             let items = changed.sorted().compactMap { core.items[$0] }
             // Snapshots only for a listener; the store gets records either way.
@@ -503,15 +533,27 @@ public final class TransferManager: Sendable {
             return !pending.scheduled
         }
         guard schedule else { return }
-        let store = self.store
-        storeQueue.async {
-            let (records, order) = self.pendingWrites.withLock { pending -> ([StoredTransfer], [TransferID]?) in
-                defer { pending = PendingWrites() }
-                return (pending.sequence.compactMap { pending.records[$0] }, pending.order)
-            }
-            try? store.save(records)
-            if let order { try? store.saveOrder(order) }
+        let wait = pendingWrites.withLock { pending -> Duration in
+            guard let last = pending.lastWrite else { return .zero }
+            return max(.zero, configuration.storeWriteInterval - (ContinuousClock.now - last))
         }
+        if wait == .zero {
+            storeQueue.async { self.writePending() }
+        } else {
+            let (seconds, attoseconds) = wait.components
+            let nanoseconds = Int(seconds) * 1_000_000_000 + Int(attoseconds / 1_000_000_000)
+            storeQueue.asyncAfter(deadline: .now() + .nanoseconds(nanoseconds)) { self.writePending() }
+        }
+    }
+
+    /// Writes whatever changes are pending (none when an earlier call took them). On the store queue.
+    private func writePending() {
+        let (records, order) = pendingWrites.withLock { pending -> ([StoredTransfer], [TransferID]?) in
+            defer { pending = PendingWrites(lastWrite: ContinuousClock.now) }
+            return (pending.sequence.compactMap { pending.records[$0] }, pending.order)
+        }
+        if !records.isEmpty { try? store.save(records) }
+        if let order { try? store.saveOrder(order) }
     }
 
     /// What the store keeps of an item. Its place in the queue is not part of it: saveOrder writes positions.
@@ -563,7 +605,7 @@ public final class TransferManager: Sendable {
     func pump(_ core: inout Core) -> [Effect] {
         guard !core.shuttingDown else { return [] }
         var effects: [Effect] = []
-        for id in Self.startable(core) {
+        for id in Self.startable(&core) {
             effects += launch(id, &core)
         }
         if core.sampler == nil, core.items.values.contains(where: { $0.state == .running }) {
@@ -572,11 +614,20 @@ public final class TransferManager: Sendable {
         return effects
     }
 
-    /// Runs on every change: no copy of the queue, and the walk in queue order stops at the caps.
-    /// (A function of its own so that nothing holds `core.items` while `launch` mutates it.)
-    private static func startable(_ core: Core) -> [TransferID] {
-        let holders = core.queue.lazy.filter { $0.holdsSlot || $0.finishing }.map(\.host)
-        let ready = core.queue.lazy.filter { $0.state == .queued && !$0.busy && !$0.finishing }.map { ($0.id, $0.host) }
+    /// Runs on every change: no copy of the queue, the walk in queue order starts after the settled head
+    /// of the queue and stops at the caps. (A function of its own so that nothing holds `core.items` while
+    /// `launch` mutates it.)
+    private static func startable(_ core: inout Core) -> [TransferID] {
+        core.recheckSettledPrefix()
+        assert(core.queue.prefix(core.settledPrefix).allSatisfy { $0.settled && $0.inSettledPrefix },
+               "the settled prefix holds an item that may run")
+        while core.settledPrefix < core.queue.count, core.queue[core.settledPrefix].settled {
+            core.queue[core.settledPrefix].inSettledPrefix = true
+            core.settledPrefix += 1
+        }
+        let open = core.queue[core.settledPrefix...]
+        let holders = open.lazy.filter { $0.holdsSlot || $0.finishing }.map(\.host)
+        let ready = open.lazy.filter { $0.state == .queued && !$0.busy && !$0.finishing }.map { ($0.id, $0.host) }
         return Scheduler.pick(slotHolders: holders, ready: ready, maxConcurrent: core.maxConcurrent, maxPerHost: core.maxPerHost)
     }
 
@@ -920,7 +971,7 @@ public final class TransferManager: Sendable {
 
     private func sample() {
         let now = Double(DispatchTime.now().uptimeNanoseconds) / 1e9
-        let due = core.withLock { core -> (checkpoints: [(TransferID, Int64)], records: [StoredTransfer], runs: [any TaskRun])? in
+        let due = core.withLock { core -> (checkpoints: [(TransferID, Int64)], runs: [any TaskRun])? in
             var anyRunning = false
             var moved = false
             for item in core.queue where item.state == .running && item.busy {
@@ -944,21 +995,21 @@ public final class TransferManager: Sendable {
             core.lastCheckpoint = now
             let busy = core.items.values.filter(\.busy)
             let runs: [any TaskRun] = busy.flatMap { item in (item.run.map { [$0] } ?? []) + item.segmentRuns.values.map { $0 } }
-            // Segmented downloads store which ranges are done; the others only a byte count.
+            // Segmented downloads store which ranges are done (what was flushed before now: a record never
+            // claims more than the file holds), queued under the lock like every record, so that it cannot
+            // overtake a newer one; the others only a byte count.
             let records = busy.filter { $0.segments != nil }.map(Self.record)
+            if !records.isEmpty { self.enqueueStoreWrite(records, order: nil) }
             let checkpoints = busy.filter { $0.segments == nil }.map { ($0.id, Self.currentBytes($0)) }
-            return (checkpoints, records, runs)
+            return (checkpoints, runs)
         }
         guard let due else { return }
         // Once a second: buffered bytes go to disk, then their count to the store.
         due.runs.forEach { $0.flushToDisk() }
-        if !due.checkpoints.isEmpty || !due.records.isEmpty {
+        if !due.checkpoints.isEmpty {
             let store = self.store
-            let (checkpoints, records) = (due.checkpoints, due.records)
-            storeQueue.async {
-                for (id, bytes) in checkpoints { try? store.checkpoint(id, bytesDone: bytes) }
-                for record in records { try? store.save(record) }
-            }
+            let checkpoints = due.checkpoints
+            storeQueue.async { for (id, bytes) in checkpoints { try? store.checkpoint(id, bytesDone: bytes) } }
         }
     }
 
