@@ -11,6 +11,8 @@ import Synchronization
 // delegate on a serial queue that does nothing but count. ferry cannot be faster than this with
 // URLSession; the gap between this row and ferry's is what ferry itself costs.
 //   URLSessionFloor get URL...            data tasks, bytes discarded, at most -j at once
+//   URLSessionFloor get -o FILE URL       one data task whose bytes go to FILE, each chunk written as it
+//                                         comes (write(2), no buffer): the floor of a client that keeps them
 //   URLSessionFloor get -j N -i LIST      the same for every URL in LIST (one per line)
 //   URLSessionFloor put FILE URL          a PUT whose body is FILE, streamed with Content-Length
 //   URLSessionFloor form FILE URL         a multipart POST of FILE (field "file") plus note=bench
@@ -20,14 +22,26 @@ final class Counter: NSObject, URLSessionDataDelegate, Sendable {
     let failures = Atomic<Int>(0)
     let finished: @Sendable () -> Void
     let stream: @Sendable () -> InputStream?
+    /// Where received bytes go (-1: nowhere).
+    let output: Int32
 
-    init(stream: @escaping @Sendable () -> InputStream? = { nil }, finished: @escaping @Sendable () -> Void) {
+    init(output: Int32 = -1, stream: @escaping @Sendable () -> InputStream? = { nil }, finished: @escaping @Sendable () -> Void) {
+        self.output = output
         self.stream = stream
         self.finished = finished
     }
 
     func urlSession(_ session: URLSession, dataTask: URLSessionDataTask, didReceive data: Data) {
         bytes.add(Int64(data.count), ordering: .relaxed)
+        guard output >= 0 else { return }
+        data.withUnsafeBytes { raw in
+            var offset = 0
+            while offset < raw.count {
+                let n = write(output, raw.baseAddress! + offset, raw.count - offset)
+                if n < 0 { if errno == EINTR { continue }; fail("cannot write: \(String(cString: strerror(errno)))") }
+                offset += n
+            }
+        }
     }
 
     func urlSession(_ session: URLSession, task: URLSessionTask, needNewBodyStream completionHandler: @escaping @Sendable (InputStream?) -> Void) {
@@ -120,10 +134,16 @@ switch mode {
 case "get":
     var concurrency = 1
     var urls: [URL] = []
+    var output: Int32 = -1
     while let argument = arguments.first {
         arguments.removeFirst()
         switch argument {
         case "-j": concurrency = arguments.isEmpty ? 0 : Int(arguments.removeFirst()) ?? 0
+        case "-o":
+            guard let path = arguments.first else { fail("-o needs a file") }
+            arguments.removeFirst()
+            output = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644)
+            guard output >= 0 else { fail("cannot open \(path): \(String(cString: strerror(errno)))") }
         case "-i":
             guard let path = arguments.first, let list = try? String(contentsOfFile: path, encoding: .utf8) else { fail("-i needs a readable file") }
             arguments.removeFirst()
@@ -134,9 +154,10 @@ case "get":
         }
     }
     guard concurrency > 0, !urls.isEmpty else { fail("get needs URLs and -j > 0") }
+    guard output < 0 || urls.count == 1 else { fail("-o takes one URL") }
     // At most `concurrency` tasks exist at once, as in an engine that starts one when one ends.
     let pending = Mutex(urls[...])
-    let counter = Counter(finished: { done.signal() })
+    let counter = Counter(output: output, finished: { done.signal() })
     let s = session(counter, connections: concurrency)
     let startNext: @Sendable () -> Void = {
         guard let url = pending.withLock({ $0.popFirst() }) else { return }
