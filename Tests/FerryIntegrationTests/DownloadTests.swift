@@ -415,7 +415,7 @@ import TestHTTPServer
         for index in 0..<10 { server.route("/burst/\(index).bin", .serve(Resource(body: body))) }
         let path = dir.path + "/queue.sqlite"
         var configuration = testConfiguration()
-        configuration.storeWriteInterval = .seconds(60)
+        configuration.storeWriteInterval = 60
         let manager = try TransferManager(configuration: configuration, store: SQLiteQueueStore(path: path))
         let ids = (0..<10).map { download("/burst/\($0).bin", manager: manager) }
         try await finish(manager, Set(ids))

@@ -24,7 +24,7 @@ public struct EngineConfiguration: Sendable, Equatable {
     /// (a thousand small files) the changes of each interval share one transaction instead of one each,
     /// which is most of what the store costs (a commit is ~15 WAL writes and ~10 lock calls). What is
     /// pending is written at shutdown.
-    public var storeWriteInterval: Duration = .milliseconds(20)
+    public var storeWriteInterval: TimeInterval = 0.02
 
     public init() {}
 }

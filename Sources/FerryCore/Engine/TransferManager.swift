@@ -126,7 +126,7 @@ public final class TransferManager: Sendable {
         var order: [TransferID]?
         var scheduled = false
         /// When the last write began: the next waits until `storeWriteInterval` after it.
-        var lastWrite: ContinuousClock.Instant?
+        var lastWrite: DispatchTime?
     }
 
     /// Callbacks queued for the delegate before URLSession's socket thread has to wait: 128 chunks of at
@@ -533,23 +533,18 @@ public final class TransferManager: Sendable {
             return !pending.scheduled
         }
         guard schedule else { return }
-        let wait = pendingWrites.withLock { pending -> Duration in
-            guard let last = pending.lastWrite else { return .zero }
-            return max(.zero, configuration.storeWriteInterval - (ContinuousClock.now - last))
-        }
-        if wait == .zero {
-            storeQueue.async { self.writePending() }
+        let due = pendingWrites.withLock { $0.lastWrite.map { $0 + configuration.storeWriteInterval } }
+        if let due, due > .now() {
+            storeQueue.asyncAfter(deadline: due) { self.writePending() }
         } else {
-            let (seconds, attoseconds) = wait.components
-            let nanoseconds = Int(seconds) * 1_000_000_000 + Int(attoseconds / 1_000_000_000)
-            storeQueue.asyncAfter(deadline: .now() + .nanoseconds(nanoseconds)) { self.writePending() }
+            storeQueue.async { self.writePending() }
         }
     }
 
     /// Writes whatever changes are pending (none when an earlier call took them). On the store queue.
     private func writePending() {
         let (records, order) = pendingWrites.withLock { pending -> ([StoredTransfer], [TransferID]?) in
-            defer { pending = PendingWrites(lastWrite: ContinuousClock.now) }
+            defer { pending = PendingWrites(lastWrite: .now()) }
             return (pending.sequence.compactMap { pending.records[$0] }, pending.order)
         }
         if !records.isEmpty { try? store.save(records) }

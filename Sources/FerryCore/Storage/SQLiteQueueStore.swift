@@ -21,10 +21,9 @@ public final class SQLiteQueueStore: QueueStore {
     private struct Known {
         var state: String
         var events: Int
-        /// The attempts last written and their JSON: most saves leave them as they were, and encoding is
-        /// the dearest part of a save.
-        var attempts: [Attempt]?
-        var attemptsJSON: String?
+        /// The attempts last written, with their JSON: most saves leave them as they were, and encoding
+        /// is the dearest part of a save.
+        var attempts: (value: [Attempt], json: String)?
     }
     private let known = Mutex<[Int64: Known]>([:])
     private let encoder = JSONEncoder()
@@ -108,7 +107,7 @@ public final class SQLiteQueueStore: QueueStore {
                 let id = TransferID(db.lastInsertedRowID)
                 try db.execute(sql: "INSERT INTO event (transferId, at, state, message) VALUES (?, ?, 'queued', 'added')",
                                arguments: [id.rawValue, now])
-                known.withLock { $0[id.rawValue] = Known(state: TransferState.queued.rawValue, events: 1, attempts: [], attemptsJSON: "[]") }
+                known.withLock { $0[id.rawValue] = Known(state: TransferState.queued.rawValue, events: 1, attempts: ([], "[]")) }
                 added.append(StoredTransfer(id: id, position: position, spec: spec))
                 position += 1
             }
@@ -136,15 +135,13 @@ public final class SQLiteQueueStore: QueueStore {
             for item in items {
                 let id = item.id.rawValue
                 var before = try written[id] ?? known.withLock({ $0[id] }) ?? Self.readKnown(db, id)
-                let attempts = try before.attempts == item.attempts ? before.attemptsJSON ?? json(item.attempts)
-                                                                     : json(item.attempts)
+                let attempts = try before.attempts.flatMap { $0.value == item.attempts ? $0.json : nil } ?? json(item.attempts)
                 try update.execute(arguments: [item.state.rawValue, item.fileName, item.savedPath, item.validators.etag,
                                                item.validators.lastModified, item.validators.totalLength, item.bytesDone,
                                                item.bytesExpected, item.retries, attempts, item.lastError,
                                                try item.segments.map { try json($0) }, now, id])
                 guard db.changesCount > 0 else { continue }  // removed meanwhile
-                before.attempts = item.attempts
-                before.attemptsJSON = attempts
+                before.attempts = (item.attempts, attempts)
                 if before.state != item.state.rawValue {
                     try event.execute(arguments: [id, now, item.state.rawValue, item.lastError])
                     before.state = item.state.rawValue
