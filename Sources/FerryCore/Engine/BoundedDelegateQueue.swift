@@ -98,12 +98,21 @@ package final class BoundedDelegateQueue: OperationQueue, @unchecked Sendable {
         return try body()
     }
 
-    /// Cancels `task` from any thread; on the delegate queue, with the backpressure lifted for the call.
+    /// Cancels `task` from any thread without waiting: the call is made on a queue of its own, with the
+    /// backpressure in place. `cancel()` (like `resume()`) waits for a block on the session's work queue, and
+    /// while a server sends faster than the socket thread reads, that block runs only after the rest of the
+    /// body of the transfer being read (see above): a caller that lifted the backpressure for that long let
+    /// the body pile up in memory (1.1 GiB for a 1 GiB file on loopback), and one on the delegate queue
+    /// stopped every transfer's callbacks meanwhile. Here the delegate queue keeps draining, so the socket
+    /// thread never waits for long, and the call lands when it can.
     package static func cancel(_ task: URLSessionTask) {
-        if let queue = OperationQueue.current as? BoundedDelegateQueue {
-            queue.callingIntoSession { task.cancel() }
-        } else {
-            task.cancel()
-        }
+        callQueue.async { task.cancel() }
     }
+
+    /// Resumes `task` from any thread without waiting, after every resume and cancel asked for before (see cancel).
+    package static func resume(_ task: URLSessionTask) {
+        callQueue.async { task.resume() }
+    }
+
+    private static let callQueue = DispatchQueue(label: "ferry.session-calls")
 }

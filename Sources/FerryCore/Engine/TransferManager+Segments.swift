@@ -113,7 +113,7 @@ extension TransferManager {
         delegate.register(run, for: task)
         item.segmentRuns[index] = run
         item.segmentTasks[index] = task
-        return [{ task.resume() }]
+        return [{ BoundedDelegateQueue.resume(task) }]
     }
 
     private func segmentFinished(_ id: TransferID, generation: Int, index: Int, token: Int,

@@ -660,7 +660,7 @@ public final class TransferManager: Sendable {
             core.items[id] = item
             core.touch(id)
             if item.spec.direction == .download { return [startOnWarmConnection(task, item.spec)] }
-            return [{ task.resume() }]
+            return [{ BoundedDelegateQueue.resume(task) }]
         }
     }
 
@@ -739,15 +739,14 @@ public final class TransferManager: Sendable {
     func startOnWarmConnection(_ task: URLSessionTask, _ spec: TransferSpec) -> Effect {
         // A clean idle connection will do; with other tasks running a warm-up's connection would not stay
         // clean (see ConnectionWarmth), so then the task starts as it is. `task` itself is registered.
-        if delegate.pool.takeClean(for: spec.url) || delegate.registeredCount > 1 { return { task.resume() } }
+        if delegate.pool.takeClean(for: spec.url) || delegate.registeredCount > 1 { return { BoundedDelegateQueue.resume(task) } }
         return { [self] in
             let head = session.dataTask(with: RequestHeaders.request(
                 for: spec, method: "HEAD", userAgent: configuration.userAgent,
                 timeout: configuration.idleTimeout, hostHeaders: configuration.hostHeaders))
-            let queue = delegateQueue
-            let warmUp = WarmUpRun { queue.callingIntoSession { task.resume() } }
+            let warmUp = WarmUpRun { BoundedDelegateQueue.resume(task) }
             delegate.register(warmUp, for: head)
-            head.resume()
+            BoundedDelegateQueue.resume(head)
             // The session's idle timeout is the only one URLSession applies on Linux (a request's own
             // timeoutInterval is not), so a HEAD that gets no answer is given up here.
             timerQueue.asyncAfter(deadline: .now() + Self.warmUpTimeout) {
