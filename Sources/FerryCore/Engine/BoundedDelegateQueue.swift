@@ -12,15 +12,17 @@ import FoundationNetworking
 ///
 /// The thread that waits here is the session's work queue, and most calls into the session (creating,
 /// resuming or cancelling a task) run a block on that queue and wait for it. A delegate callback making
-/// such a call while the queue is full would wait for the thread that waits for it. So every call into
-/// the session goes through `callingIntoSession`, and while one is under way nothing waits here; any
-/// call missed stalls for `maxWait` at most, never for ever. Callbacks added from the delegate queue
-/// itself never wait.
+/// such a call while the queue is full would wait for the thread that waits for it. So resumes and
+/// cancels go through `resume` and `cancel`, which make the call on a queue of their own without waiting;
+/// the other calls (creating a task, invalidating the session) go through `callingIntoSession`, and while
+/// one is under way nothing waits here; any call missed stalls for `maxWait` at most, never for ever.
+/// Callbacks added from the delegate queue itself never wait.
 ///
-/// A cancel lands in a block queued behind the socket thread's reading, so while a server sends faster
-/// than the socket thread reads, the rest of the body arrives first, with or without this queue (a
-/// cancel at 4 of 64 MiB from nginx on loopback: all 64 MiB arrived either way); a paced server leaves
-/// gaps and the cancel lands at once (DelegateQueueTests).
+/// Such a block is queued behind the socket thread's reading, so while a server sends faster than the
+/// socket thread reads, the rest of the body arrives first, with or without this queue (a cancel at 4 of
+/// 64 MiB from nginx on loopback: all 64 MiB arrived either way); a paced server leaves gaps and the
+/// cancel lands at once (DelegateQueueTests). With the backpressure lifted for that long, the rest of the
+/// body piles up here: what `callingIntoSession` still costs when a task is created meanwhile.
 package final class BoundedDelegateQueue: OperationQueue, @unchecked Sendable {
     package let limit: Int
     package let maxWait: TimeInterval
@@ -99,10 +101,8 @@ package final class BoundedDelegateQueue: OperationQueue, @unchecked Sendable {
     }
 
     /// Cancels `task` from any thread without waiting: the call is made on a queue of its own, with the
-    /// backpressure in place. `cancel()` (like `resume()`) waits for a block on the session's work queue, and
-    /// while a server sends faster than the socket thread reads, that block runs only after the rest of the
-    /// body of the transfer being read (see above): a caller that lifted the backpressure for that long let
-    /// the body pile up in memory (1.1 GiB for a 1 GiB file on loopback), and one on the delegate queue
+    /// backpressure in place. Made with it lifted, a cancel that waited behind a fast body let that body pile
+    /// up in memory (see above: 1.1 GiB for a 1 GiB file on loopback), and one made on the delegate queue
     /// stopped every transfer's callbacks meanwhile. Here the delegate queue keeps draining, so the socket
     /// thread never waits for long, and the call lands when it can.
     package static func cancel(_ task: URLSessionTask) {

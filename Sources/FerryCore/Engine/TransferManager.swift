@@ -739,7 +739,9 @@ public final class TransferManager: Sendable {
     func startOnWarmConnection(_ task: URLSessionTask, _ spec: TransferSpec) -> Effect {
         // A clean idle connection will do; with other tasks running a warm-up's connection would not stay
         // clean (see ConnectionWarmth), so then the task starts as it is. `task` itself is registered.
-        if delegate.pool.takeClean(for: spec.url) || delegate.registeredCount > 1 { return { BoundedDelegateQueue.resume(task) } }
+        if delegate.pool.takeClean(for: spec.url) || delegate.registeredCount > 1 {
+            return { BoundedDelegateQueue.resume(task) }
+        }
         return { [self] in
             let head = session.dataTask(with: RequestHeaders.request(
                 for: spec, method: "HEAD", userAgent: configuration.userAgent,
