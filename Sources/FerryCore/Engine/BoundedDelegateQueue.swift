@@ -2,6 +2,7 @@ import Foundation
 #if canImport(FoundationNetworking)
 import FoundationNetworking
 #endif
+import Synchronization
 
 /// The session's serial delegate queue, with the backpressure URLSession on Linux does not have.
 ///
@@ -10,30 +11,25 @@ import FoundationNetworking
 /// without limit (notes/urlsession-on-linux.md: 800 MiB for 1 GiB). Here `addOperation` waits while
 /// `limit` callbacks are already queued, so the socket thread stops reading and TCP slows the sender.
 ///
-/// The thread that waits here is the session's work queue, and most calls into the session (creating,
-/// resuming or cancelling a task) run a block on that queue and wait for it. A delegate callback making
-/// such a call while the queue is full would wait for the thread that waits for it. So resumes and
-/// cancels go through `resume` and `cancel`, which make the call on a queue of their own without waiting;
-/// the other calls (creating a task, invalidating the session) go through `callingIntoSession`, and while
-/// one is under way nothing waits here; any call missed stalls for `maxWait` at most, never for ever.
-/// Callbacks added from the delegate queue itself never wait.
+/// The thread that waits here is the session's work queue, and every call into the session that matters
+/// (making, resuming or cancelling a task, invalidating the session) runs a block on that queue and waits
+/// for it. A delegate callback making such a call while the queue is full would wait for the thread that
+/// waits for it. So the engine makes every such call on a queue of its own, without waiting: `resume`,
+/// `cancel`, `invalidate` and SessionTask. Callbacks added from the delegate queue itself never wait, and
+/// a wait gives up after `maxWait`, so a call made elsewhere stalls for that long at most, never for ever.
 ///
 /// Such a block is queued behind the socket thread's reading, so while a server sends faster than the
 /// socket thread reads, the rest of the body arrives first, with or without this queue (a cancel at 4 of
 /// 64 MiB from nginx on loopback: all 64 MiB arrived either way); a paced server leaves gaps and the
-/// cancel lands at once (DelegateQueueTests). With the backpressure lifted for that long, the rest of the
-/// body piles up here: what `callingIntoSession` still costs when a task is created meanwhile.
+/// cancel lands at once (DelegateQueueTests). Calls made with the backpressure lifted meanwhile (as the
+/// engine once did) let the rest of the body pile up here: 1.2 GiB for a 1 GiB file.
 package final class BoundedDelegateQueue: OperationQueue, @unchecked Sendable {
     package let limit: Int
     package let maxWait: TimeInterval
-    // One lock and one count of calls for every instance: the work queues of all sessions in a process
-    // share one serial target on Linux, so a call into any session can need the thread waiting in any queue.
-    // The condition guards `sessionCalls`, `waiters` and each instance's `pending`, `peak` and `timedOut`.
-    private static let condition = NSCondition()
-    nonisolated(unsafe) private static var sessionCalls = 0
-    nonisolated(unsafe) private static var waiters = 0
-    private var condition: NSCondition { Self.condition }
+    // Guards `pending`, `waiters`, `peak` and `timedOut`.
+    private let condition = NSCondition()
     private var pending = 0
+    private var waiters = 0
     private var peak = 0
     private var timedOut = 0
 
@@ -52,7 +48,8 @@ package final class BoundedDelegateQueue: OperationQueue, @unchecked Sendable {
         return peak
     }
 
-    /// How many waits gave up after `maxWait` (for tests: a call into the session that was not marked).
+    /// How many waits gave up after `maxWait` (for tests: a delegate stalled that long, or a call into the
+    /// session made elsewhere than on the call queue).
     package var timedOutWaits: Int {
         condition.lock()
         defer { condition.unlock() }
@@ -64,14 +61,14 @@ package final class BoundedDelegateQueue: OperationQueue, @unchecked Sendable {
         // Per chunk, so the full-queue case alone pays for finding out which queue is calling.
         if pending >= limit, OperationQueue.current !== self {
             let deadline = Date(timeIntervalSinceNow: maxWait)
-            Self.waiters += 1
-            while pending >= limit, Self.sessionCalls == 0 {
+            waiters += 1
+            while pending >= limit {
                 if !condition.wait(until: deadline) {
                     timedOut += 1
                     break
                 }
             }
-            Self.waiters -= 1
+            waiters -= 1
         }
         pending += 1
         peak = max(peak, pending)
@@ -80,24 +77,9 @@ package final class BoundedDelegateQueue: OperationQueue, @unchecked Sendable {
             block()
             condition.lock()
             pending -= 1
-            if Self.waiters > 0, pending < limit { condition.broadcast() }
+            if waiters > 0, pending < limit { condition.broadcast() }
             condition.unlock()
         }
-    }
-
-    /// Runs `body`, which may call into the session (or wait for a thread that does), with the
-    /// backpressure lifted.
-    package func callingIntoSession<T>(_ body: () throws -> T) rethrows -> T {
-        condition.lock()
-        Self.sessionCalls += 1
-        if Self.waiters > 0 { condition.broadcast() }
-        condition.unlock()
-        defer {
-            condition.lock()
-            Self.sessionCalls -= 1
-            condition.unlock()
-        }
-        return try body()
     }
 
     /// Cancels `task` from any thread without waiting: the call is made on a queue of its own, with the
@@ -114,5 +96,42 @@ package final class BoundedDelegateQueue: OperationQueue, @unchecked Sendable {
         callQueue.async { task.resume() }
     }
 
-    private static let callQueue = DispatchQueue(label: "ferry.session-calls")
+    /// Invalidates `session` after every call asked for before (a task made after it would be an error).
+    package static func invalidate(_ session: URLSession) {
+        callQueue.sync { session.invalidateAndCancel() }
+    }
+
+    fileprivate static let callQueue = DispatchQueue(label: "ferry.session-calls")
+}
+
+/// A task that is made on the queue of `BoundedDelegateQueue.resume` and `cancel`, with the backpressure in
+/// place. Making a task waits for the session's work queue as a resume does (`createNextTaskIdentifier`), and
+/// made with the backpressure lifted it let a fast body pile up the same way: `ferry get -j 2` of a 1 GiB
+/// file and three small ones peaked at 1.2 GiB RSS on loopback. The handle stands in for the task until
+/// it exists; the engine keeps it and cancels through it.
+package final class SessionTask: Sendable {
+    private let task = Mutex<URLSessionTask?>(nil)
+
+    private init() {}
+
+    /// Makes a task with `make` on the call queue, then hands it to `start` there, which registers and
+    /// resumes it (at once, or after something else, as a warm-up does). Returns at once.
+    /// A cancel asked for after this call is made after `start`: the queue is serial.
+    package static func make(_ make: @escaping @Sendable () -> URLSessionTask,
+                             start: @escaping @Sendable (URLSessionTask) -> Void) -> SessionTask {
+        let handle = SessionTask()
+        BoundedDelegateQueue.callQueue.async {
+            let task = make()
+            handle.task.withLock { $0 = task }
+            start(task)
+        }
+        return handle
+    }
+
+    /// Cancels the task, once it is made, without waiting.
+    package func cancel() {
+        BoundedDelegateQueue.callQueue.async { [self] in
+            task.withLock { $0 }?.cancel()
+        }
+    }
 }

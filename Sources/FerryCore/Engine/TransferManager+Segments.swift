@@ -108,12 +108,14 @@ extension TransferManager {
         let run = SegmentRun(start: start) { [weak self] outcome, flushed in
             self?.segmentFinished(id, generation: generation, index: index, token: token, outcome: outcome, flushed: flushed)
         }
-        let task = session.dataTask(with: run.makeRequest(userAgent: configuration.userAgent, timeout: configuration.idleTimeout,
-                                                          hostHeaders: configuration.hostHeaders))
-        delegate.register(run, for: task)
+        let request = run.makeRequest(userAgent: configuration.userAgent, timeout: configuration.idleTimeout,
+                                      hostHeaders: configuration.hostHeaders)
         item.segmentRuns[index] = run
-        item.segmentTasks[index] = task
-        return [{ BoundedDelegateQueue.resume(task) }]
+        item.segmentTasks[index] = SessionTask.make({ [session] in session.dataTask(with: request) }) { [delegate] task in
+            delegate.register(run, for: task)
+            task.resume()
+        }
+        return []
     }
 
     private func segmentFinished(_ id: TransferID, generation: Int, index: Int, token: Int,
@@ -140,7 +142,7 @@ extension TransferManager {
                 item.segmentFallback = true
                 item.restartFromZero = true
                 if item.stopIntent == nil { item.stopIntent = .split }
-                for task in item.allTasks { effects.append { BoundedDelegateQueue.cancel(task) } }
+                for task in item.allTasks { effects.append { task.cancel() } }
             case let .failure(.failed(failure, progressed)):
                 if progressed { item.segmentRetries[index] = 0 }
                 // While a pause, cancel or fallback drains the ranges, a failing one just stops.
@@ -160,7 +162,7 @@ extension TransferManager {
                     item.stopIntent = .cancel
                     item.state = .failed
                     item.lastError = failure.message
-                    for task in item.allTasks { effects.append { BoundedDelegateQueue.cancel(task) } }
+                    for task in item.allTasks { effects.append { task.cancel() } }
                 }
             }
             if item.segmentRuns.isEmpty, let intent = item.stopIntent {

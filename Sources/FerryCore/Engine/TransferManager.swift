@@ -47,7 +47,7 @@ public final class TransferManager: Sendable {
         var generation = 0
         var run: (any TaskRun)?
         var response: ServerResponse?
-        var task: URLSessionTask?
+        var task: SessionTask?
         var stopIntent: StopIntent?
         var finishing = false
         var restartFromZero = false
@@ -59,7 +59,7 @@ public final class TransferManager: Sendable {
         /// Segmented downloads: the ranges (their `done` is on disk), and the attempt per unfinished range.
         var segments: [SegmentState]?
         var segmentRuns: [Int: SegmentRun] = [:]
-        var segmentTasks: [Int: URLSessionTask] = [:]
+        var segmentTasks: [Int: SessionTask] = [:]
         var segmentTokens: [Int: Int] = [:]
         var segmentRetries: [Int: Int] = [:]
         /// The server cannot serve this file in segments: one stream from now on.
@@ -73,7 +73,7 @@ public final class TransferManager: Sendable {
         /// An attempt (or a segment's) is still in flight or draining.
         var busy: Bool { run != nil || !segmentRuns.isEmpty }
         /// Every task this item has running now.
-        var allTasks: [URLSessionTask] { (task.map { [$0] } ?? []) + Array(segmentTasks.values) }
+        var allTasks: [SessionTask] { (task.map { [$0] } ?? []) + Array(segmentTasks.values) }
     }
 
     struct Core {
@@ -274,7 +274,7 @@ public final class TransferManager: Sendable {
             case .running where !item.finishing:
                 item.stopIntent = .pause
                 item.state = .paused
-                for task in item.allTasks { effects.append { BoundedDelegateQueue.cancel(task) } }
+                for task in item.allTasks { effects.append { task.cancel() } }
             case .queued, .waiting:
                 item.nextRetryAt = nil
                 item.state = .paused
@@ -306,7 +306,7 @@ public final class TransferManager: Sendable {
             item.nextRetryAt = nil
             if item.busy {
                 item.stopIntent = .cancel
-                for task in item.allTasks { effects.append { BoundedDelegateQueue.cancel(task) } }
+                for task in item.allTasks { effects.append { task.cancel() } }
             }
             item.state = .cancelled
             item.lastError = "cancelled"
@@ -335,7 +335,7 @@ public final class TransferManager: Sendable {
         mutate { core in
             guard let item = core.items.removeValue(forKey: id) else { return ((), []) }
             var effects: [Effect] = []
-            for task in item.allTasks { effects.append { BoundedDelegateQueue.cancel(task) } }
+            for task in item.allTasks { effects.append { task.cancel() } }
             core.queue.removeAll { $0 === item }
             core.settledPrefix = 0
             core.removed.insert(id)
@@ -462,7 +462,7 @@ public final class TransferManager: Sendable {
                 if item.state == .waiting { item.state = .queued; item.nextRetryAt = nil }
                 if item.busy, !item.finishing {
                     item.stopIntent = .shutdown
-                    for task in item.allTasks { effects.append { BoundedDelegateQueue.cancel(task) } }
+                    for task in item.allTasks { effects.append { task.cancel() } }
                 }
             }
             let busy = core.items.values.contains { $0.busy || $0.finishing }
@@ -471,26 +471,23 @@ public final class TransferManager: Sendable {
             core.sampler = nil
             return (effects, busy)
         }
-        delegateQueue.callingIntoSession { effects.forEach { $0() } }
+        effects.forEach { $0() }
         if waiting { _ = signal.wait(timeout: .now() + timeout) }
         checkpointAll()
         // A write waiting for its interval would come too late: take what is pending now.
         storeQueue.sync { writePending() }
         eventQueue.sync {}
-        delegateQueue.callingIntoSession { session.invalidateAndCancel() }
+        BoundedDelegateQueue.invalidate(session)
     }
 
     // MARK: Internals
 
     /// Runs `body` under the lock, then (outside it) its effects, the store writes and the events for what changed.
-    /// Everything it does may call into the session (tasks are created under the lock, effects resume and
-    /// cancel them), so it runs with the delegate queue's backpressure lifted.
+    /// Nothing in it calls into the session and waits: tasks are made, resumed and cancelled on the call queue
+    /// of BoundedDelegateQueue (SessionTask), so it runs on any thread, the delegate queue's included, with
+    /// the backpressure in place.
     @discardableResult
     func mutate<R: Sendable>(_ body: (inout Core) -> (R, [Effect])) -> R {
-        delegateQueue.callingIntoSession { mutateLocked(body) }
-    }
-
-    private func mutateLocked<R: Sendable>(_ body: (inout Core) -> (R, [Effect])) -> R {
         let (result, effects, events, finished) = core.withLock {
             core -> (R, [Effect], [TransferEvent], [CheckedContinuation<Void, Never>]) in
             let (result, effects) = body(&core)
@@ -637,7 +634,7 @@ public final class TransferManager: Sendable {
             core.touch(id)
             return effects
         }
-        let started: Result<(run: any TaskRun, task: URLSessionTask, offset: Int64), TransferFailure>
+        let started: Result<(run: any TaskRun, makeTask: MakeTask, offset: Int64), TransferFailure>
         switch item.spec.direction {
         case .download: started = startDownload(item)
         case .upload: started = startUpload(item)
@@ -649,22 +646,27 @@ public final class TransferManager: Sendable {
             core.items[id] = item
             core.touch(id)
             return []
-        case let .success((run, task, offset)):
+        case let .success((run, makeTask, offset)):
             item.attempts.append(Attempt(number: item.attempts.count + 1, startedAt: Date(), fromOffset: offset))
             item.bytesDone = offset
             item.rate.reset()
             item.state = .running
             item.run = run
-            delegate.register(run, for: task)
-            item.task = task
+            let spec = item.spec
+            item.task = SessionTask.make(makeTask) { [self] task in
+                delegate.register(run, for: task)
+                if spec.direction == .download { startOnWarmConnection(task, spec) } else { task.resume() }
+            }
             core.items[id] = item
             core.touch(id)
-            if item.spec.direction == .download { return [startOnWarmConnection(task, item.spec)] }
-            return [{ BoundedDelegateQueue.resume(task) }]
+            return []
         }
     }
 
-    private func startDownload(_ item: Item) -> Result<(run: any TaskRun, task: URLSessionTask, offset: Int64), TransferFailure> {
+    /// Makes an attempt's task, on the call queue (see SessionTask).
+    typealias MakeTask = @Sendable () -> URLSessionTask
+
+    private func startDownload(_ item: Item) -> Result<(run: any TaskRun, makeTask: MakeTask, offset: Int64), TransferFailure> {
         let id = item.id
         let generation = item.generation
         var offset: Int64 = 0
@@ -694,16 +696,15 @@ public final class TransferManager: Sendable {
                     item.lastStatus = status ?? item.lastStatus
                 }
             }
-            let task = session.dataTask(with: run.makeRequest(validators: item.validators, userAgent: configuration.userAgent,
-                                                              timeout: configuration.idleTimeout,
-                                                              hostHeaders: configuration.hostHeaders))
-            return .success((run, task, offset))
+            let request = run.makeRequest(validators: item.validators, userAgent: configuration.userAgent,
+                                          timeout: configuration.idleTimeout, hostHeaders: configuration.hostHeaders)
+            return .success((run, { [session] in session.dataTask(with: request) }, offset))
         } catch {
             return .failure(error)
         }
     }
 
-    private func startUpload(_ item: Item) -> Result<(run: any TaskRun, task: URLSessionTask, offset: Int64), TransferFailure> {
+    private func startUpload(_ item: Item) -> Result<(run: any TaskRun, makeTask: MakeTask, offset: Int64), TransferFailure> {
         let id = item.id
         let generation = item.generation
         guard let upload = item.spec.upload else { return .failure(.local("an upload without a body")) }
@@ -723,10 +724,11 @@ public final class TransferManager: Sendable {
         }
         let request = run.makeRequest(userAgent: configuration.userAgent, timeout: configuration.idleTimeout,
                                       hostHeaders: configuration.hostHeaders)
-        let task = run.readsStandardInput
-            ? session.uploadTask(with: request, fromFile: URL(fileURLWithPath: configuration.standardInputPath))
-            : session.uploadTask(withStreamedRequest: request)
-        return .success((run, task, 0))
+        let standardInput = run.readsStandardInput ? URL(fileURLWithPath: configuration.standardInputPath) : nil
+        return .success((run, { [session] in
+            if let standardInput { return session.uploadTask(with: request, fromFile: standardInput) }
+            return session.uploadTask(withStreamedRequest: request)
+        }, 0))
     }
 
     /// How long a warm-up HEAD may take before the transfer starts anyway (on a new connection).
@@ -736,24 +738,24 @@ public final class TransferManager: Sendable {
     /// socket kept its write source keeps a core busy while it waits for data): at once when a clean one
     /// is idle in the pool; after a HEAD of the same URL, alone in the session, has left one, when nothing
     /// else runs; as it is otherwise. Not for the ranges of a segmented download, which start together.
-    func startOnWarmConnection(_ task: URLSessionTask, _ spec: TransferSpec) -> Effect {
+    /// On the call queue (SessionTask.make's `start`), so it calls into the session directly.
+    private func startOnWarmConnection(_ task: URLSessionTask, _ spec: TransferSpec) {
         // A clean idle connection will do; with other tasks running a warm-up's connection would not stay
         // clean (see ConnectionWarmth), so then the task starts as it is. `task` itself is registered.
         if delegate.pool.takeClean(for: spec.url) || delegate.registeredCount > 1 {
-            return { BoundedDelegateQueue.resume(task) }
+            task.resume()
+            return
         }
-        return { [self] in
-            let head = session.dataTask(with: RequestHeaders.request(
-                for: spec, method: "HEAD", userAgent: configuration.userAgent,
-                timeout: configuration.idleTimeout, hostHeaders: configuration.hostHeaders))
-            let warmUp = WarmUpRun { BoundedDelegateQueue.resume(task) }
-            delegate.register(warmUp, for: head)
-            BoundedDelegateQueue.resume(head)
-            // The session's idle timeout is the only one URLSession applies on Linux (a request's own
-            // timeoutInterval is not), so a HEAD that gets no answer is given up here.
-            timerQueue.asyncAfter(deadline: .now() + Self.warmUpTimeout) {
-                if warmUp.start() { BoundedDelegateQueue.cancel(head) }
-            }
+        let head = session.dataTask(with: RequestHeaders.request(
+            for: spec, method: "HEAD", userAgent: configuration.userAgent,
+            timeout: configuration.idleTimeout, hostHeaders: configuration.hostHeaders))
+        let warmUp = WarmUpRun { BoundedDelegateQueue.resume(task) }
+        delegate.register(warmUp, for: head)
+        head.resume()
+        // The session's idle timeout is the only one URLSession applies on Linux (a request's own
+        // timeoutInterval is not), so a HEAD that gets no answer is given up here.
+        timerQueue.asyncAfter(deadline: .now() + Self.warmUpTimeout) {
+            if warmUp.start() { BoundedDelegateQueue.cancel(head) }
         }
     }
 
@@ -770,7 +772,7 @@ public final class TransferManager: Sendable {
             if rangeable, let plan = segmentPlan(for: item), item.stopIntent == nil {
                 item.segments = plan
                 item.stopIntent = .split
-                if let task = item.task { effects.append { BoundedDelegateQueue.cancel(task) } }
+                if let task = item.task { effects.append { task.cancel() } }
             }
             core.items[id] = item
             core.touch(id)
