@@ -104,6 +104,19 @@ public final class TransferManager: Sendable {
         /// as the scheduler walks; it goes back to 0 when the queue's order changes or an item in it is
         /// changed so that it is settled no more (a retry of a failed file).
         var settledPrefix = 0
+        /// The items that hold a connection slot or are finishing, with their hosts: what the scheduler counts
+        /// against the caps. Kept up to date from `changed` (syncSlotHolders), so that no pass over the queue
+        /// is needed to count them (a pass per change made a long queue quadratic: 1,000 files, 4,000 passes).
+        var slotHolders: [TransferID: String] = [:]
+
+        /// After changes (`changed`, `removedNow`): `slotHolders` follows the items that changed.
+        mutating func syncSlotHolders() {
+            for id in removedNow { slotHolders[id] = nil }
+            for id in changed {
+                guard let item = items[id] else { slotHolders[id] = nil; continue }
+                slotHolders[id] = item.holdsSlot || item.finishing ? item.host : nil
+            }
+        }
 
         /// After changes (`changed`): an item of the settled prefix that is settled no more starts it over.
         mutating func recheckSettledPrefix() {
@@ -201,6 +214,7 @@ public final class TransferManager: Sendable {
         if let name = stored.fileName, !item.state.isTerminal { names.adopt(directory: stored.spec.directory, name: name) }
         core.items[item.id] = item
         core.queue.append(item)
+        if item.holdsSlot || item.finishing { core.slotHolders[item.id] = item.host }
         core.nextID = max(core.nextID, stored.id.rawValue + 1)
     }
 
@@ -492,6 +506,7 @@ public final class TransferManager: Sendable {
             core -> (R, [Effect], [TransferEvent], [CheckedContinuation<Void, Never>]) in
             let (result, effects) = body(&core)
             core.recheckSettledPrefix()
+            core.syncSlotHolders()
             let changed = core.changed
             let items = changed.sorted().compactMap { core.items[$0] }
             // Snapshots only for a listener; the store gets records either way.
@@ -618,9 +633,12 @@ public final class TransferManager: Sendable {
             core.settledPrefix += 1
         }
         let open = core.queue[core.settledPrefix...]
-        let holders = open.lazy.filter { $0.holdsSlot || $0.finishing }.map(\.host)
+        core.syncSlotHolders()
+        assert(core.slotHolders == Dictionary(uniqueKeysWithValues: open.lazy.filter { $0.holdsSlot || $0.finishing }.map { ($0.id, $0.host) }),
+               "slotHolders is out of step with the queue: an item changed without touch")
         let ready = open.lazy.filter { $0.state == .queued && !$0.busy && !$0.finishing }.map { ($0.id, $0.host) }
-        return Scheduler.pick(slotHolders: holders, ready: ready, maxConcurrent: core.maxConcurrent, maxPerHost: core.maxPerHost)
+        return Scheduler.pick(slotHolders: core.slotHolders.values, ready: ready, maxConcurrent: core.maxConcurrent,
+                              maxPerHost: core.maxPerHost)
     }
 
     private func launch(_ id: TransferID, _ core: inout Core) -> [Effect] {
