@@ -85,19 +85,17 @@ extension TransferManager {
         item.attempts.append(Attempt(number: item.attempts.count + 1, startedAt: Date(), fromOffset: Self.currentBytes(item)))
         item.rate.reset()
         item.state = .running
-        var effects: [Effect] = []
         let current = item.segments ?? segments
+        if current.allSatisfy(\.isComplete) { return finishSegments(item) }
         for index in current.indices where !current[index].isComplete && item.segmentRuns[index] == nil {
-            effects += startSegment(item, index)
+            startSegment(item, index)
         }
-        if effects.isEmpty && current.allSatisfy(\.isComplete) {
-            effects += finishSegments(item)
-        }
-        return effects
+        return []
     }
 
-    func startSegment(_ item: Item, _ index: Int) -> [Effect] {
-        guard let segment = item.segments?[index], let name = item.fileName, let total = item.validators.totalLength else { return [] }
+    /// Makes the range's attempt; its task is made and started on the call queue (SessionTask).
+    func startSegment(_ item: Item, _ index: Int) {
+        guard let segment = item.segments?[index], let name = item.fileName, let total = item.validators.totalLength else { return }
         let id = item.id
         let generation = item.generation
         let token = (item.segmentTokens[index] ?? 0) + 1
@@ -115,7 +113,6 @@ extension TransferManager {
             delegate.register(run, for: task)
             task.resume()
         }
-        return []
     }
 
     private func segmentFinished(_ id: TransferID, generation: Int, index: Int, token: Int,
@@ -198,9 +195,9 @@ extension TransferManager {
             guard let item = core.items[id], item.generation == generation, item.state == .running,
                   item.stopIntent == nil, item.segmentRuns[index] == nil,
                   let segment = item.segments?[index], !segment.isComplete else { return ((), []) }
-            let effects = startSegment(item, index)
+            startSegment(item, index)
             core.items[id] = item
-            return ((), effects + pump(&core))
+            return ((), pump(&core))
         }
     }
 
