@@ -144,6 +144,8 @@ final class ServerCore: Sendable {
     struct Route {
         var behaviors: [Behavior]
         var next = 0
+        /// The behavior the next request gets (the script's last one repeats).
+        var current: Behavior { behaviors[min(next, behaviors.count - 1)] }
     }
 
     struct State {
@@ -216,14 +218,12 @@ final class ServerCore: Sendable {
             if request.method == "HEAD" {
                 s.headRequests.append(request)
                 if let head = s.headRoutes[path] { return head }
-                return s.routes[path].map { $0.behaviors[min($0.next, $0.behaviors.count - 1)] }
+                return s.routes[path]?.current
             }
             s.requests.append(request)
-            guard var route = s.routes[path] else { return nil }
-            let index = min(route.next, route.behaviors.count - 1)
-            route.next += 1
-            s.routes[path] = route
-            return route.behaviors[index]
+            guard let behavior = s.routes[path]?.current else { return nil }
+            s.routes[path]?.next += 1
+            return behavior
         }
     }
 }

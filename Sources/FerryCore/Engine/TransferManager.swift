@@ -214,7 +214,6 @@ public final class TransferManager: Sendable {
         if let name = stored.fileName, !item.state.isTerminal { names.adopt(directory: stored.spec.directory, name: name) }
         core.items[item.id] = item
         core.queue.append(item)
-        if item.holdsSlot || item.finishing { core.slotHolders[item.id] = item.host }
         core.nextID = max(core.nextID, stored.id.rawValue + 1)
     }
 
@@ -634,7 +633,8 @@ public final class TransferManager: Sendable {
         }
         let open = core.queue[core.settledPrefix...]
         core.syncSlotHolders()
-        assert(core.slotHolders == Dictionary(uniqueKeysWithValues: open.lazy.filter { $0.holdsSlot || $0.finishing }.map { ($0.id, $0.host) }),
+        assert(core.slotHolders == Dictionary(uniqueKeysWithValues: open.lazy.filter { $0.holdsSlot || $0.finishing }
+                                                .map { ($0.id, $0.host) }),
                "slotHolders is out of step with the queue: an item changed without touch")
         let ready = open.lazy.filter { $0.state == .queued && !$0.busy && !$0.finishing }.map { ($0.id, $0.host) }
         return Scheduler.pick(slotHolders: core.slotHolders.values, ready: ready, maxConcurrent: core.maxConcurrent,

@@ -82,9 +82,7 @@ public final class SQLiteQueueStore: QueueStore {
     }
 
     public func loadAll() throws -> [StoredTransfer] {
-        try pool.read { db in
-            try Row.fetchAll(db, sql: "SELECT * FROM transfer ORDER BY position, id").map(Self.decode)
-        }
+        try loadAdded(after: TransferID(0))  // rowids start at 1
     }
 
     public func loadAdded(after id: TransferID) throws -> [StoredTransfer] {
@@ -208,7 +206,6 @@ public final class SQLiteQueueStore: QueueStore {
     private func json<T: Encodable>(_ value: T) throws -> String {
         String(decoding: try encoder.encode(value), as: UTF8.self)
     }
-
 
     private static func decode(_ row: Row) throws -> StoredTransfer {
         let specText: String = row["spec"]
