@@ -16,10 +16,13 @@ let package = Package(
         .package(url: "https://github.com/LebJe/TOMLKit", from: "0.6.0"),
     ],
     targets: [
+        // libcurl 7.x, opened at run time (no development headers needed): the transport under URLSession.
+        .target(name: "CCurl"),
         // The transfer service: no terminal code, no knowledge of any front end.
         .target(
             name: "FerryCore",
             dependencies: [
+                "CCurl",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "TOMLKit", package: "TOMLKit"),

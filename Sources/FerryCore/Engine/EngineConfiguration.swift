@@ -7,13 +7,15 @@ public struct EngineConfiguration: Sendable, Equatable {
     /// Transfers running at once against one host; nil means the same as `maxConcurrent`.
     public var maxPerHost: Int?
     public var retry = RetryPolicy()
-    /// Seconds without a byte before an attempt is given up (URLSession's request timeout is an idle timer).
+    /// Seconds without a byte (or without a connection) before an attempt is given up.
     public var idleTimeout: TimeInterval = 30
     public var userAgent = "ferry/0.1"
     /// Whether failed uploads are retried at all (PUT like downloads; POST only when the server cannot have acted).
     public var retryUploads = true
     /// Where `UploadSource.standardInput` reads from.
     public var standardInputPath = "/dev/stdin"
+    /// Proxies and trusted CAs for the transport (the environment as curl reads it, and `[network] ca_file`).
+    public var transport = TransportSettings()
     /// Headers from the config file, each sent to its matching host only (never after a redirect elsewhere).
     public var hostHeaders: [HostHeaders] = []
     /// Chunks are coalesced into writes of this size (per attempt and per segment). 256 KiB is 16 of

@@ -28,8 +28,8 @@ protocol TaskRun: AnyObject, Sendable {
     /// Bytes of the file done so far (on disk or buffered), read by snapshots.
     var bytesDone: Int64 { get }
     var bytesExpected: Int64? { get }
-    /// Uploads: a fresh body stream (asked again when the session must re-send); nil when it cannot be made.
-    func makeBodyStream() -> InputStream?
+    /// Uploads: a fresh body for this attempt; nil when it cannot be made.
+    func makeBody() -> TransportBody?
     /// Uploads: bytes of the body handed to the connection since the last call.
     func didSend(bytes: Int64)
     /// Downloads: write buffered bytes to disk now.
@@ -37,7 +37,7 @@ protocol TaskRun: AnyObject, Sendable {
 }
 
 extension TaskRun {
-    func makeBodyStream() -> InputStream? { nil }
+    func makeBody() -> TransportBody? { nil }
     func didSend(bytes: Int64) {}
     func flushToDisk() {}
 }

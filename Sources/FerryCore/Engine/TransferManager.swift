@@ -172,6 +172,8 @@ public final class TransferManager: Sendable {
         self.store = store
         self.onEvent = onEvent
         let sessionConfig = URLSessionConfiguration.ephemeral
+        // Every request is carried by ferry's transport (FerryURLProtocol over CurlTransport), not corelibs'.
+        sessionConfig.protocolClasses = [FerryURLProtocol.self]
         sessionConfig.timeoutIntervalForRequest = configuration.idleTimeout
         // Our scheduler enforces the caps; URLSession must not queue tasks behind our back.
         sessionConfig.httpMaximumConnectionsPerHost = 256
@@ -179,7 +181,7 @@ public final class TransferManager: Sendable {
         sessionConfig.requestCachePolicy = .reloadIgnoringLocalCacheData
         sessionConfig.httpCookieStorage = nil
         sessionConfig.httpShouldSetCookies = false
-        let delegate = SessionDelegate(hostHeaders: configuration.hostHeaders)
+        let delegate = SessionDelegate(hostHeaders: configuration.hostHeaders, transportSettings: configuration.transport)
         self.delegate = delegate
         // Serial (a concurrent queue reorders chunks) and bounded (chunks must not pile up in memory).
         let delegateQueue = BoundedDelegateQueue(limit: Self.delegateQueueLimit, name: "ferry.delegate")
@@ -670,10 +672,9 @@ public final class TransferManager: Sendable {
             item.rate.reset()
             item.state = .running
             item.run = run
-            let spec = item.spec
-            item.task = SessionTask.make(makeTask) { [self] task in
+            item.task = SessionTask.make(makeTask) { [delegate] task in
                 delegate.register(run, for: task)
-                if spec.direction == .download { startOnWarmConnection(task, spec) } else { task.resume() }
+                task.resume()
             }
             core.items[id] = item
             core.touch(id)
@@ -732,7 +733,7 @@ public final class TransferManager: Sendable {
         } catch {
             return .failure(.local(error.description))
         }
-        let run = UploadRun(spec: item.spec, plan: plan) { [weak self] outcome, response in
+        let run = UploadRun(spec: item.spec, plan: plan, standardInputPath: configuration.standardInputPath) { [weak self] outcome, response in
             self?.runFinished(id, generation: generation, outcome: outcome) { item in
                 if let response {
                     item.response = response
@@ -742,39 +743,7 @@ public final class TransferManager: Sendable {
         }
         let request = run.makeRequest(userAgent: configuration.userAgent, timeout: configuration.idleTimeout,
                                       hostHeaders: configuration.hostHeaders)
-        let standardInput = run.readsStandardInput ? URL(fileURLWithPath: configuration.standardInputPath) : nil
-        return .success((run, { [session] in
-            if let standardInput { return session.uploadTask(with: request, fromFile: standardInput) }
-            return session.uploadTask(withStreamedRequest: request)
-        }, 0))
-    }
-
-    /// How long a warm-up HEAD may take before the transfer starts anyway (on a new connection).
-    static let warmUpTimeout: TimeInterval = 5
-
-    /// Starts a download's task on a clean connection (see ConnectionWarmth: on Linux a connection whose
-    /// socket kept its write source keeps a core busy while it waits for data): at once when a clean one
-    /// is idle in the pool; after a HEAD of the same URL, alone in the session, has left one, when nothing
-    /// else runs; as it is otherwise. Not for the ranges of a segmented download, which start together.
-    /// On the call queue (SessionTask.make's `start`), so it calls into the session directly.
-    private func startOnWarmConnection(_ task: URLSessionTask, _ spec: TransferSpec) {
-        // A clean idle connection will do; with other tasks running a warm-up's connection would not stay
-        // clean (see ConnectionWarmth), so then the task starts as it is. `task` itself is registered.
-        if delegate.pool.takeClean(for: spec.url) || delegate.registeredCount > 1 {
-            task.resume()
-            return
-        }
-        let head = session.dataTask(with: RequestHeaders.request(
-            for: spec, method: "HEAD", userAgent: configuration.userAgent,
-            timeout: configuration.idleTimeout, hostHeaders: configuration.hostHeaders))
-        let warmUp = WarmUpRun { BoundedDelegateQueue.resume(task) }
-        delegate.register(warmUp, for: head)
-        head.resume()
-        // The session's idle timeout is the only one URLSession applies on Linux (a request's own
-        // timeoutInterval is not), so a HEAD that gets no answer is given up here.
-        timerQueue.asyncAfter(deadline: .now() + Self.warmUpTimeout) {
-            if warmUp.start() { BoundedDelegateQueue.cancel(head) }
-        }
+        return .success((run, { [session] in session.uploadTask(withStreamedRequest: request) }, 0))
     }
 
     /// A download's response was accepted: its file name and validators are recorded (and so saved) at once.

@@ -16,43 +16,38 @@ final class UploadRun: TaskRun {
 
     let spec: TransferSpec
     let plan: BodyPlan
+    /// Where standard input is read from (a test passes a pipe of its own).
+    let standardInputPath: String
     private let finish: @Sendable (RunOutcome, ServerResponse?) -> Void
     private let state = Mutex(State())
     private let sent = Atomic<Int64>(0)
 
-    init(spec: TransferSpec, plan: BodyPlan, finish: @escaping @Sendable (RunOutcome, ServerResponse?) -> Void) {
+    init(spec: TransferSpec, plan: BodyPlan, standardInputPath: String,
+         finish: @escaping @Sendable (RunOutcome, ServerResponse?) -> Void) {
         self.spec = spec
         self.plan = plan
+        self.standardInputPath = standardInputPath
         self.finish = finish
     }
 
     var bytesDone: Int64 { sent.load(ordering: .relaxed) }
     var bytesExpected: Int64? { plan.length }
-    /// Standard input is sent from the session's file source (DispatchIO: it waits for a pipe without
-    /// blocking the session), chunked because its length is unknown.
+    /// Standard input is read on a thread of its own (PipeBodySource) and sent chunked: its length is unknown.
     var readsStandardInput: Bool { plan.segments == [.standardInput] }
 
     func makeRequest(userAgent: String, timeout: TimeInterval, hostHeaders: [HostHeaders]) -> URLRequest {
         var request = RequestHeaders.request(for: spec, method: spec.upload?.method ?? "PUT", userAgent: userAgent,
                                              timeout: timeout, hostHeaders: hostHeaders)
         if request.value(forHTTPHeaderField: "Content-Type") == nil { request.setValue(plan.contentType, forHTTPHeaderField: "Content-Type") }
-        // A stream body goes out chunked with `Expect: 100-continue` by default on Linux. Setting Content-Length
-        // alone sends it *and* chunked (strict servers answer 400); blank (single space) Transfer-Encoding and
-        // Expect headers make libcurl send a plain Content-Length body. Pinned by a test against a strict server.
-        if let length = plan.length {
-            request.setValue(String(length), forHTTPHeaderField: "Content-Length")
-            request.setValue(" ", forHTTPHeaderField: "Transfer-Encoding")
-        } else {
-            // The file source sizes a pipe as 0 bytes; an explicit chunked encoding makes libcurl read to EOF.
-            request.setValue("chunked", forHTTPHeaderField: "Transfer-Encoding")
-        }
-        request.setValue(" ", forHTTPHeaderField: "Expect")
+        // A known length goes out as Content-Length (many endpoints refuse chunked bodies); standard input,
+        // whose length is unknown, goes out chunked (CurlTransfer).
+        if let length = plan.length { request.setValue(String(length), forHTTPHeaderField: "Content-Length") }
         return request
     }
 
-    /// A fresh stream for each (re)send of a streamed body.
-    func makeBodyStream() -> InputStream? {
-        readsStandardInput ? nil : BodyStream(plan: plan)
+    /// A fresh body for each attempt: the file parts read with pread, or standard input on a thread of its own.
+    func makeBody() -> TransportBody? {
+        readsStandardInput ? .pipe(path: standardInputPath) : .stream(BodyStream(plan: plan))
     }
 
     func didSend(bytes: Int64) {
@@ -61,8 +56,6 @@ final class UploadRun: TaskRun {
 
     func didReceive(response: URLResponse, task: URLSessionTask) {
         guard let http = response as? HTTPURLResponse else { return }
-        // Interim answers (100 Continue) arrive as extra responses on Linux.
-        if http.statusCode < 200 { return }
         let keep = ["Content-Type", "Content-Length", "Location", "ETag", "Last-Modified", "Retry-After", "Server", "Date"]
         let headers = keep.compactMap { name in http.value(forHTTPHeaderField: name).map { HTTPHeader(name: name, value: $0) } }
         state.withLock { s in

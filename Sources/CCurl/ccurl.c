@@ -1,0 +1,110 @@
+#include "ccurl.h"
+#include <dlfcn.h>
+#include <pthread.h>
+#include <stdio.h>
+
+typedef struct { int msg; void *easy; union { void *whatever; int result; } data; } curl_message;
+typedef struct curl_slist_node { char *data; struct curl_slist_node *next; } curl_slist_node;
+
+static struct {
+    void *(*easy_init)(void);
+    void (*easy_cleanup)(void *);
+    int (*easy_setopt)(void *, long, ...);
+    int (*easy_getinfo)(void *, long, ...);
+    int (*easy_pause)(void *, int);
+    const char *(*easy_strerror)(int);
+    void *(*slist_append)(void *, const char *);
+    void (*slist_free_all)(void *);
+    void *(*multi_init)(void);
+    int (*multi_cleanup)(void *);
+    int (*multi_setopt)(void *, int, ...);
+    int (*multi_add_handle)(void *, void *);
+    int (*multi_remove_handle)(void *, void *);
+    int (*multi_perform)(void *, int *);
+    int (*multi_poll)(void *, void *, unsigned int, int, int *);
+    int (*multi_wakeup)(void *);
+    curl_message *(*multi_info_read)(void *, int *);
+    char *(*version)(void);
+} curl;
+
+static pthread_once_t load_once = PTHREAD_ONCE_INIT;
+static int load_status = -1;
+static char load_error[512] = "libcurl was not loaded";
+
+#define LOAD(field, name) \
+    do { \
+        *(void **)(&curl.field) = dlsym(library, name); \
+        if (!curl.field) { snprintf(load_error, sizeof load_error, "libcurl.so.4 has no %s", name); return; } \
+    } while (0)
+
+static void load(void) {
+    void *library = dlopen("libcurl.so.4", RTLD_NOW | RTLD_LOCAL);
+    if (!library) {
+        const char *why = dlerror();
+        snprintf(load_error, sizeof load_error, "cannot load libcurl.so.4: %s", why ? why : "unknown error");
+        return;
+    }
+    LOAD(easy_init, "curl_easy_init");
+    LOAD(easy_cleanup, "curl_easy_cleanup");
+    LOAD(easy_setopt, "curl_easy_setopt");
+    LOAD(easy_getinfo, "curl_easy_getinfo");
+    LOAD(easy_pause, "curl_easy_pause");
+    LOAD(easy_strerror, "curl_easy_strerror");
+    LOAD(slist_append, "curl_slist_append");
+    LOAD(slist_free_all, "curl_slist_free_all");
+    LOAD(multi_init, "curl_multi_init");
+    LOAD(multi_cleanup, "curl_multi_cleanup");
+    LOAD(multi_setopt, "curl_multi_setopt");
+    LOAD(multi_add_handle, "curl_multi_add_handle");
+    LOAD(multi_remove_handle, "curl_multi_remove_handle");
+    LOAD(multi_perform, "curl_multi_perform");
+    LOAD(multi_poll, "curl_multi_poll");
+    LOAD(multi_wakeup, "curl_multi_wakeup");
+    LOAD(multi_info_read, "curl_multi_info_read");
+    LOAD(version, "curl_version");
+    load_status = 0;
+}
+
+int ferry_curl_load(void) {
+    pthread_once(&load_once, load);
+    return load_status;
+}
+
+const char *ferry_curl_load_error(void) { return load_status == 0 ? NULL : load_error; }
+const char *ferry_curl_version(void) { return curl.version(); }
+
+void *ferry_curl_easy_init(void) { return curl.easy_init(); }
+void ferry_curl_easy_cleanup(void *easy) { curl.easy_cleanup(easy); }
+int ferry_curl_easy_setopt_long(void *easy, long option, long value) { return curl.easy_setopt(easy, option, value); }
+int ferry_curl_easy_setopt_pointer(void *easy, long option, const void *value) { return curl.easy_setopt(easy, option, value); }
+int ferry_curl_easy_setopt_offset(void *easy, long option, int64_t value) { return curl.easy_setopt(easy, option, (long long)value); }
+int ferry_curl_easy_setopt_callback(void *easy, long option, ferry_curl_data_callback callback) {
+    return curl.easy_setopt(easy, option, callback);
+}
+int ferry_curl_easy_getinfo_long(void *easy, long info, long *value) { return curl.easy_getinfo(easy, info, value); }
+int ferry_curl_easy_pause(void *easy, long bitmask) { return curl.easy_pause(easy, (int)bitmask); }
+const char *ferry_curl_easy_strerror(int code) { return curl.easy_strerror(code); }
+
+void *ferry_curl_slist_append(void *list, const char *string) { return curl.slist_append(list, string); }
+void ferry_curl_slist_free_all(void *list) { curl.slist_free_all(list); }
+
+void *ferry_curl_multi_init(void) { return curl.multi_init(); }
+int ferry_curl_multi_cleanup(void *multi) { return curl.multi_cleanup(multi); }
+int ferry_curl_multi_setopt_long(void *multi, long option, long value) { return curl.multi_setopt(multi, option, value); }
+int ferry_curl_multi_add_handle(void *multi, void *easy) { return curl.multi_add_handle(multi, easy); }
+int ferry_curl_multi_remove_handle(void *multi, void *easy) { return curl.multi_remove_handle(multi, easy); }
+int ferry_curl_multi_perform(void *multi, int *running) { return curl.multi_perform(multi, running); }
+int ferry_curl_multi_poll(void *multi, int timeout_ms, int *numfds) { return curl.multi_poll(multi, NULL, 0, timeout_ms, numfds); }
+int ferry_curl_multi_wakeup(void *multi) { return curl.multi_wakeup(multi); }
+
+void *ferry_curl_multi_next_done(void *multi, int *result) {
+    int queued = 0;
+    curl_message *message;
+    while ((message = curl.multi_info_read(multi, &queued)) != NULL) {
+        if (message->msg == 1 /* CURLMSG_DONE */) {
+            *result = message->data.result;
+            return message->easy;
+        }
+    }
+    return NULL;
+}

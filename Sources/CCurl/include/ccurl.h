@@ -1,0 +1,118 @@
+// libcurl, reached at run time: the system's libcurl.so.4 (the one FoundationNetworking already loads) is
+// opened with dlopen, so building ferry needs no libcurl development headers. The few declarations and
+// constants ferry uses are restated here from curl.h of libcurl 7.88 (their values are part of libcurl's
+// stable ABI). Variadic curl_easy_setopt/getinfo cannot be called from Swift: typed wrappers stand in.
+#ifndef FERRY_CCURL_H
+#define FERRY_CCURL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/// Loads libcurl once; returns 0 on success, -1 when it or a needed symbol is missing (see ferry_curl_load_error).
+int ferry_curl_load(void);
+const char *ferry_curl_load_error(void);
+const char *ferry_curl_version(void);
+
+typedef size_t (*ferry_curl_data_callback)(char *buffer, size_t size, size_t count, void *userdata);
+
+void *ferry_curl_easy_init(void);
+void ferry_curl_easy_cleanup(void *easy);
+int ferry_curl_easy_setopt_long(void *easy, long option, long value);
+int ferry_curl_easy_setopt_pointer(void *easy, long option, const void *value);
+int ferry_curl_easy_setopt_offset(void *easy, long option, int64_t value);
+int ferry_curl_easy_setopt_callback(void *easy, long option, ferry_curl_data_callback callback);
+int ferry_curl_easy_getinfo_long(void *easy, long info, long *value);
+int ferry_curl_easy_pause(void *easy, long bitmask);
+const char *ferry_curl_easy_strerror(int code);
+
+void *ferry_curl_slist_append(void *list, const char *string);
+void ferry_curl_slist_free_all(void *list);
+
+void *ferry_curl_multi_init(void);
+int ferry_curl_multi_cleanup(void *multi);
+int ferry_curl_multi_setopt_long(void *multi, long option, long value);
+int ferry_curl_multi_add_handle(void *multi, void *easy);
+int ferry_curl_multi_remove_handle(void *multi, void *easy);
+int ferry_curl_multi_perform(void *multi, int *running);
+int ferry_curl_multi_poll(void *multi, int timeout_ms, int *numfds);
+int ferry_curl_multi_wakeup(void *multi);
+/// The next finished transfer: its easy handle (NULL when there is none) and its CURLcode.
+void *ferry_curl_multi_next_done(void *multi, int *result);
+
+enum {
+    FERRY_CURLOPT_WRITEDATA = 10001,
+    FERRY_CURLOPT_URL = 10002,
+    FERRY_CURLOPT_PROXY = 10004,
+    FERRY_CURLOPT_READDATA = 10009,
+    FERRY_CURLOPT_ERRORBUFFER = 10010,
+    FERRY_CURLOPT_WRITEFUNCTION = 20011,
+    FERRY_CURLOPT_READFUNCTION = 20012,
+    FERRY_CURLOPT_LOW_SPEED_LIMIT = 19,
+    FERRY_CURLOPT_LOW_SPEED_TIME = 20,
+    FERRY_CURLOPT_HTTPHEADER = 10023,
+    FERRY_CURLOPT_HEADERDATA = 10029,
+    FERRY_CURLOPT_CUSTOMREQUEST = 10036,
+    FERRY_CURLOPT_NOBODY = 44,
+    FERRY_CURLOPT_UPLOAD = 46,
+    FERRY_CURLOPT_POST = 47,
+    FERRY_CURLOPT_FOLLOWLOCATION = 52,
+    FERRY_CURLOPT_HTTPGET = 80,
+    FERRY_CURLOPT_CAINFO = 10065,
+    FERRY_CURLOPT_CAPATH = 10097,
+    FERRY_CURLOPT_HEADERFUNCTION = 20079,
+    FERRY_CURLOPT_CONNECTTIMEOUT = 78,
+    FERRY_CURLOPT_NOSIGNAL = 99,
+    FERRY_CURLOPT_BUFFERSIZE = 98,
+    FERRY_CURLOPT_NOPROXY = 10177,
+    FERRY_CURLOPT_INFILESIZE_LARGE = 30115,
+    FERRY_CURLOPT_POSTFIELDSIZE_LARGE = 30120,
+    FERRY_CURLOPT_UPLOAD_BUFFERSIZE = 280,
+    FERRY_CURLOPT_TCP_KEEPALIVE = 213,
+    FERRY_CURLOPT_PROTOCOLS_STR = 10318,
+    FERRY_CURLOPT_HTTP_VERSION = 84,
+    FERRY_CURLOPT_SUPPRESS_CONNECT_HEADERS = 265,
+    FERRY_CURLOPT_HTTP_CONTENT_DECODING = 158,
+    FERRY_CURLOPT_PROXY_CAINFO = 10246,
+
+    FERRY_CURLINFO_RESPONSE_CODE = 0x200000 + 2,
+
+    FERRY_CURLPAUSE_CONT = 0,
+    FERRY_CURLPAUSE_RECV = 1,
+    FERRY_CURLPAUSE_SEND = 4,
+    FERRY_CURL_HTTP_VERSION_1_1 = 2,
+
+    FERRY_CURLE_OK = 0,
+    FERRY_CURLE_UNSUPPORTED_PROTOCOL = 1,
+    FERRY_CURLE_URL_MALFORMAT = 3,
+    FERRY_CURLE_COULDNT_RESOLVE_PROXY = 5,
+    FERRY_CURLE_COULDNT_RESOLVE_HOST = 6,
+    FERRY_CURLE_COULDNT_CONNECT = 7,
+    FERRY_CURLE_WEIRD_SERVER_REPLY = 8,
+    FERRY_CURLE_HTTP2 = 16,
+    FERRY_CURLE_PARTIAL_FILE = 18,
+    FERRY_CURLE_WRITE_ERROR = 23,
+    FERRY_CURLE_READ_ERROR = 26,
+    FERRY_CURLE_OPERATION_TIMEDOUT = 28,
+    FERRY_CURLE_SSL_CONNECT_ERROR = 35,
+    FERRY_CURLE_ABORTED_BY_CALLBACK = 42,
+    FERRY_CURLE_GOT_NOTHING = 52,
+    FERRY_CURLE_SEND_ERROR = 55,
+    FERRY_CURLE_RECV_ERROR = 56,
+    FERRY_CURLE_SSL_CERTPROBLEM = 58,
+    FERRY_CURLE_SSL_CIPHER = 59,
+    FERRY_CURLE_PEER_FAILED_VERIFICATION = 60,
+    FERRY_CURLE_BAD_CONTENT_ENCODING = 61,
+    FERRY_CURLE_SSL_CACERT_BADFILE = 77,
+    FERRY_CURLE_SSL_ISSUER_ERROR = 83,
+    FERRY_CURLE_HTTP2_STREAM = 92,
+    FERRY_CURLE_PROXY = 97,
+
+    FERRY_CURL_ERROR_SIZE = 256,
+};
+
+/// What a write or read callback returns to pause its transfer (CURL_WRITEFUNC_PAUSE, CURL_READFUNC_PAUSE).
+static const size_t FERRY_CURL_FUNC_PAUSE = 0x10000001;
+/// What a read callback returns to abort the transfer (CURL_READFUNC_ABORT).
+static const size_t FERRY_CURL_READFUNC_ABORT = 0x10000000;
+
+#endif
