@@ -181,7 +181,9 @@ final class CurlTransfer: @unchecked Sendable {
             finish { $0.client.urlProtocolDidFinishLoading($0.urlProtocol) }
             return nil
         }
-        let (code, message) = TransportError.describe(result, curlMessage: String(cString: errorBuffer),
+        var osError = 0
+        if let easy { _ = ferry_curl_easy_getinfo_long(easy, FERRY_CURLINFO_OS_ERRNO, &osError) }
+        let (code, message) = TransportError.describe(result, curlMessage: String(cString: errorBuffer), osError: Int32(osError),
                                                       url: request.url, bodyFailure: bodyFailure,
                                                       idleTimeout: request.timeoutInterval)
         fail(code: code, message)

@@ -7,7 +7,7 @@ import FoundationNetworking
 /// libcurl's result codes as the URLError codes the engine's retry rules know, with a message that names
 /// the host and the cause.
 enum TransportError {
-    static func describe(_ result: Int, curlMessage: String, url: URL?, bodyFailure: String?,
+    static func describe(_ result: Int, curlMessage: String, osError: Int32, url: URL?, bodyFailure: String?,
                          idleTimeout: TimeInterval) -> (URLError.Code, String) {
         let host = hostDescription(url)
         let detail = curlMessage.isEmpty ? String(cString: ferry_curl_easy_strerror(Int32(result))) : curlMessage
@@ -17,8 +17,9 @@ enum TransportError {
         case FERRY_CURLE_COULDNT_RESOLVE_PROXY:
             return (.cannotFindHost, "cannot resolve the proxy's host name (DNS): \(detail)")
         case FERRY_CURLE_COULDNT_CONNECT:
-            let refused = detail.localizedCaseInsensitiveContains("refused")
-            return (.cannotConnectToHost, "cannot connect to \(host)\(refused ? " (connection refused)" : ""): \(detail)")
+            // curl's text says only "Couldn't connect to server"; the system's error says why.
+            guard osError != 0 else { return (.cannotConnectToHost, "cannot connect to \(host): \(detail)") }
+            return (.cannotConnectToHost, "cannot connect to \(host) (\(String(cString: strerror(osError)).lowercased()))")
         case FERRY_CURLE_OPERATION_TIMEDOUT:
             let seconds = Int(idleTimeout.rounded())
             return (.timedOut, "timed out: nothing from \(host) for \(seconds) s (the idle timeout): \(detail)")
