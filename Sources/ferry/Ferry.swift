@@ -100,6 +100,10 @@ struct CommonOptions: ParsableArguments {
     /// The config file's settings with the command line's on top.
     func engineConfiguration(_ config: Config) -> EngineConfiguration {
         var configuration = config.engine
+        // Proxies and CAs from the environment as curl reads them; the config's ca_file wins.
+        let fromEnvironment = TransportSettings.fromEnvironment(ProcessInfo.processInfo.environment)
+        configuration.transport = fromEnvironment
+        if let caFile = config.caFile { configuration.transport.caFile = caFile }
         if let jobs {
             configuration.maxConcurrent = jobs
             configuration.maxPerHost = max(jobs, config.perHost)

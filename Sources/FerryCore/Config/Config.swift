@@ -38,6 +38,8 @@ public struct Config: Sendable, Equatable {
     public var retryUploads = true
     public var idleTimeout = 30.0
     public var userAgent = "ferry/0.1"
+    /// A PEM bundle of trusted CAs used instead of the system's (over `SSL_CERT_FILE`).
+    public var caFile: String?
     public var refreshHz = 10
     public var ascii = Mode.auto
     public var color = Mode.auto
@@ -58,6 +60,7 @@ public struct Config: Sendable, Equatable {
         engine.idleTimeout = idleTimeout
         engine.userAgent = userAgent
         engine.hostHeaders = hosts
+        engine.transport.caFile = caFile
         return engine
     }
 
@@ -124,6 +127,12 @@ public struct Config: Sendable, Equatable {
                     switch name {
                     case "idle_timeout": config.idleTimeout = try reader.seconds(table, key, name, positive: true)
                     case "user_agent": config.userAgent = try reader.headerValue(table, key, name)
+                    case "ca_file":
+                        let path = NSString(string: try reader.string(table, key, name)).expandingTildeInPath
+                        guard FileManager.default.isReadableFile(atPath: path) else {
+                            throw reader.error(key, name, "cannot read \(path)")
+                        }
+                        config.caFile = path
                     default: throw reader.unknown(key, name)
                     }
                 }

@@ -11,10 +11,17 @@ final class SessionDelegate: NSObject, URLSessionDataDelegate, TransportDelegate
     private let runs = Mutex<[Int: any TaskRun]>([:])
     private let hostHeaders: [HostHeaders]
     let transportSettings: TransportSettings
+    /// Set once, before any task is made (the session is made after its delegate).
+    private let delegateQueue = Mutex<OperationQueue?>(nil)
 
     init(hostHeaders: [HostHeaders], transportSettings: TransportSettings) {
         self.hostHeaders = hostHeaders
         self.transportSettings = transportSettings
+    }
+
+    var transportDelegateQueue: OperationQueue? {
+        get { delegateQueue.withLock { $0 } }
+        set { delegateQueue.withLock { $0 = newValue } }
     }
 
     func register(_ run: any TaskRun, for task: URLSessionTask) {

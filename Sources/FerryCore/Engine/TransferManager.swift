@@ -186,6 +186,7 @@ public final class TransferManager: Sendable {
         // Serial (a concurrent queue reorders chunks) and bounded (chunks must not pile up in memory).
         let delegateQueue = BoundedDelegateQueue(limit: Self.delegateQueueLimit, name: "ferry.delegate")
         self.delegateQueue = delegateQueue
+        delegate.transportDelegateQueue = delegateQueue
         self.session = URLSession(configuration: sessionConfig, delegate: delegate, delegateQueue: delegateQueue)
 
         var core = Core(maxConcurrent: max(1, configuration.maxConcurrent),

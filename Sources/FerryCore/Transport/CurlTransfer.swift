@@ -23,9 +23,12 @@ final class CurlTransfer: @unchecked Sendable {
         }
     }
 
-    /// At most this many chunks of a transfer wait for the work queue (which waits for the delegate's
-    /// bounded queue); past it the transfer pauses, libcurl stops reading its socket and TCP slows the sender.
-    static let maxChunksInFlight = 8
+    /// Bytes read are handed on in pieces of up to this size: at the end of each round of the transport's
+    /// loop, or sooner when this much has come (one hop to the work queue and one to the delegate per piece).
+    static let deliverySize = 512 << 10
+    /// At most this many bytes of a transfer are on their way to the delegate (on the work queue, on the
+    /// delegate queue); past it the transfer pauses, libcurl stops reading its socket and TCP slows the sender.
+    static let maxBytesInFlight = 2 << 20
     static let maxRedirects = 20
 
     let delivery: Delivery
@@ -48,6 +51,8 @@ final class CurlTransfer: @unchecked Sendable {
     private var bodyFailure: String?
     private var finished = false
 
+    /// Read, not yet handed on (see deliverySize).
+    private var pending = Data()
     private let inFlight = Atomic<Int>(0)
     private let pausedForBackpressure = Atomic<Bool>(false)
 
@@ -178,9 +183,11 @@ final class CurlTransfer: @unchecked Sendable {
                 return self
             }
             deliverResponseIfNeeded()
+            flush()
             finish { $0.client.urlProtocolDidFinishLoading($0.urlProtocol) }
             return nil
         }
+        flush()
         var osError = 0
         if let easy { _ = ferry_curl_easy_getinfo_long(easy, FERRY_CURLINFO_OS_ERRNO, &osError) }
         let (code, message) = TransportError.describe(result, curlMessage: String(cString: errorBuffer), osError: Int32(osError),
@@ -217,16 +224,37 @@ final class CurlTransfer: @unchecked Sendable {
 
     // MARK: Delivery
 
-    private func deliver(_ work: @escaping @Sendable (Delivery) -> Void) {
-        inFlight.add(1, ordering: .sequentiallyConsistent)
+    /// Hands what was read so far to URLSession (the transport calls it at the end of each round).
+    func flush() {
+        guard !pending.isEmpty else { return }
+        let chunk = pending
+        pending = Data()
+        deliver(bytes: chunk.count) { $0.client.urlProtocol($0.urlProtocol, didLoad: chunk) }
+    }
+
+    var hasPendingBytes: Bool { !pending.isEmpty }
+
+    private func deliver(bytes: Int = 0, _ work: @escaping @Sendable (Delivery) -> Void) {
+        inFlight.add(bytes, ordering: .sequentiallyConsistent)
         let delivery = delivery
+        let delegateQueue = delegate?.transportDelegateQueue
         delivery.queue.async { [self] in
             if !delivery.stopped { work(delivery) }
-            let left = inFlight.subtract(1, ordering: .sequentiallyConsistent).newValue
-            if left <= Self.maxChunksInFlight / 2,
-               pausedForBackpressure.compareExchange(expected: true, desired: false, ordering: .sequentiallyConsistent).exchanged {
-                transport.submit(.unpause(self))
+            guard bytes > 0 else { return }
+            // After the delegate's own operation for these bytes (the queue is serial), or at once without one.
+            if let delegateQueue {
+                delegateQueue.addOperation { self.handedOver(bytes) }
+            } else {
+                handedOver(bytes)
             }
+        }
+    }
+
+    private func handedOver(_ bytes: Int) {
+        let left = inFlight.subtract(bytes, ordering: .sequentiallyConsistent).newValue
+        if left <= Self.maxBytesInFlight / 2,
+           pausedForBackpressure.compareExchange(expected: true, desired: false, ordering: .sequentiallyConsistent).exchanged {
+            transport.submit(.unpause(self))
         }
     }
 
@@ -266,19 +294,22 @@ final class CurlTransfer: @unchecked Sendable {
         return body == nil && (scheme == "http" || scheme == "https") ? next : nil
     }
 
+    /// Returns `count` when the bytes were taken, or the pause code (libcurl hands the same bytes again later).
     fileprivate func received(data: UnsafeMutablePointer<CChar>, count: Int) -> Int {
         if redirect != nil || finished { return count }
         deliverResponseIfNeeded()
-        if inFlight.load(ordering: .sequentiallyConsistent) >= Self.maxChunksInFlight {
+        if inFlight.load(ordering: .sequentiallyConsistent) >= Self.maxBytesInFlight {
             pausedForBackpressure.store(true, ordering: .sequentiallyConsistent)
             // Drained meanwhile? Then take the pause back (no delivery left to lift it) and go on.
-            if inFlight.load(ordering: .sequentiallyConsistent) > Self.maxChunksInFlight / 2
+            if inFlight.load(ordering: .sequentiallyConsistent) > Self.maxBytesInFlight / 2
                 || !pausedForBackpressure.compareExchange(expected: true, desired: false, ordering: .sequentiallyConsistent).exchanged {
+                flush()
                 return FERRY_CURL_FUNC_PAUSE
             }
         }
-        let chunk = Data(bytes: data, count: count)
-        deliver { $0.client.urlProtocol($0.urlProtocol, didLoad: chunk) }
+        if pending.isEmpty { pending.reserveCapacity(Self.deliverySize) }
+        pending.append(UnsafeRawPointer(data).assumingMemoryBound(to: UInt8.self), count: count)
+        if pending.count >= Self.deliverySize { flush() }
         return count
     }
 

@@ -67,6 +67,7 @@ final class CurlTransport: @unchecked Sendable {
             }
             var stillRunning: Int32 = 0
             _ = ferry_curl_multi_perform(multi, &stillRunning)
+            for transfer in running.values where transfer.hasPendingBytes { transfer.flush() }
             var result: Int32 = 0
             while let easy = ferry_curl_multi_next_done(multi, &result) {
                 guard let transfer = running.removeValue(forKey: easy) else { continue }

@@ -8,6 +8,8 @@ import Synchronization
 /// ask the delegate about redirects or bodies, and no way to report bytes sent).
 protocol TransportDelegate: AnyObject, Sendable {
     var transportSettings: TransportSettings { get }
+    /// The session's delegate queue: a transfer's bytes count as in flight until the delegate has had them.
+    var transportDelegateQueue: OperationQueue? { get }
     /// The body of an upload task, made anew for each attempt; nil for none.
     func transportBody(for task: URLSessionTask) -> TransportBody?
     /// A 3xx with a Location arrived: the next request, or nil to hand the 3xx to the delegate as the response.
