@@ -15,7 +15,7 @@ import Darwin
 // MARK: - Helpers
 
 /// A blocking TCP client for exact wire checks.
-private final class RawClient {
+final class RawClient {
     let fd: Int32
 
     init(port: Int, timeoutSeconds: Int = 10) throws {
@@ -100,7 +100,7 @@ private final class RawClient {
     enum RawError: Error { case socket, connect }
 }
 
-private struct RawResponse {
+struct RawResponse {
     let statusLine: String
     let status: Int
     let headers: [(String, String)]
@@ -160,7 +160,7 @@ private func fetch(_ request: URLRequest, session: URLSession? = nil) async thro
 
 /// Polls `condition` for up to `seconds` (the server finishes its bookkeeping just after the
 /// client has the last byte).
-private func serverEventually(_ seconds: Double = 30, _ condition: () -> Bool) -> Bool {
+func serverEventually(_ seconds: Double = 30, _ condition: () -> Bool) -> Bool {
     let deadline = Date().addingTimeInterval(seconds)
     while !condition() {
         if Date() > deadline { return false }

@@ -2,19 +2,28 @@ import Foundation
 import NIOCore
 import NIOHTTP1
 import NIOPosix
+import NIOSSL
 import Synchronization
 
 /// A real HTTP/1.1 server on 127.0.0.1 (ephemeral port) for tests: serves resources with
-/// Range/If-Range/ETag, records requests, and misbehaves on request.
+/// Range/If-Range/ETag, records requests, and misbehaves on request. Plain HTTP, or HTTPS with
+/// a `TestCertificateAuthority`'s server certificate.
 public final class TestHTTPServer: Sendable {
     public let port: Int
+    /// "https" when started with `tls`, else "http".
+    public let scheme: String
+    /// The CA whose server certificate this server presents (nil: plain HTTP).
+    public let certificateAuthority: TestCertificateAuthority?
     let core: ServerCore
     private let group: MultiThreadedEventLoopGroup
     private let serverChannel: any Channel
 
-    /// Binds 127.0.0.1:0 and starts serving.
-    public init() throws {
+    /// Binds 127.0.0.1:0 and starts serving: plain HTTP, or HTTPS with `tls`'s server certificate
+    /// (same routes, misbehaviors and recording). A client that refuses the certificate only ends its
+    /// own connection: nothing is recorded for it, and the server goes on.
+    public init(tls: TestCertificateAuthority? = nil) throws {
         let core = ServerCore()
+        let sslContext = try tls.map { try Self.makeSSLContext($0) }
         let group = MultiThreadedEventLoopGroup(numberOfThreads: 2)
         let bootstrap = ServerBootstrap(group: group)
             .serverChannelOption(.backlog, value: 256)
@@ -24,6 +33,9 @@ public final class TestHTTPServer: Sendable {
             .childChannelInitializer { channel in
                 core.register(channel)
                 return channel.eventLoop.makeCompletedFuture {
+                    if let sslContext {
+                        try channel.pipeline.syncOperations.addHandler(NIOSSLServerHandler(context: sslContext))
+                    }
                     try channel.pipeline.syncOperations.configureHTTPServerPipeline(
                         withErrorHandling: true,
                         withOutboundHeaderValidation: false)  // the server must be able to send hostile headers
@@ -42,16 +54,37 @@ public final class TestHTTPServer: Sendable {
             try? group.syncShutdownGracefully()
             throw error
         }
+        self.scheme = tls == nil ? "http" : "https"
+        self.certificateAuthority = tls
         self.core = core
         self.group = group
+    }
+
+    private static func makeSSLContext(_ ca: TestCertificateAuthority) throws -> NIOSSLContext {
+        var configuration = TLSConfiguration.makeServerConfiguration(
+            certificateChain: [.certificate(try NIOSSLCertificate(bytes: ca.serverCertificateDER, format: .der))],
+            privateKey: .privateKey(try NIOSSLPrivateKey(bytes: ca.serverPrivateKeyDER, format: .der)))
+        // A close (cutAfter, closeWithoutResponse, Connection: close, shutdown) sends close_notify and then
+        // waits this long for the client's before dropping the TCP connection (default 5 s: an idle pooled
+        // client connection would hold up shutdown()).
+        configuration.shutdownTimeout = .milliseconds(250)
+        return try NIOSSLContext(configuration: configuration)
     }
 
     deinit {
         shutdown()
     }
 
+    /// `scheme://127.0.0.1:port` + `path` (path and query, starting with "/").
     public func url(_ path: String) -> URL {
-        URL(string: "http://127.0.0.1:\(port)\(path)")!
+        url(path, host: "127.0.0.1")
+    }
+
+    /// The same with another name for this machine, e.g. "localhost" (the server certificate is also valid
+    /// for it). The server listens on 127.0.0.1 only.
+    public func url(_ path: String, host: String) -> URL {
+        let authority = host.contains(":") ? "[\(host)]" : host
+        return URL(string: "\(scheme)://\(authority):\(port)\(path)")!
     }
 
     /// Idempotent: closes the listener and live connections, then shuts the event loops down.
@@ -59,9 +92,9 @@ public final class TestHTTPServer: Sendable {
     public func shutdown() {
         guard let children = core.beginShutdown() else { return }
         try? serverChannel.close().wait()
-        for child in children {
-            try? child.close().wait()
-        }
+        // All at once: a TLS connection's close waits a moment for the client's close_notify.
+        let closes = children.map { $0.close() }
+        try? EventLoopFuture.andAllComplete(closes, on: group.next()).wait()
         try? group.syncShutdownGracefully()
     }
 
