@@ -116,6 +116,11 @@ func isolatedEnvironment(stateDir: String, configHome: String) -> [String: Strin
     environment["FERRY_STATE_DIR"] = stateDir
     environment["XDG_CONFIG_HOME"] = configHome
     environment.removeValue(forKey: "FERRY_CONFIG")
+    // The machine's proxies and CAs must not steer the tests' requests to 127.0.0.1.
+    for name in ["http_proxy", "https_proxy", "HTTPS_PROXY", "all_proxy", "ALL_PROXY", "no_proxy", "NO_PROXY",
+                 "SSL_CERT_FILE", "SSL_CERT_DIR"] {
+        environment.removeValue(forKey: name)
+    }
     return environment
 }
 

@@ -1,0 +1,121 @@
+import FerryCore
+import Foundation
+import Testing
+import TestHTTPServer
+
+/// https through ferry's transport against an in-process TLS server whose certificate the test makes, and
+/// proxies from the environment as curl reads them, through a tiny forward proxy that counts requests.
+@Suite struct HTTPSAndProxyTests {
+    let authority: TestCertificateAuthority
+    let server: TestHTTPServer
+    let dir: TempDir
+    let caFile: String
+
+    init() throws {
+        authority = try TestCertificateAuthority()
+        server = try TestHTTPServer(tls: authority)
+        dir = try TempDir()
+        caFile = dir.path + "/ca.pem"
+        try authority.writeCAPEM(to: caFile)
+    }
+
+    func trustingConfiguration() -> EngineConfiguration {
+        var configuration = testConfiguration()
+        configuration.transport.caFile = caFile
+        return configuration
+    }
+
+    @Test func aDownloadOverHTTPSIsIdentical() async throws {
+        let body = Resource.randomBytes(count: 3 << 20, seed: 71)
+        server.route("/tls.bin", .serve(Resource(body: body)))
+        let manager = try TransferManager(configuration: trustingConfiguration())
+        defer { manager.shutdown() }
+        let id = manager.add(TransferSpec(download: server.url("/tls.bin", host: "localhost"), directory: dir.path))
+        try await finish(manager, [id])
+        #expect(manager.snapshot(of: id)?.state == .completed, "\(manager.snapshot(of: id)?.lastError ?? "")")
+        #expect(dir.contents("tls.bin") == body)
+    }
+
+    @Test func aCutHTTPSDownloadResumesWithOneRangedRequest() async throws {
+        let body = Resource.randomBytes(count: 4 << 20, seed: 72)
+        let resource = Resource(body: body, etag: "\"tls-v1\"")
+        server.route("/cut.bin", [.serve(resource, ServeOptions(cutAfter: 1 << 20)), .serve(resource)])
+        let manager = try TransferManager(configuration: trustingConfiguration())
+        defer { manager.shutdown() }
+        let id = manager.add(TransferSpec(download: server.url("/cut.bin"), directory: dir.path))
+        try await finish(manager, [id])
+        #expect(manager.snapshot(of: id)?.state == .completed, "\(manager.snapshot(of: id)?.lastError ?? "")")
+        #expect(dir.contents("cut.bin") == body)
+        let requests = server.requests("/cut.bin")
+        #expect(requests.count == 2)
+        let range = try #require(requests.last?.header("Range"))
+        #expect(range.hasPrefix("bytes=") && range != "bytes=0-", "\(range)")
+        #expect(requests.last?.header("If-Range") == "\"tls-v1\"")
+    }
+
+    @Test func anUploadOverHTTPSArrivesWhole() async throws {
+        let body = Resource.randomBytes(count: 5 << 20, seed: 73)
+        let file = dir.path + "/up.bin"
+        try body.write(to: URL(fileURLWithPath: file))
+        server.route("/up", .status(201, body: Data("stored\n".utf8)))
+        let manager = try TransferManager(configuration: trustingConfiguration())
+        defer { manager.shutdown() }
+        let id = manager.add(TransferSpec(upload: UploadSpec(method: "PUT", body: .raw(.file(path: file), contentType: "application/octet-stream")), to: server.url("/up")))
+        try await finish(manager, [id])
+        #expect(manager.snapshot(of: id)?.state == .completed, "\(manager.snapshot(of: id)?.lastError ?? "")")
+        let received = try #require(server.requests("/up").first)
+        #expect(received.method == "PUT")
+        #expect(received.bodySHA256 == sha256Hex(body))
+        #expect(!received.chunked)
+    }
+
+    @Test func aCertificateFromAnUntrustedAuthorityFailsAndSaysSo() async throws {
+        server.route("/secret.bin", .serve(Resource(body: Data("secret".utf8))))
+        // The system's trust store, which does not know the test's CA.
+        let result = try await runFerry(["get", "--no-tui", "--retries", "0", "-o", dir.path,
+                                         server.url("/secret.bin").absoluteString])
+        #expect(result.status == 1)
+        #expect(result.stderr.contains("TLS: the certificate of 127.0.0.1:\(server.port) is not trusted"), "\(result.stderr)")
+        #expect(result.stderr.contains("SSL_CERT_FILE"))
+        #expect(server.requests("/secret.bin").isEmpty)
+        #expect(!dir.files().contains("secret.bin"))
+    }
+
+    @Test func httpProxyFromTheEnvironmentCarriesPlainRequests() async throws {
+        let plain = try TestHTTPServer()
+        let proxy = try TestForwardProxy()
+        defer { proxy.shutdown() }
+        let body = Resource.randomBytes(count: 1 << 20, seed: 74)
+        plain.route("/via.bin", .serve(Resource(body: body)))
+        let url = plain.url("/via.bin").absoluteString
+        let result = try await runFerry(["get", "--no-tui", "-o", dir.path, url],
+                                        environment: ["http_proxy": proxy.url.absoluteString])
+        #expect(result.status == 0, "\(result.stderr)")
+        #expect(dir.contents("via.bin") == body)
+        #expect(proxy.requests == ["GET \(url)"])
+    }
+
+    @Test func httpsProxyTunnelsAndSSLCertFileIsTrusted() async throws {
+        let proxy = try TestForwardProxy()
+        defer { proxy.shutdown() }
+        let body = Resource.randomBytes(count: 1 << 20, seed: 75)
+        server.route("/tunnel.bin", .serve(Resource(body: body)))
+        let result = try await runFerry(["get", "--no-tui", "-o", dir.path, server.url("/tunnel.bin").absoluteString],
+                                        environment: ["HTTPS_PROXY": proxy.url.absoluteString, "SSL_CERT_FILE": caFile])
+        #expect(result.status == 0, "\(result.stderr)")
+        #expect(dir.contents("tunnel.bin") == body)
+        #expect(proxy.requests == ["CONNECT 127.0.0.1:\(server.port)"])
+    }
+
+    @Test func noProxyListsHostsThatGoDirect() async throws {
+        let plain = try TestHTTPServer()
+        let proxy = try TestForwardProxy()
+        defer { proxy.shutdown() }
+        plain.route("/direct.bin", .serve(Resource(body: Data("direct".utf8))))
+        let result = try await runFerry(["get", "--no-tui", "-o", dir.path, plain.url("/direct.bin").absoluteString],
+                                        environment: ["http_proxy": proxy.url.absoluteString, "no_proxy": "127.0.0.1"])
+        #expect(result.status == 0, "\(result.stderr)")
+        #expect(proxy.requests.isEmpty)
+        #expect(plain.requests("/direct.bin").count == 1)
+    }
+}
