@@ -9,17 +9,28 @@ import Synchronization
 /// then touched only on the transport's thread, except `delivery`, which hands results to the task's work queue.
 final class CurlTransfer: @unchecked Sendable {
     /// How results reach URLSession: on the task's work queue, in order, and never after a cancel.
+    /// Touched on the work queue only. It lets go of the protocol and its client after the last delivery (or
+    /// a cancel): the protocol holds its transfer, so keeping them would keep every finished transfer, its
+    /// task and its last piece of body alive for good.
     final class Delivery: @unchecked Sendable {
-        let urlProtocol: URLProtocol
-        let client: URLProtocolClient
+        private var urlProtocol: URLProtocol?
+        private var client: URLProtocolClient?
         let queue: DispatchQueue
-        /// Set by stopLoading on the work queue, read there only.
-        var stopped = false
 
         init(urlProtocol: URLProtocol, client: URLProtocolClient, queue: DispatchQueue) {
             self.urlProtocol = urlProtocol
             self.client = client
             self.queue = queue
+        }
+
+        func callAsFunction(_ work: (URLProtocol, URLProtocolClient) -> Void) {
+            if let urlProtocol, let client { work(urlProtocol, client) }
+        }
+
+        /// After the last delivery, or a cancel (URLSession tells the client itself): nothing more is said.
+        func end() {
+            urlProtocol = nil
+            client = nil
         }
     }
 
@@ -53,6 +64,14 @@ final class CurlTransfer: @unchecked Sendable {
 
     /// Read, not yet handed on (see deliverySize).
     private var pending = Data()
+    /// Body bytes read in this hop.
+    private var received = 0
+    /// What is left of the body by its Content-Length (0 when unknown): a small file's piece is sized to
+    /// the file, not to deliverySize (a thousand small files otherwise held 512 KiB each: 120 MiB RSS).
+    private var expectedRemaining: Int {
+        guard let length = response.value("Content-Length").flatMap(Int.init) else { return 0 }
+        return max(0, length - received)
+    }
     private let inFlight = Atomic<Int>(0)
     private let pausedForBackpressure = Atomic<Bool>(false)
 
@@ -77,6 +96,7 @@ final class CurlTransfer: @unchecked Sendable {
     func makeEasyHandle() -> UnsafeMutableRawPointer? {
         releaseHandle()
         response = ResponseHead()
+        received = 0
         redirect = nil
         errorBuffer[0] = 0
         guard let url = request.url, let handle = ferry_curl_easy_init() else {
@@ -184,7 +204,7 @@ final class CurlTransfer: @unchecked Sendable {
             }
             deliverResponseIfNeeded()
             flush()
-            finish { $0.client.urlProtocolDidFinishLoading($0.urlProtocol) }
+            finish { $0 { $1.urlProtocolDidFinishLoading($0) } }
             return nil
         }
         flush()
@@ -212,14 +232,17 @@ final class CurlTransfer: @unchecked Sendable {
         var info: [String: Any] = [NSLocalizedDescriptionKey: message]
         if let url = request.url { info[NSURLErrorFailingURLErrorKey] = url }
         let error = URLError(code, userInfo: info)
-        finish { $0.client.urlProtocol($0.urlProtocol, didFailWithError: error) }
+        finish { $0 { $1.urlProtocol($0, didFailWithError: error) } }
     }
 
     private func finish(_ last: @escaping @Sendable (Delivery) -> Void) {
         finished = true
         body?.close()
         releaseHandle()
-        deliver(last)
+        deliver { delivery in
+            last(delivery)
+            delivery.end()
+        }
     }
 
     // MARK: Delivery
@@ -229,7 +252,7 @@ final class CurlTransfer: @unchecked Sendable {
         guard !pending.isEmpty else { return }
         let chunk = pending
         pending = Data()
-        deliver(bytes: chunk.count) { $0.client.urlProtocol($0.urlProtocol, didLoad: chunk) }
+        deliver(bytes: chunk.count) { $0 { $1.urlProtocol($0, didLoad: chunk) } }
     }
 
     var hasPendingBytes: Bool { !pending.isEmpty }
@@ -239,7 +262,7 @@ final class CurlTransfer: @unchecked Sendable {
         let delivery = delivery
         let delegateQueue = delegate?.transportDelegateQueue
         delivery.queue.async { [self] in
-            if !delivery.stopped { work(delivery) }
+            work(delivery)
             guard bytes > 0 else { return }
             // After the delegate's own operation for these bytes (the queue is serial), or at once without one.
             if let delegateQueue {
@@ -262,7 +285,7 @@ final class CurlTransfer: @unchecked Sendable {
         guard !responseDelivered, response.complete, let url = request.url else { return }
         responseDelivered = true
         guard let http = response.httpResponse(url: url) else { return }
-        deliver { $0.client.urlProtocol($0.urlProtocol, didReceive: http, cacheStoragePolicy: .notAllowed) }
+        deliver { $0 { $1.urlProtocol($0, didReceive: http, cacheStoragePolicy: .notAllowed) } }
     }
 
     // MARK: libcurl callbacks (transport thread)
@@ -307,7 +330,8 @@ final class CurlTransfer: @unchecked Sendable {
                 return FERRY_CURL_FUNC_PAUSE
             }
         }
-        if pending.isEmpty { pending.reserveCapacity(Self.deliverySize) }
+        if pending.isEmpty { pending.reserveCapacity(min(Self.deliverySize, max(count, expectedRemaining))) }
+        received += count
         pending.append(UnsafeRawPointer(data).assumingMemoryBound(to: UInt8.self), count: count)
         if pending.count >= Self.deliverySize { flush() }
         return count

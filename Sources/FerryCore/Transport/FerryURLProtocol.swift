@@ -53,8 +53,8 @@ public final class FerryURLProtocol: URLProtocol {
 
     // On the task's work queue (a cancel): nothing reaches the client after this.
     override public func stopLoading() {
-        guard let transfer = transfer.withLock({ $0 }) else { return }
-        transfer.delivery.stopped = true
+        guard let transfer = transfer.withLock({ t -> CurlTransfer? in defer { t = nil }; return t }) else { return }
+        transfer.delivery.end()
         CurlTransport.shared.submit(.stop(transfer))
     }
 }
