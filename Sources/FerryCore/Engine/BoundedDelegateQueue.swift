@@ -10,6 +10,9 @@ import Synchronization
 /// reads on; when the delegate falls behind (a slow disk, a busy machine), chunks pile up in memory
 /// without limit (notes/urlsession-on-linux.md: 800 MiB for 1 GiB). Here `addOperation` waits while
 /// `limit` callbacks are already queued, so the socket thread stops reading and TCP slows the sender.
+/// Under ferry's own transport (FerryURLProtocol) the callers are the blocks that hand each piece of body
+/// on from the task's work queue, and each transfer also keeps at most 2 MiB on its way (CurlTransfer), so
+/// this bound is the last line rather than the first; DelegateQueueTests pin it with corelibs' transport.
 ///
 /// The thread that waits here is the session's work queue, and every call into the session that matters
 /// (making, resuming or cancelling a task, invalidating the session) runs a block on that queue and waits

@@ -142,8 +142,8 @@ public final class TransferManager: Sendable {
         var lastWrite: DispatchTime?
     }
 
-    /// Callbacks queued for the delegate before URLSession's socket thread has to wait: 128 chunks of at
-    /// most 16 KiB, 2 MiB in all.
+    /// Callbacks queued for the delegate before the thread handing them over has to wait (see
+    /// BoundedDelegateQueue; each transfer also keeps at most 2 MiB of body on its way, CurlTransfer).
     package static let delegateQueueLimit = 128
 
     public let configuration: EngineConfiguration

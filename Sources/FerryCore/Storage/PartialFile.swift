@@ -3,8 +3,8 @@ import Foundation
 import Glibc
 #endif
 
-/// A `NAME.part` file being written: chunks are coalesced in a buffer and written in large blocks,
-/// because URLSession on Linux hands over at most 16 KiB per callback (65,000 callbacks per GiB).
+/// A `NAME.part` file being written: small pieces of body (a slow link hands over a few KiB at a time) are
+/// coalesced in a buffer and written in large blocks; a piece as large as the buffer is written at once.
 /// Not thread-safe: one attempt owns it and touches it from the serial delegate queue, then hands it on.
 final class PartialFile {
     let path: String
