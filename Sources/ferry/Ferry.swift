@@ -72,6 +72,22 @@ struct Ferry: AsyncParsableCommand {
 }
 
 /// Options every subcommand takes.
+/// `--limit-rate` of `get` and `put`: a bandwidth limit for each item they queue.
+struct RateLimitOption: ParsableArguments {
+    @Option(name: .customLong("limit-rate"), help: "Bandwidth limit per item, e.g. 500K, 2M, 1.5M (K = 1024; 0 = none).")
+    var limitRate: String?
+
+    /// Bytes per second, nil for none; a bad value is a usage error naming it (exit 2).
+    func rate() throws(UsageError) -> Int64? {
+        guard let limitRate else { return nil }
+        do throws(UsageError) {
+            return try RateText.parse(limitRate)
+        } catch {
+            throw UsageError("--limit-rate: \(error.description)")
+        }
+    }
+}
+
 struct CommonOptions: ParsableArguments {
     @Option(name: .customLong("state-dir"), help: "Where the queue is kept (default: $FERRY_STATE_DIR, else $XDG_STATE_HOME/ferry).")
     var stateDir: String?

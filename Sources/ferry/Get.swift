@@ -29,6 +29,7 @@ struct Get: AsyncParsableCommand {
     @Option(name: .customLong("segments"), help: "Fetch a large file in N parallel ranges when the server allows (default 1, or [transfers] segments).")
     var segments: Int?
 
+    @OptionGroup var limit: RateLimitOption
     @OptionGroup var common: CommonOptions
 
     func run() async throws {
@@ -37,6 +38,8 @@ struct Get: AsyncParsableCommand {
         let count = segments ?? config.segments
         guard (1...64).contains(count) else { throw UsageError("--segments takes 1 to 64, got \(count)") }
         for index in specs.indices where count > 1 { specs[index].segments = count }
+        let rate = try limit.rate()
+        for index in specs.indices { specs[index].rateLimit = rate }
         if TerminalUIRun.wanted(noTUI: common.noTUI) {
             await TerminalUIRun.run(common, config: config, adding: specs)
         }

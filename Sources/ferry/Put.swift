@@ -34,11 +34,13 @@ struct Put: AsyncParsableCommand {
     @Option(name: .customLong("field"), help: "With -F: the form field FILE is sent as (default 'file').")
     var field: String = "file"
 
+    @OptionGroup var limit: RateLimitOption
     @OptionGroup var common: CommonOptions
 
     func run() async throws {
         let config = try common.loadConfig()
-        let spec = try makeSpec()
+        var spec = try makeSpec()
+        spec.rateLimit = try limit.rate()
         if spec.upload?.isRepeatable == false {
             // Standard input belongs to this process: it cannot be handed to another engine or resumed later.
             let exitCode = await HeadlessRun(configuration: common.engineConfiguration(config))

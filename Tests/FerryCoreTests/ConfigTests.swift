@@ -86,6 +86,18 @@ import Testing
         #expect(message("[[hosts]]\nheaders = { A = \"b\" }\n").contains("needs a match"))
     }
 
+    @Test func limitsAreReadAsRatesAndASchedule() throws {
+        let config = try Config.parse("[limits]\ndownload = \"2M\"\nupload = 65536\nschedule = \"08:00,512K 23:00,off\"\n", file: "c.toml")
+        #expect(config.downloadLimit == 2 << 20)
+        #expect(config.uploadLimit == 65536)
+        #expect(config.downloadSchedule?.entries.map(\.rate) == [512 << 10, nil])
+        #expect(config.engine.downloadLimit == 2 << 20 && config.engine.downloadSchedule != nil)
+        #expect(try Config.parse("[limits]\ndownload = \"off\"\nupload = 0\n", file: "c.toml") == Config())
+        #expect(message("[limits]\ndownload = \"fast\"\n") == "/etc/ferry.toml:2: limits.download: not a rate: 'fast' (expected e.g. 500K, 2M, 1.5M, or 0 for no limit)")
+        #expect(message("[limits]\nupload = true\n").contains("limits.upload: expected a rate"))
+        #expect(message("\n[limits]\nschedule = \"8am,1M\"\n").hasPrefix("/etc/ferry.toml:3: limits.schedule: not a schedule entry: '8am,1M'"))
+    }
+
     @Test func headerValuesNeverAppearInErrors() {
         let text = "[[hosts]]\nmatch = \"h\"\nheaders = { \"Bad Name\" = \"TOPSECRET\" }\n"
         let error = message(text)

@@ -53,6 +53,8 @@ import TestHTTPServer
         (["get", "-H", "Broken", "http://127.0.0.1:1/x"], "bad header"),
         (["get", "-O", "one", "http://127.0.0.1:1/a", "http://127.0.0.1:1/b"], "-O names one file"),
         (["get", "--bogus", "http://127.0.0.1:1/x"], "Unknown option"),
+        (["get", "--limit-rate", "fast", "http://127.0.0.1:1/x"], "--limit-rate: not a rate: 'fast'"),
+        (["put", "--limit-rate", "2MB", "/etc/hostname", "http://127.0.0.1:1/x"], "--limit-rate: not a rate: '2MB'"),
     ])
     func badUsageExitsTwo(_ arguments: [String], _ message: String) async throws {
         let result = try await runFerry(arguments, cwd: dir.path)

@@ -117,4 +117,43 @@ import Testing
         _ = editor.apply(.control("w"))
         #expect(editor.text == "o")
     }
+
+    func typing(_ text: String) -> [Key] { text.map { .character($0) } }
+
+    @Test func lSetsTheSelectedItemsLimitFromAPromptThatShowsTheCurrentOne() {
+        var limited = queue
+        limited.items[1].rateLimit = 2 << 20
+        let (asking, none) = press([.character("j"), .character("l")], queue: limited)
+        #expect(asking.prompt?.kind == .itemLimit(TransferID(2)))
+        #expect(asking.prompt?.editor.text == "2M")
+        #expect(none.isEmpty)
+        // Ctrl-U clears the line; then a new rate.
+        let (done, commands) = press([.character("j"), .character("l"), .control("u")] + typing("500K") + [.enter], queue: limited)
+        #expect(done.prompt == nil)
+        #expect(commands == [.setItemLimit(TransferID(2), 500 << 10)])
+        #expect(press([.character("l"), .control("u")] + typing("off") + [.enter]).1 == [.setItemLimit(TransferID(1), nil)])
+    }
+
+    @Test func aBadRateKeepsThePromptAndSaysWhy() {
+        let (state, commands) = press([.character("l"), .control("u")] + typing("fast") + [.enter])
+        #expect(commands.isEmpty)
+        #expect(state.prompt?.kind == .itemLimit(TransferID(1)))
+        #expect(state.prompt?.error?.contains("not a rate: 'fast'") == true)
+    }
+
+    @Test func capitalLAsksForTheDownloadThenTheUploadLimit() {
+        var limited = queue
+        limited.downloadLimit = 1 << 20
+        let (first, _) = press([.character("L")], queue: limited)
+        #expect(first.prompt?.kind == .globalDownloadLimit)
+        #expect(first.prompt?.editor.text == "1M")
+        let keys: [Key] = [.character("L"), .control("u")] + typing("1.5M") + [.enter]
+        let (second, none) = press(keys, queue: limited)
+        #expect(second.prompt?.kind == .globalUploadLimit(download: 3 << 19))
+        #expect(second.prompt?.editor.text == "off")
+        #expect(none.isEmpty)
+        let (done, commands) = press(keys + [.control("u")] + typing("256K") + [.enter], queue: limited)
+        #expect(done.prompt == nil)
+        #expect(commands == [.setGlobalLimits(download: 3 << 19, upload: 256 << 10)])
+    }
 }

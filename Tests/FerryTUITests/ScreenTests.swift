@@ -62,28 +62,28 @@ import Testing
         let canvas = Fixtures.render(state)
         #expect(canvas.text == """
              ferry  ↓ 11.6 MiB/s  ↑ 512.0 KiB/s  3 running, 1 retrying, 1 queued, 1 paused,…
-             Move                                      +         one more transfer at once
-               ↑ k       select the previous item      -         one transfer fewer at once
-               ↓ j       select the next item
-               PgUp      a page up                   Screens
-               PgDn      a page down                   Enter     details of the item
-               g Home    first item                    Esc       back; clears the filter
-               G End     last item                     /         filter by name
-                                                       1         view: all
-             Transfers                                 2         view: active
-               Space p   pause or resume the item      3         view: queued and paused
-               P         pause or resume everything    4         view: done
-               c         cancel the item               5         view: failed and cancelled
-               r         retry failed or cancelled     ?         this help
-               d Del     remove the item (asks)        q         quit (asks if running)
-               D         remove + delete .part file
-                                                     Prompts
-             Queue                                     Enter     accept
-               a         add a download (URL)          Esc       abandon
-               u         add an upload (file, URL)     ← → ^A ^E move the cursor
-               J         move the item down            ^U ^W     delete back, a word
-               K         move the item up              y n       answer a question
+             Move                                      -         one transfer fewer at once
+               ↑ k       select the previous item      l         rate limit of the item
+               ↓ j       select the next item          L         global rate limits
+               PgUp      a page up
+               PgDn      a page down                 Screens
+               g Home    first item                    Enter     details of the item
+               G End     last item                     Esc       back; clears the filter
+                                                       /         filter by name
+             Transfers                                 1         view: all
+               Space p   pause or resume the item      2         view: active
+               P         pause or resume everything    3         view: queued and paused
+               c         cancel the item               4         view: done
+               r         retry failed or cancelled     5         view: failed and cancelled
+               d Del     remove the item (asks)        ?         this help
+               D         remove + delete .part file    q         quit (asks if running)
 
+             Queue                                   Prompts
+               a         add a download (URL)          Enter     accept
+               u         add an upload (file, URL)     Esc       abandon
+               J         move the item down            ← → ^A ^E move the cursor
+               K         move the item up              ^U ^W     delete back, a word
+               +         one more transfer at once     y n       answer a question
             Esc Back  j/k Scroll
             """)
         for binding in Keymap.standard.bindings { #expect(canvas.text.contains(binding.help)) }
@@ -139,5 +139,15 @@ import Testing
             ↓ · later.b… ······      queued
             ? Help  Space Pause  c Cancel  r Retry
             """)
+    }
+
+    @Test func theHeaderShowsTheLimitsInForce() {
+        var queue = Fixtures.queue()
+        queue.downloadLimit = 2 << 20
+        var state = Fixtures.state(width: 160)
+        state.view = .all
+        let canvas = Fixtures.render(state, queue)
+        let header = String(canvas.text.split(separator: "\n", omittingEmptySubsequences: false)[0])
+        #expect(header.hasSuffix("limit ↓2M ↑off  4 at once"), "\(header)")
     }
 }

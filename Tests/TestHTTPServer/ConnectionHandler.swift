@@ -49,6 +49,7 @@ final class ConnectionHandler: ChannelInboundHandler {
         case .body(let buffer):
             guard var req = incoming else { return }
             incoming = nil  // keep the Data uniquely referenced while appending
+            core.recordTraffic(pathOf(req.head.uri), received: buffer.readableBytes)
             buffer.withUnsafeReadableBytes { raw in
                 req.hasher.update(bufferPointer: raw)
                 req.length += raw.count
@@ -246,7 +247,7 @@ final class ConnectionHandler: ChannelInboundHandler {
             if let cut = options.cutAfter { limit = max(0, min(cut, plan.length)) }
             if let stall = options.stallAfter { limit = max(0, min(stall, plan.length)) }
             let streamer = BodyStreamer(
-                handler: self, context: context, body: resource.body,
+                handler: self, context: context, path: pathOf(request.uri), body: resource.body,
                 offset: plan.start, remaining: limit, cut: options.cutAfter != nil, stall: options.stallAfter != nil,
                 bytesPerSecond: options.bytesPerSecond, keepAlive: keepAlive
             )
@@ -263,6 +264,7 @@ final class ConnectionHandler: ChannelInboundHandler {
     private final class BodyStreamer {
         let handler: ConnectionHandler
         let context: ChannelHandlerContext
+        let path: String
         let body: Data
         var offset: Int
         var remaining: Int
@@ -273,10 +275,11 @@ final class ConnectionHandler: ChannelInboundHandler {
         let started = NIODeadline.now()
         var sent = 0
 
-        init(handler: ConnectionHandler, context: ChannelHandlerContext, body: Data, offset: Int, remaining: Int,
+        init(handler: ConnectionHandler, context: ChannelHandlerContext, path: String, body: Data, offset: Int, remaining: Int,
              cut: Bool, stall: Bool, bytesPerSecond: Int?, keepAlive: Bool) {
             self.handler = handler
             self.context = context
+            self.path = path
             self.body = body
             self.offset = offset
             self.remaining = remaining
@@ -316,6 +319,7 @@ final class ConnectionHandler: ChannelInboundHandler {
                     self.context.close(promise: nil)
                     return
                 }
+                self.handler.core.recordTraffic(self.path, sent: n)
                 if let bps = self.bytesPerSecond, bps > 0, self.remaining > 0 {
                     let due = self.started + .nanoseconds(Int64(Double(self.sent) / Double(bps) * 1e9))
                     let now = NIODeadline.now()

@@ -125,6 +125,16 @@ public final class TestHTTPServer: Sendable {
         core.state.withLock { $0.headRequests.filter { $0.path == path } }
     }
 
+    /// Body bytes the server wrote for `path` (each sample when a write completed, so at the client's pace).
+    public func bytesSent(_ path: String) -> [TrafficSample] {
+        core.state.withLock { $0.sent[path] ?? [] }
+    }
+
+    /// Body bytes the server read for `path`, as they arrived.
+    public func bytesReceived(_ path: String) -> [TrafficSample] {
+        core.state.withLock { $0.received[path] ?? [] }
+    }
+
     public var allRequests: [RecordedRequest] {
         core.state.withLock { $0.requests }
     }
@@ -185,6 +195,8 @@ final class ServerCore: Sendable {
         var routes: [String: Route] = [:]
         var requests: [RecordedRequest] = []
         var headRequests: [RecordedRequest] = []
+        var sent: [String: [TrafficSample]] = [:]
+        var received: [String: [TrafficSample]] = [:]
         var headRoutes: [String: Behavior] = [:]
         var inFlight = 0
         var maxInFlight = 0
@@ -226,6 +238,15 @@ final class ServerCore: Sendable {
 
     func setRoute(_ path: String, _ behaviors: [Behavior]) {
         state.withLock { $0.routes[path] = Route(behaviors: behaviors) }
+    }
+
+    /// Body bytes written to (when the write completed) or read from a path's connections, with the time.
+    func recordTraffic(_ path: String, sent: Int = 0, received: Int = 0) {
+        let now = Date()
+        state.withLock {
+            if sent > 0 { $0.sent[path, default: []].append(TrafficSample(at: now, bytes: sent)) }
+            if received > 0 { $0.received[path, default: []].append(TrafficSample(at: now, bytes: received)) }
+        }
     }
 
     func requestStarted() {

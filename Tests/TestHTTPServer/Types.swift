@@ -143,3 +143,20 @@ func pathOf(_ uri: String) -> String {
     if let q = uri.firstIndex(where: { $0 == "?" || $0 == "#" }) { end = q }
     return String(uri[uri.startIndex..<end])
 }
+
+/// Body bytes moved at one moment (see TestHTTPServer.bytesSent / bytesReceived).
+public struct TrafficSample: Sendable {
+    public let at: Date
+    public let bytes: Int
+}
+
+extension Array where Element == TrafficSample {
+    /// Bytes per second between `from` and `to` seconds after `start`.
+    public func rate(from: Double, to: Double, after start: Date) -> Double {
+        let bytes = filter { $0.at.timeIntervalSince(start) >= from && $0.at.timeIntervalSince(start) < to }.reduce(0) { $0 + $1.bytes }
+        return Double(bytes) / (to - from)
+    }
+
+    /// The first sample's time.
+    public var start: Date? { first?.at }
+}

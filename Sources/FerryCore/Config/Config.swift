@@ -40,6 +40,10 @@ public struct Config: Sendable, Equatable {
     public var userAgent = "ferry/0.1"
     /// A PEM bundle of trusted CAs used instead of the system's (over `SSL_CERT_FILE`).
     public var caFile: String?
+    /// Global bandwidth limits (bytes per second; nil: none) and a timetable for the download limit.
+    public var downloadLimit: Int64?
+    public var uploadLimit: Int64?
+    public var downloadSchedule: LimitSchedule?
     public var refreshHz = 10
     public var ascii = Mode.auto
     public var color = Mode.auto
@@ -61,6 +65,9 @@ public struct Config: Sendable, Equatable {
         engine.userAgent = userAgent
         engine.hostHeaders = hosts
         engine.transport.caFile = caFile
+        engine.downloadLimit = downloadLimit
+        engine.uploadLimit = uploadLimit
+        engine.downloadSchedule = downloadSchedule
         return engine
     }
 
@@ -133,6 +140,22 @@ public struct Config: Sendable, Equatable {
                             throw reader.error(key, name, "cannot read \(path)")
                         }
                         config.caFile = path
+                    default: throw reader.unknown(key, name)
+                    }
+                }
+            case "limits":
+                let table = try reader.table(root, key)
+                for name in table.keys {
+                    switch name {
+                    case "download": config.downloadLimit = try reader.rate(table, key, name)
+                    case "upload": config.uploadLimit = try reader.rate(table, key, name)
+                    case "schedule":
+                        let text = try reader.string(table, key, name)
+                        do throws(UsageError) {
+                            config.downloadSchedule = try LimitSchedule.parse(text)
+                        } catch {
+                            throw reader.error(key, name, error.description)
+                        }
                     default: throw reader.unknown(key, name)
                     }
                 }
@@ -227,6 +250,20 @@ private struct Reader {
             throw error(section, key, positive ? "must be more than 0" : "must be 0 or more")
         }
         return value
+    }
+
+    /// A rate as text ("2M", "off") or a whole number of bytes per second; 0 and "off" mean none.
+    func rate(_ table: TOMLTable, _ section: String, _ key: String) throws(UsageError) -> Int64? {
+        if let number = table[key]?.int {
+            guard number >= 0 else { throw error(section, key, "must be 0 or more") }
+            return number == 0 ? nil : Int64(number)
+        }
+        guard let text = table[key]?.string else { throw wrongType(section, key, expected: "a rate such as \"2M\" or \"off\"") }
+        do throws(UsageError) {
+            return try RateText.parse(text)
+        } catch {
+            throw self.error(section, key, error.description)
+        }
     }
 
     func bool(_ table: TOMLTable, _ section: String, _ key: String) throws(UsageError) -> Bool {

@@ -14,6 +14,11 @@ public struct EngineConfiguration: Sendable, Equatable {
     public var retryUploads = true
     /// Where `UploadSource.standardInput` reads from.
     public var standardInputPath = "/dev/stdin"
+    /// Global bandwidth limits in bytes per second (nil: none); changed live with `TransferManager.setGlobalLimits`.
+    public var downloadLimit: Int64?
+    public var uploadLimit: Int64?
+    /// A timetable for the global download limit (it wins over `downloadLimit` while it is set).
+    public var downloadSchedule: LimitSchedule?
     /// Proxies and trusted CAs for the transport (the environment as curl reads it, and `[network] ca_file`).
     public var transport = TransportSettings()
     /// Headers from the config file, each sent to its matching host only (never after a redirect elsewhere).

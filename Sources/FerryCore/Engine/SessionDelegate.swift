@@ -8,7 +8,7 @@ import Synchronization
 /// Runs on the session's serial delegate queue (a concurrent one delivers chunks out of order on Linux).
 /// It also answers the transport's questions (FerryURLProtocol): redirects, bodies, bytes sent.
 final class SessionDelegate: NSObject, URLSessionDataDelegate, TransportDelegate, Sendable {
-    private let runs = Mutex<[Int: any TaskRun]>([:])
+    private let runs = Mutex<[Int: (run: any TaskRun, limits: LimitMembership?)]>([:])
     private let hostHeaders: [HostHeaders]
     let transportSettings: TransportSettings
     /// Set once, before any task is made (the session is made after its delegate).
@@ -24,12 +24,13 @@ final class SessionDelegate: NSObject, URLSessionDataDelegate, TransportDelegate
         set { delegateQueue.withLock { $0 = newValue } }
     }
 
-    func register(_ run: any TaskRun, for task: URLSessionTask) {
-        runs.withLock { $0[task.taskIdentifier] = run }
+    /// `limits`: the bandwidth limits the task answers to, as which item and in which direction.
+    func register(_ run: any TaskRun, for task: URLSessionTask, limits: LimitMembership? = nil) {
+        runs.withLock { $0[task.taskIdentifier] = (run, limits) }
     }
 
     private func run(for task: URLSessionTask) -> (any TaskRun)? {
-        runs.withLock { $0[task.taskIdentifier] }
+        runs.withLock { $0[task.taskIdentifier]?.run }
     }
 
     func urlSession(
@@ -46,7 +47,7 @@ final class SessionDelegate: NSObject, URLSessionDataDelegate, TransportDelegate
     }
 
     func urlSession(_ session: URLSession, task: URLSessionTask, didCompleteWithError error: Error?) {
-        let run = runs.withLock { $0.removeValue(forKey: task.taskIdentifier) }
+        let run = runs.withLock { $0.removeValue(forKey: task.taskIdentifier)?.run }
         run?.didComplete(error: error)
     }
 
@@ -63,6 +64,10 @@ final class SessionDelegate: NSObject, URLSessionDataDelegate, TransportDelegate
 
     func transportBody(for task: URLSessionTask) -> TransportBody? {
         run(for: task)?.makeBody()
+    }
+
+    func transportLimits(for task: URLSessionTask) -> LimitMembership? {
+        runs.withLock { $0[task.taskIdentifier]?.limits }
     }
 
     func transportDidSend(for task: URLSessionTask, bytes: Int64) {

@@ -109,8 +109,9 @@ extension TransferManager {
         let request = run.makeRequest(userAgent: configuration.userAgent, timeout: configuration.idleTimeout,
                                       hostHeaders: configuration.hostHeaders)
         item.segmentRuns[index] = run
+        let limits = limitMembership(item)
         item.segmentTasks[index] = SessionTask.make({ [session] in session.dataTask(with: request) }) { [delegate] task in
-            delegate.register(run, for: task)
+            delegate.register(run, for: task, limits: limits)
             task.resume()
         }
     }

@@ -58,6 +58,8 @@ public final class TransferManager: Sendable {
 
         /// Segmented downloads: the ranges (their `done` is on disk), and the attempt per unfinished range.
         var segments: [SegmentState]?
+        /// The item's own bandwidth limit (bytes per second), saved with it.
+        var rateLimit: Int64?
         var segmentRuns: [Int: SegmentRun] = [:]
         var segmentTasks: [Int: SessionTask] = [:]
         var segmentTokens: [Int: Int] = [:]
@@ -147,6 +149,8 @@ public final class TransferManager: Sendable {
     package static let delegateQueueLimit = 128
 
     public let configuration: EngineConfiguration
+    /// The limits the transport applies to this engine's transfers (global and per item).
+    public let limits = BandwidthLimits()
     let core: Mutex<Core>
     let session: URLSession
     let delegateQueue: BoundedDelegateQueue
@@ -196,7 +200,57 @@ public final class TransferManager: Sendable {
             core.scannedThrough = max(core.scannedThrough, stored.id)
         }
         self.core = Mutex(core)
+        limits.setGlobal(download: configuration.downloadLimit, upload: configuration.uploadLimit)
+        if let schedule = configuration.downloadSchedule { followSchedule(schedule) }
         mutate { core in ((), self.pump(&core)) }
+    }
+
+    // MARK: Bandwidth limits
+
+    /// The limits a task of `item` answers to; the item's own limit is handed to the transport here.
+    func limitMembership(_ item: Item) -> LimitMembership {
+        if limits.current.items[item.id.rawValue] != item.rateLimit { limits.setItem(item.id.rawValue, item.rateLimit) }
+        return LimitMembership(limits: limits, item: item.id.rawValue,
+                               direction: item.spec.direction == .download ? .download : .upload)
+    }
+
+    /// Sets one item's bandwidth limit (bytes per second, nil for none), at once for its running transfer,
+    /// and saves it with the item. False when there is no such item.
+    @discardableResult
+    public func setRateLimit(_ id: TransferID, _ rate: Int64?) -> Bool {
+        let rate = rate.flatMap { $0 > 0 ? $0 : nil }
+        let found: Bool = mutate { core in
+            guard let item = core.items[id] else { return (false, []) }
+            item.rateLimit = rate
+            core.touch(id)
+            return (true, [])
+        }
+        if found { limits.setItem(id.rawValue, rate) }
+        return found
+    }
+
+    /// Sets the global limits (bytes per second, nil for none); a schedule, if any, sets the download limit
+    /// again at its next change.
+    public func setGlobalLimits(download: Int64?, upload: Int64?) {
+        limits.setGlobal(download: download, upload: upload)
+        mutate { core in
+            core.version &+= 1
+            return ((), [])
+        }
+    }
+
+    /// Applies the timetable now and at each of its changes while the engine runs.
+    private func followSchedule(_ schedule: LimitSchedule) {
+        limits.setGlobalDownload(schedule.rate(at: Date()))
+        let next = schedule.nextChange(after: Date())
+        timerQueue.asyncAfter(wallDeadline: .now() + max(1, next.timeIntervalSinceNow)) { [weak self] in
+            guard let self, !self.core.withLock({ $0.shuttingDown }) else { return }
+            self.followSchedule(schedule)
+            self.mutate { core in
+                core.version &+= 1
+                return ((), [])
+            }
+        }
     }
 
     /// An item from the store joins the queue: one that was running (the engine stopped or crashed) is queued
@@ -214,6 +268,7 @@ public final class TransferManager: Sendable {
         item.attempts = stored.attempts
         item.lastError = stored.lastError
         item.segments = stored.segments
+        item.rateLimit = stored.rateLimit
         if let name = stored.fileName, !item.state.isTerminal { names.adopt(directory: stored.spec.directory, name: name) }
         core.items[item.id] = item
         core.queue.append(item)
@@ -423,8 +478,12 @@ public final class TransferManager: Sendable {
                 }
                 items.append(snap)
             }
-            return QueueSnapshot(version: core.version, items: items, totals: totals,
-                                 maxConcurrent: core.maxConcurrent, maxPerHost: core.maxPerHost)
+            var snapshot = QueueSnapshot(version: core.version, items: items, totals: totals,
+                                         maxConcurrent: core.maxConcurrent, maxPerHost: core.maxPerHost)
+            let rates = limits.current
+            snapshot.downloadLimit = rates.download
+            snapshot.uploadLimit = rates.upload
+            return snapshot
         }
     }
 
@@ -438,12 +497,14 @@ public final class TransferManager: Sendable {
             : item.run?.bytesExpected ?? item.bytesExpected ?? item.validators.totalLength
         let rate = item.state == .running ? item.rate.bytesPerSecond : nil
         let eta = (item.state == .running && expected != nil) ? item.rate.eta(remaining: max(0, expected! - done)) : nil
-        return TransferSnapshot(
+        var snapshot = TransferSnapshot(
             id: item.id, spec: item.spec, state: item.state, bytesDone: done, bytesExpected: expected,
             fileName: item.fileName, savedPath: item.savedPath, bytesPerSecond: rate, eta: eta,
             retries: item.retries, maxRetries: configuration.retry.maxRetries, nextRetryAt: item.nextRetryAt, lastError: item.lastError,
             attempts: item.attempts, validators: item.validators, lastStatus: item.lastStatus, response: item.response,
             rateHistory: item.rateHistory, segments: Self.liveSegments(item))
+        snapshot.rateLimit = item.rateLimit
+        return snapshot
     }
 
     /// Returns once every one of `ids` is completed, failed, cancelled or removed, or when the calling task is cancelled.
@@ -584,6 +645,7 @@ public final class TransferManager: Sendable {
         stored.retries = item.retries
         stored.attempts = Array(item.attempts.suffix(20))
         stored.lastError = item.lastError
+        stored.rateLimit = item.rateLimit
         return stored
     }
 
@@ -673,8 +735,9 @@ public final class TransferManager: Sendable {
             item.rate.reset()
             item.state = .running
             item.run = run
+            let limits = limitMembership(item)
             item.task = SessionTask.make(makeTask) { [delegate] task in
-                delegate.register(run, for: task)
+                delegate.register(run, for: task, limits: limits)
                 task.resume()
             }
             core.items[id] = item

@@ -30,6 +30,8 @@ public struct TransferSnapshot: Sendable, Identifiable, Equatable {
     public var rateHistory: [Double] = []
     /// Segmented downloads: each range with what is done of it (on disk or on its way).
     public var segments: [SegmentState]?
+    /// The item's own bandwidth limit, bytes per second (nil: none).
+    public var rateLimit: Int64?
 
     public init(
         id: TransferID, spec: TransferSpec, state: TransferState, bytesDone: Int64 = 0, bytesExpected: Int64? = nil,
@@ -107,6 +109,9 @@ public struct QueueSnapshot: Sendable, Equatable {
     public var totals: QueueTotals
     public var maxConcurrent: Int
     public var maxPerHost: Int
+    /// The global bandwidth limits in force, bytes per second (nil: none).
+    public var downloadLimit: Int64?
+    public var uploadLimit: Int64?
 
     public init(version: UInt64, items: [TransferSnapshot], totals: QueueTotals, maxConcurrent: Int, maxPerHost: Int) {
         self.version = version

@@ -117,6 +117,9 @@ public struct TransferSpec: Sendable, Codable, Equatable {
     public var sha256: String?
     /// Downloads: parallel ranged requests for a large file (nil or 1: one stream).
     public var segments: Int?
+    /// The item's bandwidth limit as asked when it was queued (`--limit-rate`), bytes per second; nil: none.
+    /// The item's limit in force (changed live from the UI) is the item's own, kept in the store.
+    public var rateLimit: Int64?
 
     public init(download url: URL, directory: String, fileName: String? = nil, sha256: String? = nil, headers: [HTTPHeader] = [],
                 segments: Int? = nil) {

@@ -17,12 +17,15 @@ public struct StoredTransfer: Sendable, Codable, Equatable {
     public var lastError: String?
     /// Segmented downloads: the ranges and how much of each is on disk.
     public var segments: [SegmentState]?
+    /// The item's bandwidth limit in force, bytes per second (nil: none); starts as the spec's.
+    public var rateLimit: Int64?
 
     public init(id: TransferID, position: Int, spec: TransferSpec, state: TransferState = .queued) {
         self.id = id
         self.position = position
         self.spec = spec
         self.state = state
+        self.rateLimit = spec.rateLimit
         self.validators = Validators()
         self.bytesDone = 0
         self.retries = 0

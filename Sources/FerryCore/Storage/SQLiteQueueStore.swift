@@ -78,6 +78,9 @@ public final class SQLiteQueueStore: QueueStore {
         migrator.registerMigration("v2: segments") { db in
             try db.execute(sql: "ALTER TABLE transfer ADD COLUMN segments TEXT")
         }
+        migrator.registerMigration("v3: rate limits") { db in
+            try db.execute(sql: "ALTER TABLE transfer ADD COLUMN rateLimit INTEGER")
+        }
         return migrator
     }
 
@@ -99,9 +102,9 @@ public final class SQLiteQueueStore: QueueStore {
             var added: [StoredTransfer] = []
             for spec in specs {
                 try db.execute(sql: """
-                    INSERT INTO transfer (position, direction, url, spec, state, createdAt, updatedAt)
-                    VALUES (?, ?, ?, ?, 'queued', ?, ?)
-                    """, arguments: [position, spec.direction.rawValue, spec.url.absoluteString, try json(spec), now, now])
+                    INSERT INTO transfer (position, direction, url, spec, state, rateLimit, createdAt, updatedAt)
+                    VALUES (?, ?, ?, ?, 'queued', ?, ?, ?)
+                    """, arguments: [position, spec.direction.rawValue, spec.url.absoluteString, try json(spec), spec.rateLimit, now, now])
                 let id = TransferID(db.lastInsertedRowID)
                 try db.execute(sql: "INSERT INTO event (transferId, at, state, message) VALUES (?, ?, 'queued', 'added')",
                                arguments: [id.rawValue, now])
@@ -125,7 +128,8 @@ public final class SQLiteQueueStore: QueueStore {
             let now = Date().timeIntervalSince1970
             let update = try db.cachedStatement(sql: """
                 UPDATE transfer SET state = ?, fileName = ?, savedPath = ?, etag = ?, lastModified = ?, totalLength = ?,
-                    bytesDone = ?, bytesExpected = ?, retries = ?, attempts = ?, lastError = ?, segments = ?, updatedAt = ?
+                    bytesDone = ?, bytesExpected = ?, retries = ?, attempts = ?, lastError = ?, segments = ?, rateLimit = ?,
+                    updatedAt = ?
                 WHERE id = ?
                 """)
             let event = try db.cachedStatement(sql: "INSERT INTO event (transferId, at, state, message) VALUES (?, ?, ?, ?)")
@@ -137,7 +141,7 @@ public final class SQLiteQueueStore: QueueStore {
                 try update.execute(arguments: [item.state.rawValue, item.fileName, item.savedPath, item.validators.etag,
                                                item.validators.lastModified, item.validators.totalLength, item.bytesDone,
                                                item.bytesExpected, item.retries, attempts, item.lastError,
-                                               try item.segments.map { try json($0) }, now, id])
+                                               try item.segments.map { try json($0) }, item.rateLimit, now, id])
                 guard db.changesCount > 0 else { continue }  // removed meanwhile
                 before.attempts = (item.attempts, attempts)
                 if before.state != item.state.rawValue {
@@ -221,6 +225,7 @@ public final class SQLiteQueueStore: QueueStore {
         let attempts: String = row["attempts"]
         item.attempts = (try? JSONDecoder().decode([Attempt].self, from: Data(attempts.utf8))) ?? []
         item.lastError = row["lastError"]
+        item.rateLimit = row["rateLimit"]
         if let segments: String = row["segments"] {
             item.segments = try? JSONDecoder().decode([SegmentState].self, from: Data(segments.utf8))
         }

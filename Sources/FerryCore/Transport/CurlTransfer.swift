@@ -75,6 +75,12 @@ final class CurlTransfer: @unchecked Sendable {
     private let inFlight = Atomic<Int>(0)
     private let pausedForBackpressure = Atomic<Bool>(false)
 
+    /// The limits this transfer answers to (asked once), its share of them as a bucket (nil: unlimited),
+    /// and when a transfer paused for its rate may go on. Transport thread only.
+    private(set) var limits: LimitMembership?
+    private var bucket: TokenBucket?
+    private(set) var rateResumeAt: TimeInterval?
+
     init(request: URLRequest, task: URLSessionTask, delegate: TransportDelegate?, delivery: Delivery, transport: CurlTransport) {
         self.request = request
         self.task = task
@@ -104,6 +110,7 @@ final class CurlTransfer: @unchecked Sendable {
             return nil
         }
         easy = handle
+        if hops == 0 { limits = delegate?.transportLimits(for: task) }
         if hops == 0, let made = delegate?.transportBody(for: task) {
             switch made {
             case let .stream(stream): body = StreamBodySource(stream)
@@ -330,6 +337,11 @@ final class CurlTransfer: @unchecked Sendable {
                 return FERRY_CURL_FUNC_PAUSE
             }
         }
+        if bucket != nil {
+            let now = monotonicSeconds()
+            guard bucket!.available(now) > 0 else { return waitForRate(now) }
+            bucket!.take(count, now: now)
+        }
         if pending.isEmpty { pending.reserveCapacity(min(Self.deliverySize, max(count, expectedRemaining))) }
         received += count
         pending.append(UnsafeRawPointer(data).assumingMemoryBound(to: UInt8.self), count: count)
@@ -339,15 +351,52 @@ final class CurlTransfer: @unchecked Sendable {
 
     fileprivate func send(into buffer: UnsafeMutablePointer<CChar>, count: Int) -> Int {
         guard let body else { return 0 }
+        var count = count
+        let now = bucket == nil ? 0 : monotonicSeconds()
+        if bucket != nil {
+            let available = bucket!.available(now)
+            guard available > 0 else { return waitForRate(now) }
+            count = min(count, max(available, 16 << 10))
+        }
         do {
             guard let n = try body.read(into: buffer, count: count) else { return FERRY_CURL_FUNC_PAUSE }
-            if n > 0 { delegate?.transportDidSend(for: task, bytes: Int64(n)) }
+            if n > 0 {
+                bucket?.take(n, now: now)
+                delegate?.transportDidSend(for: task, bytes: Int64(n))
+            }
             return n
         } catch {
             bodyFailure = error.message
             return FERRY_CURL_READFUNC_ABORT
         }
     }
+}
+
+extension CurlTransfer {
+    /// Pauses for the rate: the transport lifts the pause when the bucket's debt is repaid.
+    fileprivate func waitForRate(_ now: TimeInterval) -> Int {
+        rateResumeAt = bucket?.readyAt(now) ?? now
+        transport.waitForRate(self)
+        return FERRY_CURL_FUNC_PAUSE
+    }
+
+    /// The transport decided this transfer's share of its limits (nil: unlimited).
+    func setRate(_ rate: Double?, now: TimeInterval) {
+        guard let rate else {
+            bucket = nil
+            return
+        }
+        if bucket == nil { bucket = TokenBucket(rate: rate, now: now) } else { bucket!.setRate(rate, now: now) }
+    }
+
+    /// Lifted from a pause for the rate (on the transport's thread).
+    func rateWaitEnded() {
+        rateResumeAt = nil
+    }
+}
+
+func monotonicSeconds() -> TimeInterval {
+    Double(DispatchTime.now().uptimeNanoseconds) / 1e9
 }
 
 private func transfer(_ userdata: UnsafeMutableRawPointer?) -> CurlTransfer {

@@ -30,6 +30,10 @@ final class CurlTransport: @unchecked Sendable {
     private let commands = Mutex<[Command]>([])
     /// Touched only on the transport's thread.
     private var running: [UnsafeMutableRawPointer: CurlTransfer] = [:]
+    /// Transfers paused for their rate, until their bucket's debt is repaid (transport thread).
+    private var rateWaiting: [CurlTransfer] = []
+    /// The limited transfers' shares need working out again (a transfer came or went, a limit changed).
+    private let sharesChanged = Atomic<Bool>(false)
     private let multi: UnsafeMutableRawPointer?
     /// Why libcurl cannot be used (nil when it can).
     let unavailable: String?
@@ -65,6 +69,8 @@ final class CurlTransport: @unchecked Sendable {
             for command in commands.withLock({ c -> [Command] in defer { c.removeAll() }; return c }) {
                 handle(command, multi)
             }
+            if sharesChanged.exchange(false, ordering: .acquiringAndReleasing) { shareLimits() }
+            resumeRateWaiters(multi)
             var stillRunning: Int32 = 0
             _ = ferry_curl_multi_perform(multi, &stillRunning)
             for transfer in running.values where transfer.hasPendingBytes { transfer.flush() }
@@ -72,13 +78,18 @@ final class CurlTransport: @unchecked Sendable {
             while let easy = ferry_curl_multi_next_done(multi, &result) {
                 guard let transfer = running.removeValue(forKey: easy) else { continue }
                 _ = ferry_curl_multi_remove_handle(multi, easy)
+                forget(transfer)
                 if let next = transfer.finished(result: Int(result)) {
                     attach(next, multi)
                 }
             }
             // With nothing running there is nothing to time: sleep until a command wakes us.
+            var timeout: Int32 = running.isEmpty ? 60_000 : 1_000
+            if let next = rateWaiting.compactMap(\.rateResumeAt).min() {
+                timeout = min(timeout, Int32(max(1, ((next - monotonicSeconds()) * 1000).rounded(.up))))
+            }
             var ready: Int32 = 0
-            _ = ferry_curl_multi_poll(multi, running.isEmpty ? 60_000 : 1_000, &ready)
+            _ = ferry_curl_multi_poll(multi, timeout, &ready)
         }
     }
 
@@ -90,10 +101,72 @@ final class CurlTransport: @unchecked Sendable {
             if let easy = transfer.easy, running.removeValue(forKey: easy) != nil {
                 _ = ferry_curl_multi_remove_handle(multi, easy)
             }
+            forget(transfer)
             transfer.stopped()
         case let .unpause(transfer):
             if let easy = transfer.easy, running[easy] != nil {
                 _ = ferry_curl_easy_pause(easy, FERRY_CURLPAUSE_CONT)
+            }
+        }
+    }
+
+    // MARK: Bandwidth limits
+
+    /// A limit changed somewhere: shares are worked out again on the next round.
+    func limitsChanged() {
+        sharesChanged.store(true, ordering: .releasing)
+        if let multi { _ = ferry_curl_multi_wakeup(multi) }
+    }
+
+    /// Called from a transfer's callback on this thread.
+    func waitForRate(_ transfer: CurlTransfer) {
+        if !rateWaiting.contains(where: { $0 === transfer }) { rateWaiting.append(transfer) }
+    }
+
+    private func forget(_ transfer: CurlTransfer) {
+        rateWaiting.removeAll { $0 === transfer }
+        if transfer.limits != nil { sharesChanged.store(true, ordering: .releasing) }
+    }
+
+    private func resumeRateWaiters(_ multi: UnsafeMutableRawPointer) {
+        guard !rateWaiting.isEmpty else { return }
+        let now = monotonicSeconds()
+        let due = rateWaiting.filter { ($0.rateResumeAt ?? 0) <= now }
+        guard !due.isEmpty else { return }
+        rateWaiting.removeAll { t in due.contains { $0 === t } }
+        for transfer in due {
+            transfer.rateWaitEnded()
+            // The write callback may run inside this call (libcurl hands over what it holds) and pause again.
+            if let easy = transfer.easy, running[easy] != nil { _ = ferry_curl_easy_pause(easy, FERRY_CURLPAUSE_CONT) }
+        }
+    }
+
+    /// Each limited transfer's rate: an engine's global rate for a direction is shared equally between the
+    /// items moving that way, an item's rate (its own limit, or its share when lower) between its ranges.
+    private func shareLimits() {
+        let now = monotonicSeconds()
+        var groups: [ObjectIdentifier: [CurlTransfer]] = [:]
+        for transfer in running.values {
+            guard let limits = transfer.limits else { continue }
+            groups[ObjectIdentifier(limits.limits), default: []].append(transfer)
+        }
+        for transfers in groups.values {
+            guard let rates = transfers.first?.limits?.limits.current else { continue }
+            for direction in [LimitMembership.Direction.download, .upload] {
+                let moving = transfers.filter { $0.limits?.direction == direction }
+                let byItem = Dictionary(grouping: moving) { $0.limits!.item }
+                let global = direction == .download ? rates.download : rates.upload
+                let share = global.map { Double($0) / Double(max(1, byItem.count)) }
+                for (item, members) in byItem {
+                    let own = rates.items[item].map(Double.init)
+                    let itemRate: Double? = switch (own, share) {
+                    case let (own?, share?): min(own, share)
+                    case let (own?, nil): own
+                    case let (nil, share?): share
+                    case (nil, nil): nil
+                    }
+                    for member in members { member.setRate(itemRate.map { $0 / Double(members.count) }, now: now) }
+                }
             }
         }
     }
@@ -103,6 +176,7 @@ final class CurlTransport: @unchecked Sendable {
         guard let easy = transfer.makeEasyHandle() else { return }
         if ferry_curl_multi_add_handle(multi, easy) == 0 {
             running[easy] = transfer
+            if transfer.limits != nil { shareLimits() }
         } else {
             transfer.failToStart("libcurl refused the transfer")
         }

@@ -16,6 +16,8 @@ protocol TransportDelegate: AnyObject, Sendable {
     func transportRedirect(for task: URLSessionTask, response: HTTPURLResponse, to request: URLRequest) -> URLRequest?
     /// Bytes of the body handed to the connection (called on the transport's thread).
     func transportDidSend(for task: URLSessionTask, bytes: Int64)
+    /// The bandwidth limits the task answers to, and as which item; nil for none.
+    func transportLimits(for task: URLSessionTask) -> LimitMembership?
 }
 
 /// ferry's transport under URLSession: every http(s) task of a session whose configuration lists this class

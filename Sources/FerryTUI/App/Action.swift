@@ -37,5 +37,6 @@ public enum Action: Sendable, Hashable {
     case filter
     case showView(ListView)
     case concurrencyUp, concurrencyDown
+    case limitItem, limitGlobal
     case help, quit
 }

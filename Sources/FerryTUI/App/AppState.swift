@@ -14,6 +14,9 @@ public struct AppState: Sendable, Equatable {
         case uploadURL(path: String)
         /// The filter is applied as it is typed; Esc puts back `previous`.
         case filter(previous: String)
+        case itemLimit(TransferID)
+        case globalDownloadLimit
+        case globalUploadLimit(download: Int64?)
     }
 
     public struct Prompt: Sendable, Equatable {
@@ -34,6 +37,9 @@ public struct AppState: Sendable, Equatable {
             case .uploadFile: return "Upload file: "
             case .uploadURL: return "Upload to URL: "
             case .filter: return "Filter: "
+            case let .itemLimit(id): return "Limit of \(id) (e.g. 2M, 500K, off): "
+            case .globalDownloadLimit: return "Global download limit (e.g. 2M, off): "
+            case .globalUploadLimit: return "Global upload limit (e.g. 1M, off): "
             }
         }
     }

@@ -13,5 +13,8 @@ public enum Command: Sendable, Equatable {
     /// The app selects the new item once the engine has given it an id.
     case add(TransferSpec)
     case setConcurrency(Int)
+    /// Bandwidth limits in bytes per second; nil is none.
+    case setItemLimit(TransferID, Int64?)
+    case setGlobalLimits(download: Int64?, upload: Int64?)
     case quit
 }

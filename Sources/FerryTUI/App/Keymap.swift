@@ -39,6 +39,8 @@ public struct Keymap: Sendable {
         Binding(keys: [.character("K")], action: .moveItemUp, help: "move the item up", footer: nil, section: .queue),
         Binding(keys: [.character("+")], action: .concurrencyUp, help: "one more transfer at once", footer: nil, section: .queue),
         Binding(keys: [.character("-")], action: .concurrencyDown, help: "one transfer fewer at once", footer: nil, section: .queue),
+        Binding(keys: [.character("l")], action: .limitItem, help: "rate limit of the item", footer: nil, section: .queue),
+        Binding(keys: [.character("L")], action: .limitGlobal, help: "global rate limits", footer: nil, section: .queue),
         Binding(keys: [.enter], action: .openDetail, help: "details of the item", footer: "Detail", section: .screens),
         Binding(keys: [.escape], action: .back, help: "back; clears the filter", footer: nil, section: .screens),
         Binding(keys: [.character("/")], action: .filter, help: "filter by name", footer: "Filter", section: .screens),

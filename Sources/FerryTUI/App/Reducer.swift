@@ -112,6 +112,12 @@ private func perform(_ action: Action, _ stateIn: AppState, _ snapshot: QueueSna
         note("\(next) transfer\(next == 1 ? "" : "s") at once")
         return (state, next == snapshot.maxConcurrent ? [] : [.setConcurrency(next)])
 
+    case .limitItem:
+        guard let item = selected else { note("nothing selected"); break }
+        state.prompt = .init(kind: .itemLimit(item.id), editor: LineEditor(RateText.typed(item.rateLimit)))
+    case .limitGlobal:
+        state.prompt = .init(kind: .globalDownloadLimit, editor: LineEditor(RateText.typed(snapshot.downloadLimit)))
+
     case .help:
         state.screen = .help
         state.helpScroll = 0
@@ -154,7 +160,7 @@ private func editPrompt(_ stateIn: AppState, _ key: Key, _ snapshot: QueueSnapsh
         state.prompt = nil
         return (state, [])
     case .enter:
-        return submit(state, prompt)
+        return submit(state, prompt, snapshot)
     default:
         guard prompt.editor.apply(key) else { return (state, []) }
         prompt.error = nil
@@ -167,7 +173,7 @@ private func editPrompt(_ stateIn: AppState, _ key: Key, _ snapshot: QueueSnapsh
     }
 }
 
-private func submit(_ stateIn: AppState, _ promptIn: AppState.Prompt) -> (AppState, [Command]) {
+private func submit(_ stateIn: AppState, _ promptIn: AppState.Prompt, _ snapshot: QueueSnapshot) -> (AppState, [Command]) {
     var state = stateIn
     var prompt = promptIn
     let text = prompt.editor.text.trimmingCharacters(in: .whitespaces)
@@ -196,6 +202,20 @@ private func submit(_ stateIn: AppState, _ promptIn: AppState.Prompt) -> (AppSta
             state.prompt = nil
             state.message = .init(text: "added upload to \(TerminalSafe.redactedURL(url))", isError: false)
             return (state, [.add(TransferSpec(upload: upload, to: url))])
+        case let .itemLimit(id):
+            let rate = try RateText.parse(text)
+            state.prompt = nil
+            state.message = .init(text: "\(id) limited to \(RateText.describe(rate))", isError: false)
+            return (state, [.setItemLimit(id, rate)])
+        case .globalDownloadLimit:
+            let rate = try RateText.parse(text)
+            state.prompt = .init(kind: .globalUploadLimit(download: rate), editor: LineEditor(RateText.typed(snapshot.uploadLimit)))
+            return (state, [])
+        case let .globalUploadLimit(download):
+            let rate = try RateText.parse(text)
+            state.prompt = nil
+            state.message = .init(text: "limits: down \(RateText.describe(download)), up \(RateText.describe(rate))", isError: false)
+            return (state, [.setGlobalLimits(download: download, upload: rate)])
         }
     } catch {
         prompt.error = TerminalSafe.sanitize(error.description)

@@ -207,6 +207,8 @@ public final class TerminalApp {
                 state.selectedID = id
                 if !state.view.includes(.queued) && !state.view.includes(.running) { state.view = .all }
             case let .setConcurrency(n): manager.setConcurrency(maxConcurrent: n)
+            case let .setItemLimit(id, rate): manager.setRateLimit(id, rate)
+            case let .setGlobalLimits(download, upload): manager.setGlobalLimits(download: download, upload: upload)
             case .quit: finish(0, reason: nil)
             }
         }

@@ -38,6 +38,7 @@ enum DetailView {
         if let rate = item.bytesPerSecond, item.state == .running { progress += "  \(ByteFormat.rate(rate))" }
         if let eta = item.eta, item.state == .running { progress += "  ETA \(ByteFormat.duration(eta))" }
         field("Progress", progress)
+        if let limit = item.rateLimit { field("Limit", RateText.describe(limit)) }
         if let status = item.lastStatus { field("Status", "HTTP \(status)") }
         if let error = item.lastError { field("Error", context.outside(error), style: Palette.error) }
         if item.retries > 0 || item.state == .waiting {

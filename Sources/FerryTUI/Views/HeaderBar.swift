@@ -15,6 +15,10 @@ enum HeaderBar {
         var right = ""
         if state.view != .all { right += "[\(state.view.title)] " }
         if !state.filter.isEmpty { right += "/" + context.outside(state.filter) + " " }
+        if snapshot.downloadLimit != nil || snapshot.uploadLimit != nil {
+            right += "limit \(context.directionGlyph(.download))\(RateText.typed(snapshot.downloadLimit))"
+                + " \(context.directionGlyph(.upload))\(RateText.typed(snapshot.uploadLimit))  "
+        }
         right += "\(snapshot.maxConcurrent) at once "
         left = context.ascii(left)
         let rightWidth = DisplayWidth.of(right)

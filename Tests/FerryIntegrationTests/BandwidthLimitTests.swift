@@ -1,0 +1,153 @@
+import FerryCore
+import Foundation
+import Testing
+import TestHTTPServer
+
+/// Bandwidth limits at the wire, measured by the server: what it wrote (each write completes at the pace
+/// the client reads) and what it read, second by second.
+@Suite struct BandwidthLimitTests {
+    let server: TestHTTPServer
+    let dir: TempDir
+    static let mib = Double(1 << 20)
+
+    init() throws {
+        server = try TestHTTPServer()
+        dir = try TempDir()
+    }
+
+    /// Large enough to outlast the measurement after the socket buffers' first fill (several MiB on loopback).
+    func routeLarge(_ path: String, seed: UInt64) {
+        server.route(path, .serve(Resource(body: Resource.randomBytes(count: 32 << 20, seed: seed))))
+    }
+
+    func waitForTraffic(_ path: String, sent: Bool = true) async throws -> Date {
+        try await eventually("traffic on \(path)") {
+            !(sent ? server.bytesSent(path) : server.bytesReceived(path)).isEmpty
+        }
+        return (sent ? server.bytesSent(path) : server.bytesReceived(path)).start!
+    }
+
+    @Test func anItemsDownloadLimitHoldsAtTheServer() async throws {
+        routeLarge("/limited.bin", seed: 81)
+        let manager = try TransferManager(configuration: testConfiguration())
+        defer { manager.shutdown() }
+        var spec = TransferSpec(download: server.url("/limited.bin"), directory: dir.path)
+        spec.rateLimit = 1 << 20
+        manager.add(spec)
+        let start = try await waitForTraffic("/limited.bin")
+        try await Task.sleep(for: .seconds(10.2))
+        let rate = server.bytesSent("/limited.bin").rate(from: 2, to: 10, after: start)
+        print("BandwidthLimitTests: download limited to 1 MiB/s: \(rate / Self.mib) MiB/s over seconds 2-10")
+        #expect(rate > 0.8 * Self.mib && rate < 1.25 * Self.mib, "\(rate / Self.mib) MiB/s")
+    }
+
+    @Test func anItemsUploadLimitHoldsAtTheServer() async throws {
+        let file = dir.path + "/up.bin"
+        try Resource.randomBytes(count: 16 << 20, seed: 82).write(to: URL(fileURLWithPath: file))
+        server.route("/up", .status(201))
+        let manager = try TransferManager(configuration: testConfiguration())
+        defer { manager.shutdown() }
+        var spec = TransferSpec(upload: UploadSpec(method: "PUT", body: .raw(.file(path: file), contentType: "application/octet-stream")),
+                                to: server.url("/up"))
+        spec.rateLimit = 1 << 20
+        manager.add(spec)
+        let start = try await waitForTraffic("/up", sent: false)
+        try await Task.sleep(for: .seconds(9.2))
+        let rate = server.bytesReceived("/up").rate(from: 1, to: 9, after: start)
+        print("BandwidthLimitTests: upload limited to 1 MiB/s: \(rate / Self.mib) MiB/s over seconds 1-9")
+        #expect(rate > 0.8 * Self.mib && rate < 1.25 * Self.mib, "\(rate / Self.mib) MiB/s")
+    }
+
+    @Test func aGlobalLimitIsSharedFairlyBetweenTwoItems() async throws {
+        routeLarge("/a.bin", seed: 83)
+        routeLarge("/b.bin", seed: 84)
+        var configuration = testConfiguration()
+        configuration.downloadLimit = 1 << 20
+        let manager = try TransferManager(configuration: configuration)
+        defer { manager.shutdown() }
+        manager.add([TransferSpec(download: server.url("/a.bin"), directory: dir.path),
+                     TransferSpec(download: server.url("/b.bin"), directory: dir.path)])
+        let start = min(try await waitForTraffic("/a.bin"), try await waitForTraffic("/b.bin"))
+        try await Task.sleep(for: .seconds(10.2))
+        let a = server.bytesSent("/a.bin").rate(from: 3, to: 10, after: start)
+        let b = server.bytesSent("/b.bin").rate(from: 3, to: 10, after: start)
+        print("BandwidthLimitTests: global 1 MiB/s: a \(a / Self.mib), b \(b / Self.mib) MiB/s over seconds 3-10")
+        #expect(a + b > 0.8 * Self.mib && a + b < 1.25 * Self.mib, "\((a + b) / Self.mib) MiB/s in all")
+        #expect(a > 0.35 * Self.mib && b > 0.35 * Self.mib, "a \(a / Self.mib), b \(b / Self.mib) MiB/s")
+    }
+
+    @Test func aLimitChangedMidTransferTakesEffectWithinTwoSeconds() async throws {
+        routeLarge("/change.bin", seed: 85)
+        let manager = try TransferManager(configuration: testConfiguration())
+        defer { manager.shutdown() }
+        var spec = TransferSpec(download: server.url("/change.bin"), directory: dir.path)
+        spec.rateLimit = 512 << 10
+        let id = manager.add(spec)
+        let start = try await waitForTraffic("/change.bin")
+        try await Task.sleep(for: .seconds(4))
+        let changedAt = Date().timeIntervalSince(start)
+        #expect(manager.setRateLimit(id, 2 << 20))
+        try await Task.sleep(for: .seconds(6))
+        let samples = server.bytesSent("/change.bin")
+        let before = samples.rate(from: 2, to: changedAt, after: start)
+        let after = samples.rate(from: changedAt + 2, to: changedAt + 6, after: start)
+        print("BandwidthLimitTests: 512 KiB/s then 2 MiB/s: \(before / Self.mib) then \(after / Self.mib) MiB/s")
+        #expect(before < 0.75 * Self.mib, "\(before / Self.mib) MiB/s before the change")
+        #expect(after > 1.6 * Self.mib && after < 2.5 * Self.mib, "\(after / Self.mib) MiB/s from 2 s after the change")
+        #expect(manager.snapshot(of: id)?.rateLimit == 2 << 20)
+    }
+
+    @Test func anItemsLimitSurvivesARestart() async throws {
+        server.route("/kept.bin", .serve(Resource(body: Resource.randomBytes(count: 8 << 20, seed: 86)),
+                                         ServeOptions(stallAfter: 1 << 20)))
+        let storePath = dir.path + "/queue.sqlite"
+        var spec = TransferSpec(download: server.url("/kept.bin"), directory: dir.path + "/out")
+        spec.rateLimit = 300 << 10
+        try FileManager.default.createDirectory(atPath: dir.path + "/out", withIntermediateDirectories: true)
+        let id: TransferID
+        do {
+            let manager = try TransferManager(configuration: testConfiguration(), store: try SQLiteQueueStore(path: storePath))
+            id = manager.add(spec)
+            #expect(manager.snapshot(of: id)?.rateLimit == 300 << 10)
+            #expect(manager.setRateLimit(id, 700 << 10))
+            manager.shutdown()
+        }
+        let again = try TransferManager(configuration: testConfiguration(), store: try SQLiteQueueStore(path: storePath))
+        defer { again.shutdown() }
+        #expect(again.snapshot(of: id)?.rateLimit == 700 << 10)
+        #expect(again.limits.current.items[id.rawValue] == nil || again.limits.current.items[id.rawValue] == 700 << 10)
+        try await eventually("the item running again") { again.snapshot(of: id)?.state == .running }
+        try await eventually("its limit handed to the transport") { again.limits.current.items[id.rawValue] == 700 << 10 }
+    }
+
+    @Test func ratesAreWrittenAsCurlWritesThem() throws {
+        #expect(try RateText.parse("500K") == 500 * 1024)
+        #expect(try RateText.parse("2M") == 2 << 20)
+        #expect(try RateText.parse("1.5M") == 3 << 19)
+        #expect(try RateText.parse("1g") == 1 << 30)
+        #expect(try RateText.parse("4096") == 4096)
+        #expect(try RateText.parse("0") == nil)
+        #expect(try RateText.parse("off") == nil)
+        for bad in ["", "fast", "2MB", "-1M", "1..5M", "M", "1e9"] {
+            #expect(throws: UsageError.self, "\(bad)") { try RateText.parse(bad) }
+        }
+    }
+
+    @Test func aScheduleGivesTheRateInForceAtEachTime() throws {
+        let schedule = try LimitSchedule.parse("08:00,512K 23:00,off")
+        var calendar = Calendar(identifier: .gregorian)
+        calendar.timeZone = TimeZone(identifier: "UTC")!
+        func at(_ hour: Int, _ minute: Int) -> Date {
+            calendar.date(from: DateComponents(year: 2026, month: 11, day: 23, hour: hour, minute: minute))!
+        }
+        #expect(schedule.rate(at: at(7, 59), calendar: calendar) == nil)
+        #expect(schedule.rate(at: at(8, 0), calendar: calendar) == 512 << 10)
+        #expect(schedule.rate(at: at(22, 59), calendar: calendar) == 512 << 10)
+        #expect(schedule.rate(at: at(23, 30), calendar: calendar) == nil)
+        #expect(schedule.nextChange(after: at(12, 0), calendar: calendar) == at(23, 0))
+        #expect(schedule.nextChange(after: at(23, 0), calendar: calendar) == at(8, 0).addingTimeInterval(86_400))
+        for bad in ["", "8,512K", "25:00,1M", "08:00", "08:00,fast", "08:0,1M"] {
+            #expect(throws: UsageError.self, "\(bad)") { try LimitSchedule.parse(bad) }
+        }
+    }
+}
