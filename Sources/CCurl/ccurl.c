@@ -1,7 +1,9 @@
 #include "ccurl.h"
 #include <dlfcn.h>
 #include <pthread.h>
+#include <stdint.h>
 #include <stdio.h>
+#include <sys/socket.h>
 
 typedef struct { int msg; void *easy; union { void *whatever; int result; } data; } curl_message;
 typedef struct curl_slist_node { char *data; struct curl_slist_node *next; } curl_slist_node;
@@ -84,6 +86,25 @@ int ferry_curl_easy_setopt_callback(void *easy, long option, ferry_curl_data_cal
 int ferry_curl_easy_getinfo_long(void *easy, long info, long *value) { return curl.easy_getinfo(easy, info, value); }
 int ferry_curl_easy_pause(void *easy, long bitmask) { return curl.easy_pause(easy, (int)bitmask); }
 const char *ferry_curl_easy_strerror(int code) { return curl.easy_strerror(code); }
+
+/* CURLOPT_SOCKOPTFUNCTION's callback: clientp carries the size. */
+static int set_receive_buffer(void *clientp, int fd, int purpose) {
+    (void)purpose;
+    int size = (int)(intptr_t)clientp;
+    if (size > 0) setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &size, sizeof size);
+    return 0; /* CURL_SOCKOPT_OK */
+}
+
+int ferry_curl_easy_set_receive_buffer(void *easy, long bytes) {
+    int result = curl.easy_setopt(easy, 20148L /* CURLOPT_SOCKOPTFUNCTION */, set_receive_buffer);
+    if (result == 0) result = curl.easy_setopt(easy, 10149L /* CURLOPT_SOCKOPTDATA */, (void *)(intptr_t)bytes);
+    int fd = -1;
+    if (curl.easy_getinfo(easy, 0x500000L + 44 /* CURLINFO_ACTIVESOCKET */, &fd) == 0 && fd >= 0 && bytes > 0) {
+        int size = (int)bytes;
+        setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &size, sizeof size);
+    }
+    return result;
+}
 
 void *ferry_curl_slist_append(void *list, const char *string) { return curl.slist_append(list, string); }
 void ferry_curl_slist_free_all(void *list) { curl.slist_free_all(list); }

@@ -24,6 +24,9 @@ int ferry_curl_easy_setopt_callback(void *easy, long option, ferry_curl_data_cal
 int ferry_curl_easy_getinfo_long(void *easy, long info, long *value);
 int ferry_curl_easy_pause(void *easy, long bitmask);
 const char *ferry_curl_easy_strerror(int code);
+/// The kernel receive buffer of the transfer's sockets: set on each new socket (SO_RCVBUF, which also
+/// turns off Linux's autotuning for it) and on the socket in use now, if any. 0 leaves new sockets alone.
+int ferry_curl_easy_set_receive_buffer(void *easy, long bytes);
 
 void *ferry_curl_slist_append(void *list, const char *string);
 void ferry_curl_slist_free_all(void *list);
