@@ -79,7 +79,7 @@ public final class TestForwardProxy: Sendable {
 
     /// Client connections accepted so far.
     public var connectionsAccepted: Int {
-        core.state.withLock { $0.connectionsAccepted }
+        core.connections.connectionsAccepted
     }
 
     /// The most bytes the proxy held at once: read from one side and not yet written to the other.
@@ -103,42 +103,17 @@ final class ProxyCore: Sendable {
     struct State {
         var requests: [String] = []
         var refused: [String] = []
-        var connectionsAccepted = 0
         var buffered = 0
         var maxBuffered = 0
-        var channels: [ObjectIdentifier: any Channel] = [:]
-        var isShutdown = false
     }
 
     let state = Mutex(State())
 
-    /// Tracks a client (`accepted`) or origin connection so that shutdown can close it.
-    func register(_ channel: any Channel, accepted: Bool) {
-        let id = ObjectIdentifier(channel)
-        let live = state.withLock { s -> Bool in
-            if s.isShutdown { return false }
-            s.channels[id] = channel
-            if accepted { s.connectionsAccepted += 1 }
-            return true
-        }
-        if !live {
-            channel.close(promise: nil)
-            return
-        }
-        channel.closeFuture.whenComplete { [self] _ in
-            _ = state.withLock { $0.channels.removeValue(forKey: id) }
-        }
-    }
+    let connections = ChannelRegistry()
 
-    func beginShutdown() -> [any Channel]? {
-        state.withLock { s -> [any Channel]? in
-            if s.isShutdown { return nil }
-            s.isShutdown = true
-            let list = Array(s.channels.values)
-            s.channels.removeAll()
-            return list
-        }
-    }
+    func register(_ channel: any Channel, accepted: Bool) { connections.register(channel, accepted: accepted) }
+
+    func beginShutdown() -> [any Channel]? { connections.beginShutdown() }
 
     func record(_ request: String, refused: Bool = false) {
         state.withLock {

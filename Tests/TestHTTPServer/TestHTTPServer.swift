@@ -156,16 +156,16 @@ public final class TestHTTPServer: Sendable {
 
     /// Connections accepted so far.
     public var connectionsAccepted: Int {
-        core.state.withLock { $0.connectionsAccepted }
+        core.connections.connectionsAccepted
     }
 
     /// Sets the peak to the current in-flight count and zeroes `badRequests` and
     /// `connectionsAccepted`. Recorded requests and route scripts are kept.
     public func resetCounters() {
+        core.connections.resetAccepted()
         core.state.withLock {
             $0.maxInFlight = $0.inFlight
             $0.badRequests = 0
-            $0.connectionsAccepted = 0
         }
     }
 
@@ -201,40 +201,16 @@ final class ServerCore: Sendable {
         var inFlight = 0
         var maxInFlight = 0
         var badRequests = 0
-        var connectionsAccepted = 0
-        var channels: [ObjectIdentifier: any Channel] = [:]
-        var isShutdown = false
     }
 
     let state = Mutex(State())
 
-    func register(_ channel: any Channel) {
-        let id = ObjectIdentifier(channel)
-        let accepted = state.withLock { s -> Bool in
-            if s.isShutdown { return false }
-            s.channels[id] = channel
-            s.connectionsAccepted += 1
-            return true
-        }
-        if !accepted {
-            channel.close(promise: nil)
-            return
-        }
-        channel.closeFuture.whenComplete { [self] _ in
-            _ = state.withLock { $0.channels.removeValue(forKey: id) }
-        }
-    }
+    let connections = ChannelRegistry()
+
+    func register(_ channel: any Channel) { connections.register(channel) }
 
     /// Returns the live connections to close, or nil if shutdown already began.
-    func beginShutdown() -> [any Channel]? {
-        state.withLock { s -> [any Channel]? in
-            if s.isShutdown { return nil }
-            s.isShutdown = true
-            let list = Array(s.channels.values)
-            s.channels.removeAll()
-            return list
-        }
-    }
+    func beginShutdown() -> [any Channel]? { connections.beginShutdown() }
 
     func setRoute(_ path: String, _ behaviors: [Behavior]) {
         state.withLock { $0.routes[path] = Route(behaviors: behaviors) }

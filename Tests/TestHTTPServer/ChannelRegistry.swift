@@ -1,0 +1,47 @@
+import NIOCore
+import Synchronization
+
+/// The live connections of a test server or proxy, so that shutdown can close them, and how many were
+/// accepted. A connection registered after shutdown began is closed at once.
+final class ChannelRegistry: Sendable {
+    private struct State {
+        var channels: [ObjectIdentifier: any Channel] = [:]
+        var isShutdown = false
+        var accepted = 0
+    }
+
+    private let state = Mutex(State())
+
+    /// `accepted`: a connection a client opened (counted), not one the proxy opened to an origin.
+    func register(_ channel: any Channel, accepted: Bool = true) {
+        let id = ObjectIdentifier(channel)
+        let live = state.withLock { s -> Bool in
+            if s.isShutdown { return false }
+            s.channels[id] = channel
+            if accepted { s.accepted += 1 }
+            return true
+        }
+        if !live {
+            channel.close(promise: nil)
+            return
+        }
+        channel.closeFuture.whenComplete { [self] _ in
+            _ = state.withLock { $0.channels.removeValue(forKey: id) }
+        }
+    }
+
+    /// Returns the live connections to close, or nil if shutdown already began.
+    func beginShutdown() -> [any Channel]? {
+        state.withLock { s -> [any Channel]? in
+            if s.isShutdown { return nil }
+            s.isShutdown = true
+            let list = Array(s.channels.values)
+            s.channels.removeAll()
+            return list
+        }
+    }
+
+    var connectionsAccepted: Int { state.withLock { $0.accepted } }
+
+    func resetAccepted() { state.withLock { $0.accepted = 0 } }
+}
