@@ -1,4 +1,5 @@
 import NIOCore
+import NIOPosix
 import Synchronization
 
 /// The live connections of a test server or proxy, so that shutdown can close them, and how many were
@@ -44,4 +45,19 @@ final class ChannelRegistry: Sendable {
     var connectionsAccepted: Int { state.withLock { $0.accepted } }
 
     func resetAccepted() { state.withLock { $0.accepted = 0 } }
+}
+
+/// Binds `bootstrap` to 127.0.0.1 on a port the system picks; on failure shuts `group` down and throws.
+func bindLoopback(_ bootstrap: ServerBootstrap, group: MultiThreadedEventLoopGroup) throws -> (channel: any Channel, port: Int) {
+    do {
+        let channel = try bootstrap.bind(host: "127.0.0.1", port: 0).wait()
+        guard let port = channel.localAddress?.port else {
+            try? channel.close().wait()
+            throw TestHTTPServerError.noPort
+        }
+        return (channel, port)
+    } catch {
+        try? group.syncShutdownGracefully()
+        throw error
+    }
 }

@@ -42,18 +42,7 @@ public final class TestHTTPServer: Sendable {
                     try channel.pipeline.syncOperations.addHandler(ConnectionHandler(core: core))
                 }
             }
-        do {
-            let channel = try bootstrap.bind(host: "127.0.0.1", port: 0).wait()
-            guard let port = channel.localAddress?.port else {
-                try? channel.close().wait()
-                throw TestHTTPServerError.noPort
-            }
-            self.port = port
-            self.serverChannel = channel
-        } catch {
-            try? group.syncShutdownGracefully()
-            throw error
-        }
+        (serverChannel, port) = try bindLoopback(bootstrap, group: group)
         self.scheme = tls == nil ? "http" : "https"
         self.certificateAuthority = tls
         self.core = core
