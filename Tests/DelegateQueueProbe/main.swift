@@ -16,9 +16,6 @@ import Synchronization
 // from the delegate queue once 4 MiB arrived; make: a queue of 16 and, once 4 MiB arrived, a second task
 // (a HEAD of the same URL) made and resumed from the delegate queue as the engine makes its tasks.
 // (`bytes` counts the first task's body, `error` is its error.)
-//   DelegateQueueProbe cold|warm URL  ->  "cpums=N bytes=N"
-// A plain download (no slow delegate) on a new connection, or after a HEAD has used the connection, and
-// the CPU time the process took (getrusage): the platform behaviour ConnectionWarmth works around.
 
 final class SlowDelegate: NSObject, URLSessionDataDelegate, Sendable {
     enum Action { case cancel, make }
@@ -62,28 +59,6 @@ final class SlowDelegate: NSObject, URLSessionDataDelegate, Sendable {
 }
 
 let arguments = CommandLine.arguments
-if arguments.count == 3, arguments[1] == "cold" || arguments[1] == "warm", let url = URL(string: arguments[2]) {
-    let delegate = SlowDelegate(cancelAfter: nil, delayMicroseconds: 0)
-    let queue = OperationQueue()
-    queue.maxConcurrentOperationCount = 1
-    let session = URLSession(configuration: .ephemeral, delegate: delegate, delegateQueue: queue)
-    if arguments[1] == "warm" {
-        var head = URLRequest(url: url)
-        head.httpMethod = "HEAD"
-        session.dataTask(with: head).resume()
-        delegate.done.wait()
-    }
-    var before = rusage()
-    getrusage(RUSAGE_SELF.rawValue, &before)
-    session.dataTask(with: url).resume()
-    delegate.done.wait()
-    var after = rusage()
-    getrusage(RUSAGE_SELF.rawValue, &after)
-    func ms(_ t: timeval) -> Int { t.tv_sec * 1000 + t.tv_usec / 1000 }
-    let cpu = ms(after.ru_utime) + ms(after.ru_stime) - ms(before.ru_utime) - ms(before.ru_stime)
-    print("cpums=\(cpu) bytes=\(delegate.bytes.load(ordering: .relaxed))")
-    exit(0)
-}
 guard arguments.count == 3, ["plain", "bounded", "cancel", "make"].contains(arguments[1]), let url = URL(string: arguments[2]) else {
     FileHandle.standardError.write(Data("usage: DelegateQueueProbe plain|bounded|cancel|make URL\n".utf8))
     exit(2)

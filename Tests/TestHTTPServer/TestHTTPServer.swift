@@ -109,7 +109,7 @@ public final class TestHTTPServer: Sendable {
     }
 
     /// HEAD requests to `path`. They are answered by the route's current behavior without moving its script
-    /// on (ferry sends a HEAD on a new connection before a download; see ConnectionWarmth).
+    /// on.
     public func headRequests(_ path: String) -> [RecordedRequest] {
         core.state.withLock { $0.headRequests.filter { $0.path == path } }
     }
