@@ -85,6 +85,28 @@ import TestHTTPServer
                 "a \(a / Self.mib), b \(b / Self.mib) MiB/s")
     }
 
+    @Test func whatASlowItemCannotUseGoesToTheOther() async throws {
+        // The server sends /slow.bin at 256 KiB/s: an equal split would leave a quarter of the limit unused.
+        server.route("/slow.bin", .serve(Resource(body: Resource.randomBytes(count: 8 << 20, seed: 87)),
+                                         ServeOptions(bytesPerSecond: 256 << 10)))
+        routeLarge("/fast.bin", seed: 88)
+        var configuration = testConfiguration()
+        configuration.downloadLimit = 1 << 20
+        let manager = try TransferManager(configuration: configuration)
+        defer { manager.shutdown() }
+        let ids = manager.add([TransferSpec(download: server.url("/slow.bin"), directory: dir.path),
+                               TransferSpec(download: server.url("/fast.bin"), directory: dir.path)])
+        _ = try await waitForTraffic("/fast.bin")
+        try await Task.sleep(for: .seconds(4))
+        let before = ids.map { manager.snapshot(of: $0)?.bytesDone ?? 0 }
+        try await Task.sleep(for: .seconds(5))
+        let after = ids.map { manager.snapshot(of: $0)?.bytesDone ?? 0 }
+        let slow = Double(after[0] - before[0]) / 5, fast = Double(after[1] - before[1]) / 5
+        print("BandwidthLimitTests: global 1 MiB/s, one item served at 256 KiB/s: slow \(slow / Self.mib), fast \(fast / Self.mib) MiB/s")
+        #expect(fast > 0.6 * Self.mib, "\(fast / Self.mib) MiB/s for the fast item")
+        #expect(slow + fast > 0.8 * Self.mib && slow + fast < 1.25 * Self.mib, "\((slow + fast) / Self.mib) MiB/s in all")
+    }
+
     @Test func aLimitChangedMidTransferTakesEffectWithinTwoSeconds() async throws {
         routeLarge("/change.bin", seed: 85)
         let manager = try TransferManager(configuration: testConfiguration())

@@ -2,8 +2,8 @@ import Foundation
 import Synchronization
 
 /// The bandwidth limits of one engine, read by the transport: a global download limit, a global upload
-/// limit, and a limit per item. Rates in bytes per second; nil is unlimited. The global rate is shared
-/// fairly between the items moving in that direction, and an item's rate between its ranges.
+/// limit, and a limit per item. Rates in bytes per second; nil is unlimited. The transport shares the global
+/// rate between the items moving in that direction (LimitShares), and an item's rate between its ranges.
 public final class BandwidthLimits: Sendable {
     public struct Rates: Sendable, Equatable {
         public var download: Int64?

@@ -80,6 +80,12 @@ final class CurlTransfer: @unchecked Sendable {
     private(set) var limits: LimitMembership?
     private var bucket: TokenBucket?
     private(set) var rateResumeAt: TimeInterval?
+    /// Bytes taken since the shares were last worked out, and whether the bucket held the transfer back.
+    private var taken = 0
+    private var heldBack = false
+    /// Bytes per second the transfer took in over the last measurement while its rate never held it back
+    /// (a slow server, a slow disk); nil when it was held back, ran without a rate, or is new.
+    fileprivate(set) var intake: Double?
 
     init(request: URLRequest, task: URLSessionTask, delegate: TransportDelegate?, delivery: Delivery, transport: CurlTransport) {
         self.request = request
@@ -342,6 +348,7 @@ final class CurlTransfer: @unchecked Sendable {
             guard bucket!.available(now) > 0 else { return waitForRate(now) }
             bucket!.take(count, now: now)
         }
+        taken += count
         if pending.isEmpty { pending.reserveCapacity(min(Self.deliverySize, max(count, expectedRemaining))) }
         received += count
         pending.append(UnsafeRawPointer(data).assumingMemoryBound(to: UInt8.self), count: count)
@@ -361,6 +368,7 @@ final class CurlTransfer: @unchecked Sendable {
         do {
             guard let n = try body.read(into: buffer, count: count) else { return FERRY_CURL_FUNC_PAUSE }
             if n > 0 {
+                taken += n
                 bucket?.take(n, now: now)
                 delegate?.transportDidSend(for: task, bytes: Int64(n))
             }
@@ -375,9 +383,17 @@ final class CurlTransfer: @unchecked Sendable {
 extension CurlTransfer {
     /// Pauses for the rate: the transport lifts the pause when the bucket's debt is repaid.
     fileprivate func waitForRate(_ now: TimeInterval) -> Int {
+        heldBack = true
         rateResumeAt = bucket?.readyAt(now) ?? now
         transport.waitForRate(self)
         return FERRY_CURL_FUNC_PAUSE
+    }
+
+    /// Measures `intake` over the last `interval` seconds and starts the next measurement.
+    func measureIntake(over interval: TimeInterval) {
+        intake = bucket == nil || heldBack || interval <= 0 ? nil : Double(taken) / interval
+        taken = 0
+        heldBack = false
     }
 
     /// The transport decided this transfer's share of its limits (nil: unlimited).

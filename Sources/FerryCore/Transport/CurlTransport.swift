@@ -34,6 +34,8 @@ final class CurlTransport: @unchecked Sendable {
     private var rateWaiting: [CurlTransfer] = []
     /// The limited transfers' shares need working out again (a transfer came or went, a limit changed).
     private let sharesChanged = Atomic<Bool>(false)
+    /// When the shares were last worked out (transport thread).
+    private var lastShareAt: TimeInterval = 0
     private let multi: UnsafeMutableRawPointer?
     /// Why libcurl cannot be used (nil when it can).
     let unavailable: String?
@@ -69,7 +71,8 @@ final class CurlTransport: @unchecked Sendable {
             for command in commands.withLock({ c -> [Command] in defer { c.removeAll() }; return c }) {
                 handle(command, multi)
             }
-            if sharesChanged.exchange(false, ordering: .acquiringAndReleasing) { shareLimits() }
+            if sharesChanged.exchange(false, ordering: .acquiringAndReleasing)
+                || (!running.isEmpty && monotonicSeconds() - lastShareAt >= 1) { shareLimits() }
             resumeRateWaiters(multi)
             var stillRunning: Int32 = 0
             _ = ferry_curl_multi_perform(multi, &stillRunning)
@@ -141,10 +144,18 @@ final class CurlTransport: @unchecked Sendable {
         }
     }
 
-    /// Each limited transfer's rate: an engine's global rate for a direction is shared equally between the
-    /// items moving that way, an item's rate (its own limit, or its share when lower) between its ranges.
+    /// Each limited transfer's rate: an engine's global rate for a direction is shared between the items
+    /// moving that way (max-min fair, LimitShares: what a slow item cannot use goes to the others), an item's
+    /// rate (its own limit, or its share when lower) equally between its ranges. Worked out again when a
+    /// transfer comes or goes, a limit changes, and once a second from what each item took in.
     private func shareLimits() {
         let now = monotonicSeconds()
+        // Once a second each transfer's intake is measured; a pass for a transfer that came or went or a
+        // changed limit uses the last measurement (a few milliseconds say nothing of what a transfer can use).
+        if now - lastShareAt >= 1 {
+            for transfer in running.values where transfer.limits != nil { transfer.measureIntake(over: now - lastShareAt) }
+            lastShareAt = now
+        }
         var groups: [ObjectIdentifier: [CurlTransfer]] = [:]
         for transfer in running.values {
             guard let limits = transfer.limits else { continue }
@@ -155,17 +166,16 @@ final class CurlTransport: @unchecked Sendable {
             for direction in [LimitMembership.Direction.download, .upload] {
                 let moving = transfers.filter { $0.limits?.direction == direction }
                 let byItem = Dictionary(grouping: moving) { $0.limits!.item }
-                let global = direction == .download ? rates.download : rates.upload
-                let share = global.map { Double($0) / Double(max(1, byItem.count)) }
+                let global = (direction == .download ? rates.download : rates.upload).map(Double.init)
+                let items = byItem.map { item, members -> LimitShares.Item in
+                    let intakes = members.compactMap(\.intake)
+                    let demand = intakes.count < members.count ? nil : LimitShares.demand(intake: intakes.reduce(0, +))
+                    return LimitShares.Item(id: item, own: rates.items[item].map(Double.init), demand: demand)
+                }
+                let shares = LimitShares.allocate(global: global, items: items)
                 for (item, members) in byItem {
-                    let own = rates.items[item].map(Double.init)
-                    let itemRate: Double? = switch (own, share) {
-                    case let (own?, share?): min(own, share)
-                    case let (own?, nil): own
-                    case let (nil, share?): share
-                    case (nil, nil): nil
-                    }
-                    for member in members { member.setRate(itemRate.map { $0 / Double(members.count) }, now: now) }
+                    let rate = shares[item] ?? nil
+                    for member in members { member.setRate(rate.map { $0 / Double(members.count) }, now: now) }
                 }
             }
         }
