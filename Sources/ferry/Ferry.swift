@@ -105,7 +105,9 @@ struct CommonOptions: ParsableArguments {
     var retries: Int?
 
     func validate() throws {
-        if let jobs, jobs < 1 { throw ValidationError("-j needs a number of 1 or more, got \(jobs)") }
+        if let jobs, !ConcurrencyCaps.range.contains(jobs) {
+            throw ValidationError("-j needs a number from \(ConcurrencyCaps.range.lowerBound) to \(ConcurrencyCaps.range.upperBound), got \(jobs)")
+        }
         if let retries, retries < 0 { throw ValidationError("--retries needs 0 or more, got \(retries)") }
     }
 
@@ -120,10 +122,7 @@ struct CommonOptions: ParsableArguments {
         let fromEnvironment = TransportSettings.fromEnvironment(ProcessInfo.processInfo.environment)
         configuration.transport = fromEnvironment
         if let caFile = config.caFile { configuration.transport.caFile = caFile }
-        if let jobs {
-            configuration.maxConcurrent = jobs
-            configuration.maxPerHost = max(jobs, config.perHost)
-        }
+        if let jobs { configuration.maxConcurrent = jobs }
         if let retries { configuration.retry.maxRetries = retries }
         return configuration
     }

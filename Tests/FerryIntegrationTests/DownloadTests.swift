@@ -245,6 +245,24 @@ import TestHTTPServer
         #expect(server.maxConcurrentRequests == 4)
     }
 
+    /// With the config's defaults (concurrency 4, per_host 4), one more at once from the UI means one more
+    /// against a single host too (the per-host cap used to stay at 4 while the header said 5).
+    @Test func raisingTheCapRaisesItForASingleHostToo() async throws {
+        for i in 0..<6 {
+            server.route("/one\(i).bin", .serve(Resource(body: Resource.randomBytes(count: 64 << 10, seed: UInt64(60 + i))),
+                                              ServeOptions(stallAfter: 1024)))
+        }
+        var configuration = Config().engine
+        configuration.idleTimeout = 60
+        let manager = try TransferManager(configuration: configuration)
+        defer { manager.shutdown() }
+        for i in 0..<6 { _ = download("/one\(i).bin", manager: manager) }
+        try await eventually("4 running") { server.currentConcurrentRequests == 4 }
+        manager.setConcurrency(maxConcurrent: 5)
+        #expect(manager.snapshot().maxPerHost == 5)
+        try await eventually("5 running against the one host") { server.currentConcurrentRequests == 5 }
+    }
+
     @Test func thePerHostCapHolds() async throws {
         for i in 0..<6 {
             server.route("/h\(i).bin", .serve(Resource(body: Resource.randomBytes(count: 100_000, seed: UInt64(i))),

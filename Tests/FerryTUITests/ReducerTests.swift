@@ -156,4 +156,11 @@ import Testing
         #expect(done.prompt == nil)
         #expect(commands == [.setGlobalLimits(download: 3 << 19, upload: 256 << 10)])
     }
+
+    @Test func plusNeverLowersTheCapSetWithJ() {
+        var many = queue
+        many.maxConcurrent = 100
+        #expect(press([.character("+")], queue: many).1 == [.setConcurrency(101)])
+        #expect(press([.character("-")], queue: many).1 == [.setConcurrency(99)])
+    }
 }

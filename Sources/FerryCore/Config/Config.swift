@@ -55,7 +55,8 @@ public struct Config: Sendable, Equatable {
     public var engine: EngineConfiguration {
         var engine = EngineConfiguration()
         engine.maxConcurrent = concurrency
-        engine.maxPerHost = perHost
+        // A per-host cap as high as the global one is no cap of its own: it follows -j and the UI's + and -.
+        engine.maxPerHost = perHost < concurrency ? perHost : nil
         engine.retry.maxRetries = retryAttempts
         engine.retry.baseDelay = baseDelay
         engine.retry.maxDelay = maxDelay

@@ -4,8 +4,12 @@ import Foundation
 public struct EngineConfiguration: Sendable, Equatable {
     /// Transfers running at once (`-j`).
     public var maxConcurrent = 4
-    /// Transfers running at once against one host; nil means the same as `maxConcurrent`.
+    /// Transfers running at once against one host, when lower than `maxConcurrent`; nil (or not lower)
+    /// means it follows `maxConcurrent` (see ConcurrencyCaps).
     public var maxPerHost: Int?
+
+    /// The caps these settings give.
+    public var caps: ConcurrencyCaps { ConcurrencyCaps(global: maxConcurrent, perHost: maxPerHost) }
     public var retry = RetryPolicy()
     /// Seconds without a byte (or without a connection) before an attempt is given up.
     public var idleTimeout: TimeInterval = 30

@@ -85,8 +85,9 @@ public final class TransferManager: Sendable {
         var nextID: Int64 = 1
         /// The highest id seen when loading or scanning the store for items other processes added.
         var scannedThrough = TransferID(0)
-        var maxConcurrent: Int
-        var maxPerHost: Int
+        var caps: ConcurrencyCaps
+        var maxConcurrent: Int { caps.global }
+        var maxPerHost: Int { caps.perHost }
         var version: UInt64 = 0
         var changed: Set<TransferID> = []
         var orderChanged = false
@@ -193,8 +194,7 @@ public final class TransferManager: Sendable {
         delegate.transportDelegateQueue = delegateQueue
         self.session = URLSession(configuration: sessionConfig, delegate: delegate, delegateQueue: delegateQueue)
 
-        var core = Core(maxConcurrent: max(1, configuration.maxConcurrent),
-                        maxPerHost: max(1, configuration.maxPerHost ?? configuration.maxConcurrent))
+        var core = Core(caps: configuration.caps)
         for stored in try store.loadAll() {
             Self.adopt(stored, into: &core, names: names)
             core.scannedThrough = max(core.scannedThrough, stored.id)
@@ -445,10 +445,11 @@ public final class TransferManager: Sendable {
     }
 
     /// Changes the caps at run time. Running transfers are never interrupted by a lower cap.
-    public func setConcurrency(maxConcurrent: Int? = nil, maxPerHost: Int? = nil) {
+    /// Sets the global cap (kept in ConcurrencyCaps.range); a per-host cap of its own stays, one that follows
+    /// the global cap moves with it.
+    public func setConcurrency(maxConcurrent: Int) {
         mutate { core in
-            if let maxConcurrent { core.maxConcurrent = max(1, maxConcurrent) }
-            if let maxPerHost { core.maxPerHost = max(1, maxPerHost) }
+            core.caps = core.caps.with(global: maxConcurrent)
             core.version &+= 1
             return ((), self.pump(&core))
         }

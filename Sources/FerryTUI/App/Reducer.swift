@@ -108,7 +108,7 @@ private func perform(_ action: Action, _ stateIn: AppState, _ snapshot: QueueSna
         state.selectedID = nil
 
     case .concurrencyUp, .concurrencyDown:
-        let next = min(64, max(1, snapshot.maxConcurrent + (action == .concurrencyUp ? 1 : -1)))
+        let next = ConcurrencyCaps(global: snapshot.maxConcurrent).stepped(by: action == .concurrencyUp ? 1 : -1).global
         note("\(next) transfer\(next == 1 ? "" : "s") at once")
         return (state, next == snapshot.maxConcurrent ? [] : [.setConcurrency(next)])
 
