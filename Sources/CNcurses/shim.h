@@ -1,4 +1,4 @@
-// What Swift needs from ncursesw that it cannot import directly (see notes/ncurses-in-swift.md).
+// What Swift needs from ncursesw that it cannot import directly (see docs/platform.md).
 #ifndef FERRY_CNCURSES_SHIM_H
 #define FERRY_CNCURSES_SHIM_H
 

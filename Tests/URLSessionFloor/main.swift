@@ -58,7 +58,7 @@ final class Counter: NSObject, URLSessionDataDelegate, Sendable {
     }
 }
 
-/// The smallest body stream that works on Linux (see notes/urlsession-on-linux.md): header bytes,
+/// The smallest body stream that works on Linux (see docs/platform.md): header bytes,
 /// the file read with pread, trailer bytes.
 final class FileBodyStream: InputStream {
     private let head: [UInt8], tail: [UInt8]
@@ -185,7 +185,7 @@ case "put", "form":
     request.httpMethod = mode == "put" ? "PUT" : "POST"
     request.setValue(mode == "put" ? "application/octet-stream" : "multipart/form-data; boundary=\(boundary)",
                      forHTTPHeaderField: "Content-Type")
-    // Content-Length with blank Transfer-Encoding and Expect: a plain body (notes/urlsession-on-linux.md).
+    // Content-Length with blank Transfer-Encoding and Expect: a plain body (docs/platform.md).
     request.setValue(String(length), forHTTPHeaderField: "Content-Length")
     request.setValue(" ", forHTTPHeaderField: "Transfer-Encoding")
     request.setValue(" ", forHTTPHeaderField: "Expect")

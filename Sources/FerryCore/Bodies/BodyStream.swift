@@ -4,7 +4,7 @@ import Glibc
 #endif
 
 /// The InputStream URLSession reads an upload body from: the plan's segments in order, file bytes read
-/// with pread at the session's pace. Linux traps it avoids (see notes/urlsession-on-linux.md):
+/// with pread at the session's pace. Linux traps it avoids (see docs/platform.md):
 /// `hasBytesAvailable == false` is taken as end of body (a chunked body would be truncated and called a
 /// success), so it stays true until real EOF; `close()` is never called, so descriptors close in deinit.
 final class BodyStream: InputStream {

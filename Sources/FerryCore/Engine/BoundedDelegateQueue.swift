@@ -8,7 +8,7 @@ import Synchronization
 ///
 /// URLSession's socket thread hands every 16 KiB chunk to the delegate queue with `addOperation` and
 /// reads on; when the delegate falls behind (a slow disk, a busy machine), chunks pile up in memory
-/// without limit (notes/urlsession-on-linux.md: 800 MiB for 1 GiB). Here `addOperation` waits while
+/// without limit (docs/platform.md: 800 MiB for 1 GiB). Here `addOperation` waits while
 /// `limit` callbacks are already queued, so the socket thread stops reading and TCP slows the sender.
 /// Under ferry's own transport (FerryURLProtocol) the callers are the blocks that hand each piece of body
 /// on from the task's work queue, and each transfer also keeps at most 2 MiB on its way (CurlTransfer), so

@@ -57,7 +57,7 @@ final class DownloadRun: TaskRun {
         initial.total = start.knownTotal
         if let name = start.fileName {
             // A later attempt: reopen the existing `.part` file at its end.
-            initial.file = try PartialFile(openingOrCreating: start.spec.directory + "/" + name + ".part",
+            initial.file = try PartialFile(openingOrCreating: PartialFile.path(directory: start.spec.directory, name: name),
                                            bufferSize: start.bufferSize)
         }
         self.state = Mutex(initial)
@@ -128,7 +128,7 @@ final class DownloadRun: TaskRun {
                                                      url: http.url ?? start.spec.url)
                     let claim = try names.claim(directory: start.spec.directory, name: name)
                     s.fileName = claim.name
-                    s.file = PartialFile(path: start.spec.directory + "/" + claim.name + ".part", fd: claim.fd,
+                    s.file = PartialFile(path: PartialFile.path(directory: start.spec.directory, name: claim.name), fd: claim.fd,
                                          bufferSize: start.bufferSize)
                 }
                 return nil

@@ -49,7 +49,7 @@ extension TransferManager {
             item.state = .queued
             return []
         }
-        let path = item.spec.directory + "/" + name + ".part"
+        let path = PartialFile.path(directory: item.spec.directory, name: name)
         guard truncate(path, 0) == 0, truncate(path, off_t(total)) == 0 else {
             item.segments = nil
             return fail(item, "cannot prepare \(path): \(String(cString: strerror(errno)))")
@@ -66,7 +66,7 @@ extension TransferManager {
             item.segments = nil
             return []
         }
-        let path = item.spec.directory + "/" + name + ".part"
+        let path = PartialFile.path(directory: item.spec.directory, name: name)
         if item.restartFromZero {
             // After a checksum mismatch: every range again, into a fresh preallocated file.
             item.restartFromZero = false
@@ -100,7 +100,7 @@ extension TransferManager {
         let generation = item.generation
         let token = (item.segmentTokens[index] ?? 0) + 1
         item.segmentTokens[index] = token
-        let start = SegmentRun.Start(spec: item.spec, partPath: item.spec.directory + "/" + name + ".part", index: index,
+        let start = SegmentRun.Start(spec: item.spec, partPath: PartialFile.path(directory: item.spec.directory, name: name), index: index,
                                      from: segment.next, end: segment.end, total: total, validators: item.validators,
                                      bufferSize: configuration.writeBufferSize)
         let run = SegmentRun(start: start) { [weak self] outcome, flushed in
@@ -205,7 +205,7 @@ extension TransferManager {
     /// All ranges are on disk: the same last steps as a single stream (size, checksum, fsync, rename).
     private func finishSegments(_ item: Item) -> [Effect] {
         guard let name = item.fileName, let total = item.validators.totalLength else { return [] }
-        let path = item.spec.directory + "/" + name + ".part"
+        let path = PartialFile.path(directory: item.spec.directory, name: name)
         let file: PartialFile
         do throws(TransferFailure) {
             file = try PartialFile(openingOrCreating: path, bufferSize: 64 * 1024)

@@ -416,7 +416,7 @@ public final class TransferManager: Sendable {
             if let name = item.fileName, item.state != .completed {
                 let directory = item.spec.directory
                 names.release(directory: directory, name: name)
-                if deletePartial { effects.append { _ = unlink(directory + "/" + name + ".part") } }
+                if deletePartial { effects.append { _ = unlink(PartialFile.path(directory: directory, name: name)) } }
             }
             let store = self.store
             effects.append { [storeQueue] in storeQueue.async { try? store.remove(id) } }
@@ -755,7 +755,7 @@ public final class TransferManager: Sendable {
         let generation = item.generation
         var offset: Int64 = 0
         if let name = item.fileName {
-            let partPath = item.spec.directory + "/" + name + ".part"
+            let partPath = PartialFile.path(directory: item.spec.directory, name: name)
             var st = stat()
             if stat(partPath, &st) == 0 { offset = Int64(st.st_size) }
             // Resume only what can be checked: the `.part` file must fit the size the server gave, and that

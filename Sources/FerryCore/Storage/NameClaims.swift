@@ -32,7 +32,7 @@ public final class NameClaims: Sendable {
                 release(directory: directory, name: candidate)
                 continue
             }
-            let fd = open(finalPath + ".part", O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0o644)
+            let fd = open(finalPath + PartialFile.suffix, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0o644)
             if fd >= 0 { return (candidate, fd) }
             let err = errno
             release(directory: directory, name: candidate)
@@ -54,7 +54,7 @@ public final class NameClaims: Sendable {
     /// Moves a finished `.part` file to its final name without ever replacing a file; when the name was
     /// taken meanwhile (by another program), the next free numbered name is used. Returns the base name used.
     func publish(directory: String, name: String) throws(TransferFailure) -> String {
-        let partPath = directory + "/" + name + ".part"
+        let partPath = PartialFile.path(directory: directory, name: name)
         for n in 0..<Self.maxAttempts {
             let candidate = n == 0 ? name : FileNaming.numbered(name, n)
             if n > 0 {

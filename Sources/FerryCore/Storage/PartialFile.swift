@@ -7,6 +7,9 @@ import Glibc
 /// coalesced in a buffer and written in large blocks; a piece as large as the buffer is written at once.
 /// Not thread-safe: one attempt owns it and touches it from the serial delegate queue, then hands it on.
 final class PartialFile {
+    /// Where a download named `name` in `directory` is written until it is complete: the one spelling of it.
+    static func path(directory: String, name: String) -> String { directory + "/" + name + suffix }
+    static let suffix = ".part"
     let path: String
     private(set) var fd: Int32
     private let buffer: UnsafeMutableRawBufferPointer

@@ -44,7 +44,7 @@ public final class CursesTerminal {
     private var repaintAll = false
     private var isOpen = true
 
-    /// Opens curses on `output`/`input` (see notes/ncurses-in-swift.md for the choices).
+    /// Opens curses on `output`/`input` (see docs/platform.md for the choices).
     /// - Parameters:
     ///   - term: the terminal type; nil or "dumb" is refused. An unknown one falls back to xterm-256color, then vt100.
     ///   - guardFD: the tty whose termios the crash guard restores (nil: no crash guard, e.g. headless tests).
