@@ -27,6 +27,25 @@ import TestHTTPServer
         return (sent ? server.bytesSent(path) : server.bytesReceived(path)).start!
     }
 
+    /// Two downloads under a global limit of 1 MiB/s.
+    func twoUnderAGlobalLimit(_ first: String, _ second: String) throws -> (TransferManager, [TransferID]) {
+        var configuration = testConfiguration()
+        configuration.downloadLimit = 1 << 20
+        let manager = try TransferManager(configuration: configuration)
+        let ids = manager.add([TransferSpec(download: server.url(first), directory: dir.path),
+                               TransferSpec(download: server.url(second), directory: dir.path)])
+        return (manager, ids)
+    }
+
+    /// Bytes per second each item took in over the next `seconds` (what the engine received, not the server's
+    /// log, which moves in 256 KiB writes and behind its send buffers: too coarse to split 1 MiB/s in two).
+    func intake(_ manager: TransferManager, _ ids: [TransferID], over seconds: Double) async throws -> [Double] {
+        let before = ids.map { manager.snapshot(of: $0)?.bytesDone ?? 0 }
+        try await Task.sleep(for: .seconds(seconds))
+        let after = ids.map { manager.snapshot(of: $0)?.bytesDone ?? 0 }
+        return zip(before, after).map { Double($1 - $0) / seconds }
+    }
+
     @Test func anItemsDownloadLimitHoldsAtTheServer() async throws {
         routeLarge("/limited.bin", seed: 81)
         let manager = try TransferManager(configuration: testConfiguration())
@@ -61,20 +80,12 @@ import TestHTTPServer
     @Test func aGlobalLimitIsSharedFairlyBetweenTwoItems() async throws {
         routeLarge("/a.bin", seed: 83)
         routeLarge("/b.bin", seed: 84)
-        var configuration = testConfiguration()
-        configuration.downloadLimit = 1 << 20
-        let manager = try TransferManager(configuration: configuration)
+        let (manager, ids) = try twoUnderAGlobalLimit("/a.bin", "/b.bin")
         defer { manager.shutdown() }
-        let ids = manager.add([TransferSpec(download: server.url("/a.bin"), directory: dir.path),
-                               TransferSpec(download: server.url("/b.bin"), directory: dir.path)])
         let start = min(try await waitForTraffic("/a.bin"), try await waitForTraffic("/b.bin"))
         try await Task.sleep(for: .seconds(3))
-        // The share each item got, from what the engine took in (the server's own log moves in 256 KiB
-        // writes and behind its send buffers, too coarse to split 1 MiB/s between two connections).
-        let before = ids.map { manager.snapshot(of: $0)?.bytesDone ?? 0 }
-        try await Task.sleep(for: .seconds(7.2))
-        let after = ids.map { manager.snapshot(of: $0)?.bytesDone ?? 0 }
-        let a = Double(after[0] - before[0]) / 7.2, b = Double(after[1] - before[1]) / 7.2
+        let shares = try await intake(manager, ids, over: 7.2)
+        let a = shares[0], b = shares[1]
         let total = server.bytesSent("/a.bin").rate(from: 3, to: 10, after: start) + server.bytesSent("/b.bin").rate(from: 3, to: 10, after: start)
         print("BandwidthLimitTests: global 1 MiB/s: server \(total / Self.mib) MiB/s; a \(a / Self.mib), b \(b / Self.mib) MiB/s taken in")
         // The server's writes complete in 256 KiB slices into send buffers it grows as it likes: from it, only
@@ -90,18 +101,12 @@ import TestHTTPServer
         server.route("/slow.bin", .serve(Resource(body: Resource.randomBytes(count: 8 << 20, seed: 87)),
                                          ServeOptions(bytesPerSecond: 256 << 10)))
         routeLarge("/fast.bin", seed: 88)
-        var configuration = testConfiguration()
-        configuration.downloadLimit = 1 << 20
-        let manager = try TransferManager(configuration: configuration)
+        let (manager, ids) = try twoUnderAGlobalLimit("/slow.bin", "/fast.bin")
         defer { manager.shutdown() }
-        let ids = manager.add([TransferSpec(download: server.url("/slow.bin"), directory: dir.path),
-                               TransferSpec(download: server.url("/fast.bin"), directory: dir.path)])
         _ = try await waitForTraffic("/fast.bin")
         try await Task.sleep(for: .seconds(4))
-        let before = ids.map { manager.snapshot(of: $0)?.bytesDone ?? 0 }
-        try await Task.sleep(for: .seconds(5))
-        let after = ids.map { manager.snapshot(of: $0)?.bytesDone ?? 0 }
-        let slow = Double(after[0] - before[0]) / 5, fast = Double(after[1] - before[1]) / 5
+        let shares = try await intake(manager, ids, over: 5)
+        let slow = shares[0], fast = shares[1]
         print("BandwidthLimitTests: global 1 MiB/s, one item served at 256 KiB/s: slow \(slow / Self.mib), fast \(fast / Self.mib) MiB/s")
         #expect(fast > 0.6 * Self.mib, "\(fast / Self.mib) MiB/s for the fast item")
         #expect(slow + fast > 0.8 * Self.mib && slow + fast < 1.25 * Self.mib, "\((slow + fast) / Self.mib) MiB/s in all")
