@@ -119,8 +119,7 @@ struct CommonOptions: ParsableArguments {
     func engineConfiguration(_ config: Config) -> EngineConfiguration {
         var configuration = config.engine
         // Proxies and CAs from the environment as curl reads them; the config's ca_file wins.
-        let fromEnvironment = TransportSettings.fromEnvironment(ProcessInfo.processInfo.environment)
-        configuration.transport = fromEnvironment
+        configuration.transport = TransportSettings.fromEnvironment(ProcessInfo.processInfo.environment)
         if let caFile = config.caFile { configuration.transport.caFile = caFile }
         if let jobs { configuration.maxConcurrent = jobs }
         if let retries { configuration.retry.maxRetries = retries }

@@ -11,17 +11,12 @@ final class SessionDelegate: NSObject, URLSessionDataDelegate, TransportDelegate
     private let runs = Mutex<[Int: (run: any TaskRun, limits: LimitMembership?)]>([:])
     private let hostHeaders: [HostHeaders]
     let transportSettings: TransportSettings
-    /// Set once, before any task is made (the session is made after its delegate).
-    private let delegateQueue = Mutex<OperationQueue?>(nil)
+    let transportDelegateQueue: OperationQueue?
 
-    init(hostHeaders: [HostHeaders], transportSettings: TransportSettings) {
+    init(hostHeaders: [HostHeaders], transportSettings: TransportSettings, delegateQueue: OperationQueue) {
         self.hostHeaders = hostHeaders
         self.transportSettings = transportSettings
-    }
-
-    var transportDelegateQueue: OperationQueue? {
-        get { delegateQueue.withLock { $0 } }
-        set { delegateQueue.withLock { $0 = newValue } }
+        self.transportDelegateQueue = delegateQueue
     }
 
     /// `limits`: the bandwidth limits the task answers to, as which item and in which direction.

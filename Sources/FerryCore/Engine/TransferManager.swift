@@ -186,12 +186,12 @@ public final class TransferManager: Sendable {
         sessionConfig.requestCachePolicy = .reloadIgnoringLocalCacheData
         sessionConfig.httpCookieStorage = nil
         sessionConfig.httpShouldSetCookies = false
-        let delegate = SessionDelegate(hostHeaders: configuration.hostHeaders, transportSettings: configuration.transport)
-        self.delegate = delegate
         // Serial (a concurrent queue reorders chunks) and bounded (chunks must not pile up in memory).
         let delegateQueue = BoundedDelegateQueue(limit: Self.delegateQueueLimit, name: "ferry.delegate")
         self.delegateQueue = delegateQueue
-        delegate.transportDelegateQueue = delegateQueue
+        let delegate = SessionDelegate(hostHeaders: configuration.hostHeaders, transportSettings: configuration.transport,
+                                       delegateQueue: delegateQueue)
+        self.delegate = delegate
         self.session = URLSession(configuration: sessionConfig, delegate: delegate, delegateQueue: delegateQueue)
 
         var core = Core(caps: configuration.caps)
@@ -211,7 +211,7 @@ public final class TransferManager: Sendable {
     func limitMembership(_ item: Item) -> LimitMembership {
         if limits.current.items[item.id.rawValue] != item.rateLimit { limits.setItem(item.id.rawValue, item.rateLimit) }
         return LimitMembership(limits: limits, item: item.id.rawValue,
-                               direction: item.spec.direction == .download ? .download : .upload)
+                               direction: item.spec.direction)
     }
 
     /// Sets one item's bandwidth limit (bytes per second, nil for none), at once for its running transfer,
@@ -233,6 +233,11 @@ public final class TransferManager: Sendable {
     /// again at its next change.
     public func setGlobalLimits(download: Int64?, upload: Int64?) {
         limits.setGlobal(download: download, upload: upload)
+        limitsShown()
+    }
+
+    /// The global limits changed: a new snapshot version, so front ends show them.
+    private func limitsShown() {
         mutate { core in
             core.version &+= 1
             return ((), [])
@@ -246,10 +251,7 @@ public final class TransferManager: Sendable {
         timerQueue.asyncAfter(wallDeadline: .now() + max(1, next.timeIntervalSinceNow)) { [weak self] in
             guard let self, !self.core.withLock({ $0.shuttingDown }) else { return }
             self.followSchedule(schedule)
-            self.mutate { core in
-                core.version &+= 1
-                return ((), [])
-            }
+            self.limitsShown()
         }
     }
 

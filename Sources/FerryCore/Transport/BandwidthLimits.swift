@@ -46,7 +46,6 @@ public final class BandwidthLimits: Sendable {
 
 /// Which limits a transfer answers to: its engine's, as the item it belongs to, in one direction.
 struct LimitMembership {
-    enum Direction { case download, upload }
     let limits: BandwidthLimits
     let item: Int64
     let direction: Direction

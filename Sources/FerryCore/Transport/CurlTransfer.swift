@@ -232,6 +232,10 @@ final class CurlTransfer: @unchecked Sendable {
 
     /// Removed from libcurl after a cancel (the client was told by URLSession itself).
     func stopped() {
+        end()
+    }
+
+    private func end() {
         finished = true
         body?.close()
         releaseHandle()
@@ -249,9 +253,7 @@ final class CurlTransfer: @unchecked Sendable {
     }
 
     private func finish(_ last: @escaping @Sendable (Delivery) -> Void) {
-        finished = true
-        body?.close()
-        releaseHandle()
+        end()
         deliver { delivery in
             last(delivery)
             delivery.end()
@@ -333,7 +335,6 @@ final class CurlTransfer: @unchecked Sendable {
     /// Returns `count` when the bytes were taken, or the pause code (libcurl hands the same bytes again later).
     fileprivate func received(data: UnsafeMutablePointer<CChar>, count: Int) -> Int {
         if redirect != nil || finished { return count }
-        deliverResponseIfNeeded()
         if inFlight.load(ordering: .sequentiallyConsistent) >= Self.maxBytesInFlight {
             pausedForBackpressure.store(true, ordering: .sequentiallyConsistent)
             // Drained meanwhile? Then take the pause back (no delivery left to lift it) and go on.

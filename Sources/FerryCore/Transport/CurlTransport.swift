@@ -16,7 +16,8 @@ final class CurlTransport: @unchecked Sendable {
     /// The process's transport (one thread, one connection cache for every session).
     static let shared = CurlTransport()
 
-    /// libcurl reads at most this much per call (its default is 16 KiB: 65,536 calls per GiB).
+    /// libcurl reads the socket this much at a time (it still hands data over 16 KiB per callback:
+    /// CurlTransfer gathers it into larger pieces).
     static let receiveBufferSize = 256 << 10
     /// And sends at most this much per read of the body.
     static let sendBufferSize = 512 << 10
@@ -163,7 +164,7 @@ final class CurlTransport: @unchecked Sendable {
         }
         for transfers in groups.values {
             guard let rates = transfers.first?.limits?.limits.current else { continue }
-            for direction in [LimitMembership.Direction.download, .upload] {
+            for direction in [Direction.download, .upload] {
                 let moving = transfers.filter { $0.limits?.direction == direction }
                 let byItem = Dictionary(grouping: moving) { $0.limits!.item }
                 let global = (direction == .download ? rates.download : rates.upload).map(Double.init)
