@@ -11,7 +11,7 @@ enum EngineStartup {
     }
 
     /// Items are written to the store before anything else, so a handoff never loses them.
-    static func begin(_ common: CommonOptions, specs: [TransferSpec]) throws(UsageError) -> Outcome {
+    static func begin(_ common: CommonOptions, specs: [TransferSpec]) throws(StateError) -> Outcome {
         let directory = common.stateDirectory
         try directory.prepare()
         let store = try directory.openStore()
@@ -23,7 +23,7 @@ enum EngineStartup {
             do {
                 stored = try store.add(specs)
             } catch {
-                throw UsageError("cannot add to the queue at \(directory.databasePath): \(error)")
+                throw StateError("cannot add to the queue at \(directory.databasePath): \(error)")
             }
             WakeChannel.poke(directory)
             return .handedOff(pid: pid, ids: stored.map(\.id))

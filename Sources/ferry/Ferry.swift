@@ -48,6 +48,18 @@ struct Ferry: AsyncParsableCommand {
         await TerminalUIRun.run(common, config: config, adding: [])
     }
 
+    /// What the user gave cannot be used (a usage error, a config file, a body file, the state directory):
+    /// the message that names it. These exit 2.
+    static func userMessage(_ error: Error) -> String? {
+        switch error {
+        case let error as UsageError: error.description
+        case let error as ConfigError: error.description
+        case let error as BodyError: error.description
+        case let error as StateError: error.description
+        default: nil
+        }
+    }
+
     /// Usage errors exit 2 (ArgumentParser's default is 64); everything else keeps its code.
     static func main() async {
         do {
@@ -57,10 +69,11 @@ struct Ferry: AsyncParsableCommand {
             } else {
                 try command.run()
             }
-        } catch let error as UsageError {
-            FileHandle.standardError.write(Data("ferry: \(error.description)\n".utf8))
-            Foundation.exit(2)
         } catch {
+            if let message = userMessage(error) {
+                FileHandle.standardError.write(Data("ferry: \(message)\n".utf8))
+                Foundation.exit(2)
+            }
             let code = exitCode(for: error)
             if code == .validationFailure {
                 FileHandle.standardError.write(Data((fullMessage(for: error) + "\n").utf8))
@@ -113,7 +126,7 @@ struct CommonOptions: ParsableArguments {
 
     var stateDirectory: StateDirectory { StateDirectory(option: stateDir) }
 
-    func loadConfig() throws(UsageError) -> Config { try Config.load(option: config) }
+    func loadConfig() throws(ConfigError) -> Config { try Config.load(option: config) }
 
     /// The config file's settings with the command line's on top.
     func engineConfiguration(_ config: Config) -> EngineConfiguration {

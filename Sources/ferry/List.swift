@@ -24,7 +24,7 @@ struct List: ParsableCommand {
         do {
             items = try directory.openStore().loadAll()
         } catch {
-            throw UsageError("cannot read the queue at \(directory.databasePath): \(error)")
+            throw StateError("cannot read the queue at \(directory.databasePath): \(error)")
         }
         if json {
             FileHandle.standardOutput.write(try QueueListing.json(items))

@@ -53,7 +53,7 @@ struct Put: AsyncParsableCommand {
         try await runEngine(common, config: config, specs: [spec])
     }
 
-    func makeSpec() throws(UsageError) -> TransferSpec {
+    func makeSpec() throws -> TransferSpec {
         let target = try InputValidation.url(url)
         var extraHeaders: [HTTPHeader] = []
         for text in headers { extraHeaders.append(try InputValidation.header(text)) }
@@ -79,14 +79,14 @@ struct Put: AsyncParsableCommand {
         return TransferSpec(upload: upload, to: target, headers: extraHeaders)
     }
 
-    static func source(_ path: String) throws(UsageError) -> UploadSource {
+    static func source(_ path: String) throws(BodyError) -> UploadSource {
         if path == "-" { return .standardInput }
         _ = try BodyPlan.checkedFileLength(path)
         return .file(path: URL(fileURLWithPath: path).standardizedFileURL.path)
     }
 
     /// `name=value`, or `name=@path[;type=mime]` for a file part (curl's -F syntax, without its quoting).
-    static func formPart(_ text: String) throws(UsageError) -> FormPart {
+    static func formPart(_ text: String) throws -> FormPart {
         guard let equals = text.firstIndex(of: "="), equals != text.startIndex else {
             throw UsageError("bad -F '\(TerminalSafe.sanitize(text))': expected name=value or name=@file")
         }

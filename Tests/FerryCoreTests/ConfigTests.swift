@@ -123,6 +123,6 @@ import Testing
 
     @Test func aMissingDefaultFileGivesTheDefaults() throws {
         #expect(try Config.load(option: nil, environment: ["XDG_CONFIG_HOME": "/nonexistent-ferry"]) == Config())
-        #expect(throws: UsageError.self) { try Config.load(option: "/nonexistent-ferry/c.toml", environment: [:]) }
+        #expect(throws: ConfigError.self) { try Config.load(option: "/nonexistent-ferry/c.toml", environment: [:]) }
     }
 }

@@ -22,7 +22,7 @@ import Testing
         let file = dir.appendingPathComponent("f.bin").path
         let content = Data((0..<100_000).map { UInt8($0 % 251) })
         _ = FileManager.default.createFile(atPath: file, contents: content)
-        let plan = BodyPlan(segments: [.bytes(Data("head".utf8)), .file(path: file, length: Int64(content.count)),
+        let plan = BodyPlan(pieces: [.bytes(Data("head".utf8)), .file(path: file, length: Int64(content.count)),
                                        .bytes(Data("tail".utf8))], contentType: "x/y")
         #expect(plan.length == Int64(content.count + 8))
         let body = readAll(BodyStream(plan: plan), chunk: 4096)
@@ -31,7 +31,7 @@ import Testing
 
     /// On Linux `hasBytesAvailable == false` is taken as the end of the body; it must stay true until EOF.
     @Test func hasBytesAvailableUntilTheRealEnd() {
-        let stream = BodyStream(plan: BodyPlan(segments: [.bytes(Data("abc".utf8))], contentType: "t"))
+        let stream = BodyStream(plan: BodyPlan(pieces: [.bytes(Data("abc".utf8))], contentType: "t"))
         stream.open()
         #expect(stream.hasBytesAvailable)
         var buffer = [UInt8](repeating: 0, count: 8)
@@ -46,7 +46,7 @@ import Testing
         let path = FileManager.default.temporaryDirectory.appendingPathComponent("ferry-shrink-\(UUID().uuidString)").path
         _ = FileManager.default.createFile(atPath: path, contents: Data(count: 10))
         defer { try? FileManager.default.removeItem(atPath: path) }
-        let stream = BodyStream(plan: BodyPlan(segments: [.file(path: path, length: 100)], contentType: "t"))
+        let stream = BodyStream(plan: BodyPlan(pieces: [.file(path: path, length: 100)], contentType: "t"))
         stream.open()
         var buffer = [UInt8](repeating: 0, count: 1000)
         #expect(stream.read(&buffer, maxLength: 1000) == 10)
@@ -69,22 +69,22 @@ import Testing
     @Test func standardInputIsOnlyARawBody() throws {
         let form = MultipartForm(parts: [.field(name: "a", value: "b"),
                                          .file(name: "f", source: .standardInput, fileName: "stdin", contentType: "x/y")])
-        #expect(throws: UsageError.self) { try form.plan() }
+        #expect(throws: BodyError.self) { try form.plan() }
         #expect(try MultipartForm(parts: [.field(name: "a", value: "b")]).plan().length != nil)
         let raw = try BodyPlan.make(for: UploadSpec(method: "PUT", body: .raw(.standardInput, contentType: "x/y")))
         #expect(raw.length == nil)
     }
 
     @Test func aStandardInputSegmentIsNeverStreamed() {
-        let stream = BodyStream(plan: BodyPlan(segments: [.standardInput], contentType: "t"))
+        let stream = BodyStream(plan: BodyPlan(pieces: [.standardInput], contentType: "t"))
         stream.open()
         var buffer = [UInt8](repeating: 0, count: 8)
         #expect(stream.read(&buffer, maxLength: 8) == -1)
     }
 
     @Test func missingFilesAndDirectoriesAreRefused() {
-        #expect(throws: UsageError.self) { try BodyPlan.checkedFileLength("/nonexistent/ferry") }
-        #expect(throws: UsageError.self) { try BodyPlan.checkedFileLength("/tmp") }
+        #expect(throws: BodyError.self) { try BodyPlan.checkedFileLength("/nonexistent/ferry") }
+        #expect(throws: BodyError.self) { try BodyPlan.checkedFileLength("/tmp") }
     }
 
     @Test func mimeTypesByExtension() {

@@ -6,21 +6,21 @@ import Glibc
 /// An upload body described by Sendable pieces, turned into a fresh stream for every (re)send.
 /// Never holds a file's bytes in memory: file pieces are read with pread as the session asks for them.
 public struct BodyPlan: Sendable, Equatable {
-    public enum Segment: Sendable, Equatable {
+    public enum Piece: Sendable, Equatable {
         case bytes(Data)
         case file(path: String, length: Int64)
         /// Only ever a whole raw body: sent from the session's non-blocking file source, chunked.
         case standardInput
     }
 
-    public var segments: [Segment]
+    public var pieces: [Piece]
     public var contentType: String
 
     /// Known length (sent as Content-Length), or nil when stdin is part of it (sent chunked).
     public var length: Int64? {
         var total: Int64 = 0
-        for segment in segments {
-            switch segment {
+        for piece in pieces {
+            switch piece {
             case let .bytes(data): total += Int64(data.count)
             case let .file(_, length): total += length
             case .standardInput: return nil
@@ -30,16 +30,16 @@ public struct BodyPlan: Sendable, Equatable {
     }
 
     /// Checks every file now (exists, regular, readable) and takes its length.
-    public static func make(for upload: UploadSpec, boundary: String = MultipartForm.randomBoundary()) throws(UsageError) -> BodyPlan {
+    public static func make(for upload: UploadSpec, boundary: String = MultipartForm.randomBoundary()) throws(BodyError) -> BodyPlan {
         switch upload.body {
         case let .raw(source, contentType):
-            return BodyPlan(segments: [try segment(for: source)], contentType: contentType)
+            return BodyPlan(pieces: [try piece(for: source)], contentType: contentType)
         case let .multipart(parts):
             return try MultipartForm(parts: parts, boundary: boundary).plan()
         }
     }
 
-    static func segment(for source: UploadSource) throws(UsageError) -> Segment {
+    static func piece(for source: UploadSource) throws(BodyError) -> Piece {
         switch source {
         case .standardInput:
             return .standardInput
@@ -49,18 +49,18 @@ public struct BodyPlan: Sendable, Equatable {
     }
 
     /// The length of a file we are about to upload, or a message naming what is wrong with it.
-    public static func checkedFileLength(_ path: String) throws(UsageError) -> Int64 {
+    public static func checkedFileLength(_ path: String) throws(BodyError) -> Int64 {
         var st = stat()
         guard stat(path, &st) == 0 else {
-            throw UsageError("cannot upload \(TerminalSafe.sanitize(path)): \(String(cString: strerror(errno)))")
+            throw BodyError("cannot upload \(TerminalSafe.sanitize(path)): \(String(cString: strerror(errno)))")
         }
-        if (st.st_mode & S_IFMT) == S_IFDIR { throw UsageError("cannot upload \(TerminalSafe.sanitize(path)): it is a directory") }
+        if (st.st_mode & S_IFMT) == S_IFDIR { throw BodyError("cannot upload \(TerminalSafe.sanitize(path)): it is a directory") }
         guard (st.st_mode & S_IFMT) == S_IFREG else {
-            throw UsageError("cannot upload \(TerminalSafe.sanitize(path)): not a regular file")
+            throw BodyError("cannot upload \(TerminalSafe.sanitize(path)): not a regular file")
         }
         let fd = open(path, O_RDONLY | O_CLOEXEC)
         guard fd >= 0 else {
-            throw UsageError("cannot upload \(TerminalSafe.sanitize(path)): \(String(cString: strerror(errno)))")
+            throw BodyError("cannot upload \(TerminalSafe.sanitize(path)): \(String(cString: strerror(errno)))")
         }
         close(fd)
         return Int64(st.st_size)

@@ -3,21 +3,21 @@ import Foundation
 import Glibc
 #endif
 
-/// The InputStream URLSession reads an upload body from: the plan's segments in order, file bytes read
+/// The InputStream URLSession reads an upload body from: the plan's pieces in order, file bytes read
 /// with pread at the session's pace. Linux traps it avoids (see docs/platform.md):
 /// `hasBytesAvailable == false` is taken as end of body (a chunked body would be truncated and called a
 /// success), so it stays true until real EOF; `close()` is never called, so descriptors close in deinit.
 final class BodyStream: InputStream {
-    private let segments: [BodyPlan.Segment]
+    private let pieces: [BodyPlan.Piece]
     private var index = 0
-    private var offsetInSegment: Int64 = 0
+    private var offsetInPiece: Int64 = 0
     private var fd: Int32 = -1
     private var fdPath: String?
     private var status: Stream.Status = .notOpen
     private var failure: Error?
 
     init(plan: BodyPlan) {
-        self.segments = plan.segments
+        self.pieces = plan.pieces
         super.init(data: Data())
     }
 
@@ -36,19 +36,19 @@ final class BodyStream: InputStream {
 
     override func read(_ buffer: UnsafeMutablePointer<UInt8>, maxLength len: Int) -> Int {
         guard status == .open || status == .reading else { return status == .atEnd ? 0 : -1 }
-        while index < segments.count {
+        while index < pieces.count {
             let n: Int
-            switch segments[index] {
+            switch pieces[index] {
             case let .bytes(data):
-                let remaining = data.count - Int(offsetInSegment)
+                let remaining = data.count - Int(offsetInPiece)
                 n = min(len, remaining)
                 if n > 0 {
                     data.withUnsafeBytes { raw in
-                        buffer.update(from: raw.baseAddress!.assumingMemoryBound(to: UInt8.self) + Int(offsetInSegment), count: n)
+                        buffer.update(from: raw.baseAddress!.assumingMemoryBound(to: UInt8.self) + Int(offsetInPiece), count: n)
                     }
                 }
             case let .file(path, length):
-                let remaining = length - offsetInSegment
+                let remaining = length - offsetInPiece
                 guard remaining > 0 else { n = 0; break }
                 if fd < 0 || fdPath != path {
                     if fd >= 0 { _ = Glibc.close(fd) }
@@ -57,7 +57,7 @@ final class BodyStream: InputStream {
                     guard fd >= 0 else { return fail("cannot read \(path): \(String(cString: strerror(errno)))") }
                 }
                 var got = -1
-                repeat { got = pread(fd, buffer, min(len, Int(remaining)), off_t(offsetInSegment)) } while got < 0 && errno == EINTR
+                repeat { got = pread(fd, buffer, min(len, Int(remaining)), off_t(offsetInPiece)) } while got < 0 && errno == EINTR
                 if got < 0 { return fail("cannot read \(path): \(String(cString: strerror(errno)))") }
                 // A file that shrank while being sent would make the body shorter than its Content-Length.
                 if got == 0 { return fail("\(path) shrank while it was being uploaded") }
@@ -69,10 +69,10 @@ final class BodyStream: InputStream {
             }
             if n == 0 {
                 index += 1
-                offsetInSegment = 0
+                offsetInPiece = 0
                 continue
             }
-            offsetInSegment += Int64(n)
+            offsetInPiece += Int64(n)
             status = .reading
             return n
         }

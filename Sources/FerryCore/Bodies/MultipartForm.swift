@@ -1,7 +1,7 @@
 import Foundation
 
 /// multipart/form-data (RFC 7578) composed on the fly: part headers and the closing boundary are small
-/// byte segments; file parts are referenced, never read into memory.
+/// byte pieces; file parts are referenced, never read into memory.
 public struct MultipartForm: Sendable, Equatable {
     public var parts: [FormPart]
     public var boundary: String
@@ -35,9 +35,9 @@ public struct MultipartForm: Sendable, Equatable {
         return out
     }
 
-    /// The body as segments, after checking every file and that no text field contains the boundary
+    /// The body as pieces, after checking every file and that no text field contains the boundary
     /// (a clash picks a new boundary).
-    public func plan() throws(UsageError) -> BodyPlan {
+    public func plan() throws(BodyError) -> BodyPlan {
         var form = self
         while form.parts.contains(where: { part in
             if case let .field(_, value) = part { return value.contains(form.boundary) }
@@ -45,7 +45,7 @@ public struct MultipartForm: Sendable, Equatable {
         }) {
             form.boundary = Self.randomBoundary()
         }
-        var segments: [BodyPlan.Segment] = []
+        var pieces: [BodyPlan.Piece] = []
         var pending = Data()
         for part in form.parts {
             pending.append(Data("--\(form.boundary)\r\n".utf8))
@@ -58,16 +58,16 @@ public struct MultipartForm: Sendable, Equatable {
                 pending.append(Data(("Content-Disposition: form-data; name=\"\(Self.escape(name))\"; "
                     + "filename=\"\(Self.escape(fileName))\"\r\nContent-Type: \(safeType)\r\n\r\n").utf8))
                 guard source != .standardInput else {
-                    throw UsageError("standard input can only be sent as a raw body (ferry put - URL), not as a form part")
+                    throw BodyError("standard input can only be sent as a raw body (ferry put - URL), not as a form part")
                 }
-                segments.append(.bytes(pending))
+                pieces.append(.bytes(pending))
                 pending = Data()
-                segments.append(try BodyPlan.segment(for: source))
+                pieces.append(try BodyPlan.piece(for: source))
             }
             pending.append(Data("\r\n".utf8))
         }
         pending.append(Data("--\(form.boundary)--\r\n".utf8))
-        segments.append(.bytes(pending))
-        return BodyPlan(segments: segments, contentType: form.contentType)
+        pieces.append(.bytes(pending))
+        return BodyPlan(pieces: pieces, contentType: form.contentType)
     }
 }

@@ -83,24 +83,24 @@ public struct Config: Sendable, Equatable {
     }
 
     /// Reads the config file; a missing default file gives the defaults.
-    public static func load(option: String?, environment: [String: String] = ProcessInfo.processInfo.environment) throws(UsageError) -> Config {
+    public static func load(option: String?, environment: [String: String] = ProcessInfo.processInfo.environment) throws(ConfigError) -> Config {
         let (path, explicit) = location(option: option, environment: environment)
         guard let data = FileManager.default.contents(atPath: path) else {
             if !explicit && !FileManager.default.fileExists(atPath: path) { return Config() }
-            throw UsageError("cannot read config file \(path)")
+            throw ConfigError("cannot read config file \(path)")
         }
         return try parse(String(decoding: data, as: UTF8.self), file: path)
     }
 
     /// Parses config text. Every error names the file, the line and the key.
-    public static func parse(_ text: String, file: String) throws(UsageError) -> Config {
+    public static func parse(_ text: String, file: String) throws(ConfigError) -> Config {
         let root: TOMLTable
         do {
             root = try TOMLTable(string: text)
         } catch let error as TOMLParseError {
-            throw UsageError("\(file):\(error.source.begin.line): \(error.description)")
+            throw ConfigError("\(file):\(error.source.begin.line): \(error.description)")
         } catch {
-            throw UsageError("\(file): \(error)")
+            throw ConfigError("\(file): \(error)")
         }
         let reader = Reader(text: text, file: file)
         var config = Config()
@@ -218,23 +218,23 @@ private struct Reader {
 
     func name(_ table: String?, _ key: String) -> String { table.map { "\($0).\(key)" } ?? key }
 
-    func error(_ table: String?, _ key: String, _ message: String) -> UsageError {
+    func error(_ table: String?, _ key: String, _ message: String) -> ConfigError {
         let at = line(table, key).map { ":\($0)" } ?? ""
-        return UsageError("\(file)\(at): \(name(table, key)): \(message)")
+        return ConfigError("\(file)\(at): \(name(table, key)): \(message)")
     }
 
-    func unknown(_ table: String?, _ key: String) -> UsageError { error(table, key, "unknown key") }
+    func unknown(_ table: String?, _ key: String) -> ConfigError { error(table, key, "unknown key") }
 
-    func wrongType(_ table: String?, _ key: String, expected: String) -> UsageError {
+    func wrongType(_ table: String?, _ key: String, expected: String) -> ConfigError {
         error(table, key, "expected \(expected)")
     }
 
-    func table(_ root: TOMLTable, _ key: String) throws(UsageError) -> TOMLTable {
+    func table(_ root: TOMLTable, _ key: String) throws(ConfigError) -> TOMLTable {
         guard let table = root[key]?.table else { throw wrongType(nil, key, expected: "a table ([\(key)])") }
         return table
     }
 
-    func int(_ table: TOMLTable, _ section: String, _ key: String, min: Int, max: Int = Int.max) throws(UsageError) -> Int {
+    func int(_ table: TOMLTable, _ section: String, _ key: String, min: Int, max: Int = Int.max) throws(ConfigError) -> Int {
         guard let value = table[key]?.int else { throw wrongType(section, key, expected: "a whole number") }
         guard value >= min, value <= max else {
             throw error(section, key, max == Int.max ? "must be \(min) or more" : "must be between \(min) and \(max)")
@@ -242,7 +242,7 @@ private struct Reader {
         return value
     }
 
-    func seconds(_ table: TOMLTable, _ section: String, _ key: String, positive: Bool = false) throws(UsageError) -> Double {
+    func seconds(_ table: TOMLTable, _ section: String, _ key: String, positive: Bool = false) throws(ConfigError) -> Double {
         let value: Double
         if let d = table[key]?.double { value = d } else if let i = table[key]?.int { value = Double(i) } else {
             throw wrongType(section, key, expected: "a number of seconds")
@@ -254,7 +254,7 @@ private struct Reader {
     }
 
     /// A rate as text ("2M", "off") or a whole number of bytes per second; 0 and "off" mean none.
-    func rate(_ table: TOMLTable, _ section: String, _ key: String) throws(UsageError) -> Int64? {
+    func rate(_ table: TOMLTable, _ section: String, _ key: String) throws(ConfigError) -> Int64? {
         if let number = table[key]?.int {
             guard number >= 0 else { throw error(section, key, "must be 0 or more") }
             return number == 0 ? nil : Int64(number)
@@ -267,17 +267,17 @@ private struct Reader {
         }
     }
 
-    func bool(_ table: TOMLTable, _ section: String, _ key: String) throws(UsageError) -> Bool {
+    func bool(_ table: TOMLTable, _ section: String, _ key: String) throws(ConfigError) -> Bool {
         guard let value = table[key]?.bool else { throw wrongType(section, key, expected: "true or false") }
         return value
     }
 
-    func string(_ table: TOMLTable, _ section: String, _ key: String) throws(UsageError) -> String {
+    func string(_ table: TOMLTable, _ section: String, _ key: String) throws(ConfigError) -> String {
         guard let value = table[key]?.string else { throw wrongType(section, key, expected: "a string") }
         return value
     }
 
-    func headerValue(_ table: TOMLTable, _ section: String, _ key: String) throws(UsageError) -> String {
+    func headerValue(_ table: TOMLTable, _ section: String, _ key: String) throws(ConfigError) -> String {
         let value = try string(table, section, key)
         guard !value.unicodeScalars.contains(where: { $0 == "\r" || $0 == "\n" || $0 == "\0" }) else {
             throw error(section, key, "must not contain line breaks")
@@ -285,7 +285,7 @@ private struct Reader {
         return value
     }
 
-    func mode(_ table: TOMLTable, _ section: String, _ key: String) throws(UsageError) -> Config.Mode {
+    func mode(_ table: TOMLTable, _ section: String, _ key: String) throws(ConfigError) -> Config.Mode {
         guard let text = table[key]?.string else { throw wrongType(section, key, expected: "\"auto\", \"always\" or \"never\"") }
         guard let mode = Config.Mode(rawValue: text) else {
             throw error(section, key, "expected \"auto\", \"always\" or \"never\", got \"\(TerminalSafe.sanitize(text))\"")
@@ -293,7 +293,7 @@ private struct Reader {
         return mode
     }
 
-    func hostHeaders(_ table: TOMLTable) throws(UsageError) -> HostHeaders {
+    func hostHeaders(_ table: TOMLTable) throws(ConfigError) -> HostHeaders {
         var match: String?
         var headers: [HTTPHeader] = []
         for key in table.keys {

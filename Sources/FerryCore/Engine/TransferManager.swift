@@ -795,7 +795,7 @@ public final class TransferManager: Sendable {
         let generation = item.generation
         guard let upload = item.spec.upload else { return .failure(.local("an upload without a body")) }
         let plan: BodyPlan
-        do throws(UsageError) {
+        do throws(BodyError) {
             plan = try BodyPlan.make(for: upload)
         } catch {
             return .failure(.local(error.description))

@@ -33,7 +33,7 @@ final class UploadRun: TaskRun {
     var bytesDone: Int64 { sent.load(ordering: .relaxed) }
     var bytesExpected: Int64? { plan.length }
     /// Standard input is read on a thread of its own (PipeBodySource) and sent chunked: its length is unknown.
-    var readsStandardInput: Bool { plan.segments == [.standardInput] }
+    var readsStandardInput: Bool { plan.pieces == [.standardInput] }
 
     func makeRequest(userAgent: String, timeout: TimeInterval, hostHeaders: [HostHeaders]) -> URLRequest {
         var request = RequestHeaders.request(for: spec, method: spec.upload?.method ?? "PUT", userAgent: userAgent,

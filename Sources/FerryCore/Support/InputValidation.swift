@@ -3,12 +3,6 @@ import Foundation
 import Glibc
 #endif
 
-/// A problem with what the user typed or gave: reported with exit status 2 before anything is transferred.
-public struct UsageError: Error, CustomStringConvertible, Sendable {
-    public let description: String
-    public init(_ description: String) { self.description = description }
-}
-
 /// Checks of user input that must hold before anything is queued.
 public enum InputValidation {
     /// An absolute http(s) URL with a host, or a message naming what is wrong.

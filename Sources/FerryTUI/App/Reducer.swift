@@ -177,7 +177,7 @@ private func submit(_ stateIn: AppState, _ promptIn: AppState.Prompt, _ snapshot
     var state = stateIn
     var prompt = promptIn
     let text = prompt.editor.text.trimmingCharacters(in: .whitespaces)
-    do throws(UsageError) {
+    do {
         switch prompt.kind {
         case .filter:
             state.prompt = nil
@@ -218,7 +218,7 @@ private func submit(_ stateIn: AppState, _ promptIn: AppState.Prompt, _ snapshot
             return (state, [.setGlobalLimits(download: download, upload: rate)])
         }
     } catch {
-        prompt.error = TerminalSafe.sanitize(error.description)
+        prompt.error = TerminalSafe.sanitize(String(describing: error))
         state.prompt = prompt
         return (state, [])
     }

@@ -1,0 +1,22 @@
+/// The errors FerryCore reports to the user, one type per source of trouble. Each names the problem in
+/// words; the executable maps them to exit statuses and messages (Sources/ferry/Ferry.swift).
+
+/// A problem with what the user typed or gave: reported with exit status 2 before anything is transferred.
+public struct UsageError: Error, CustomStringConvertible, Sendable {
+    public let description: String
+    public init(_ description: String) { self.description = description }
+}
+
+/// A config file that cannot be used: names the file, the line or key, and what is wrong.
+public struct ConfigError: Error, CustomStringConvertible, Sendable {
+    public let description: String
+    public init(_ description: String) { self.description = description }
+}
+
+/// An upload body that cannot be made (a missing or unreadable file, standard input in a form).
+public struct BodyError: Error, CustomStringConvertible, Sendable {
+    public let description: String
+    public init(_ description: String) { self.description = description }
+}
+
+
