@@ -3,8 +3,10 @@ import Foundation
 import FoundationNetworking
 #endif
 
-/// The rules for a download's response, given the offset it asked to resume from.
-/// Pure: the attempt applies the verdict to its file.
+/// The rules for a download's response, given the range it asked for: `bytes=N-` (a single stream resuming
+/// at N, or from 0 with no Range at all) or `bytes=N-M` (one range of a segmented download).
+/// Pure: the attempt applies the verdict to its file. A bounded range cannot start over or be discarded
+/// alone: the attempt turns those verdicts into `AttemptOutcome.unusable`.
 public enum ResumeRule {
     public enum Verdict: Equatable, Sendable {
         /// Write the body after the first `offset` bytes already on disk.
@@ -57,14 +59,16 @@ public enum ResumeRule {
     ///   - status: the final (non-1xx) status code.
     ///   - header: a case-insensitive header lookup.
     ///   - requestedOffset: the N of `Range: bytes=N-`, or 0 when no range was asked.
+    ///   - requestedEnd: one past M of `Range: bytes=N-M`; nil for an open-ended range.
     ///   - knownTotal: the size the earlier attempts were told, if any.
     ///   - now: for Retry-After dates.
     public static func evaluate(
-        status: Int, header: (String) -> String?, requestedOffset: Int64, knownTotal: Int64?, now: Date = Date()
+        status: Int, header: (String) -> String?, requestedOffset: Int64, requestedEnd: Int64? = nil, knownTotal: Int64?,
+        now: Date = Date()
     ) -> Verdict {
         guard (200..<300).contains(status) else {
             let retryAfter = header("Retry-After").flatMap { RetryAfter.delay($0, now: now) }
-            if status == 416, requestedOffset > 0 {
+            if status == 416, requestedOffset > 0, requestedEnd == nil {
                 let total = header("Content-Range").flatMap(ContentRange.init)?.total ?? knownTotal
                 if total == requestedOffset { return .alreadyComplete }
                 return .discardAndRestart(reason: "the server refused the range from byte \(requestedOffset)")
@@ -78,6 +82,9 @@ public enum ResumeRule {
             }
             guard start == requestedOffset else {
                 return .discardAndRestart(reason: "asked for byte \(requestedOffset), the server sent from byte \(start)")
+            }
+            if let requestedEnd, range.end != requestedEnd - 1 {
+                return .discardAndRestart(reason: "the server answered another range than bytes \(requestedOffset)-\(requestedEnd - 1)")
             }
             if let knownTotal, range.total != knownTotal {
                 return .discardAndRestart(reason: "the file's size changed on the server")

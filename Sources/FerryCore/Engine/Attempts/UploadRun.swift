@@ -18,12 +18,12 @@ final class UploadRun: TaskRun {
     let plan: BodyPlan
     /// Where standard input is read from (a test passes a pipe of its own).
     let standardInputPath: String
-    private let finish: @Sendable (RunOutcome, ServerResponse?) -> Void
+    private let finish: @Sendable (AttemptReport) -> Void
     private let state = Mutex(State())
     private let sent = Atomic<Int64>(0)
 
     init(spec: TransferSpec, plan: BodyPlan, standardInputPath: String,
-         finish: @escaping @Sendable (RunOutcome, ServerResponse?) -> Void) {
+         finish: @escaping @Sendable (AttemptReport) -> Void) {
         self.spec = spec
         self.plan = plan
         self.standardInputPath = standardInputPath
@@ -84,7 +84,7 @@ final class UploadRun: TaskRun {
     }
 
     func didComplete(error: Error?) {
-        let (outcome, response) = state.withLock { s -> (RunOutcome, ServerResponse?) in
+        let (outcome, response) = state.withLock { s -> (AttemptOutcome, ServerResponse?) in
             let response = s.status.map { ServerResponse(status: $0, headers: s.headers, body: s.body, bodyLength: s.bodyLength) }
             if var failure = s.verdict {
                 if case let .http(status, reason, retryAfter) = failure, !s.body.isEmpty {
@@ -94,15 +94,15 @@ final class UploadRun: TaskRun {
                 return (.failed(failure, progressed: false), response)
             }
             if let error {
-                let ns = error as NSError
-                if ns.domain == NSURLErrorDomain, ns.code == NSURLErrorCancelled { return (.stopped, response) }
-                return (.failed(.transport(code: ns.code, message: TerminalSafe.sanitize(ns.localizedDescription)), progressed: false), response)
+                guard let failure = TransferFailure.from(taskError: error) else { return (.stopped, response) }
+                return (.failed(failure, progressed: false), response)
             }
             guard s.status != nil else {
                 return (.failed(.protocolViolation("the server sent no response"), progressed: false), response)
             }
             return (.finished(nil), response)
         }
-        finish(outcome, response)
+        finish(AttemptReport(outcome: outcome, bytesDone: bytesDone, bytesExpected: plan.length, status: response?.status,
+                             response: response))
     }
 }

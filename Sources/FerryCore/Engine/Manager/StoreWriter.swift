@@ -1,0 +1,76 @@
+import Foundation
+import Synchronization
+
+/// State changes reach the store off the delegate path, in order. Records queued while the store is busy
+/// are written together, in one transaction (a burst of small downloads makes thousands of changes), and
+/// writes begin at most once per interval.
+final class StoreWriter: Sendable {
+    private struct Pending {
+        var records: [TransferID: StoredTransfer] = [:]
+        var sequence: [TransferID] = []
+        var order: [TransferID]?
+        var scheduled = false
+        /// When the last write began: the next waits until `interval` after it.
+        var lastWrite: DispatchTime?
+    }
+
+    let store: any QueueStore
+    private let interval: TimeInterval
+    private let queue = DispatchQueue(label: "ferry.store")
+    private let pending = Mutex(Pending())
+
+    init(store: any QueueStore, interval: TimeInterval) {
+        self.store = store
+        self.interval = interval
+    }
+
+    /// Queues records (the newest of each item wins) and, when given, the queue's order.
+    func enqueue(_ records: [StoredTransfer], order: [TransferID]?) {
+        let schedule = pending.withLock { pending -> Bool in
+            for record in records {
+                if pending.records[record.id] == nil { pending.sequence.append(record.id) }
+                pending.records[record.id] = record
+            }
+            if let order { pending.order = order }
+            defer { pending.scheduled = true }
+            return !pending.scheduled
+        }
+        guard schedule else { return }
+        let due = pending.withLock { $0.lastWrite.map { $0 + interval } }
+        if let due, due > .now() {
+            queue.asyncAfter(deadline: due) { self.writePending() }
+        } else {
+            queue.async { self.writePending() }
+        }
+    }
+
+    /// Byte counts of running single streams, once a second.
+    func checkpoint(_ checkpoints: [(TransferID, Int64)]) {
+        guard !checkpoints.isEmpty else { return }
+        let store = self.store
+        queue.async { for (id, bytes) in checkpoints { try? store.checkpoint(id, bytesDone: bytes) } }
+    }
+
+    /// Deletes an item; a record of it still waiting to be written is dropped (it would bring the item back).
+    func remove(_ id: TransferID) {
+        pending.withLock { $0.records[id] = nil }
+        let store = self.store
+        queue.async { try? store.remove(id) }
+    }
+
+    /// Writes what is pending now, after everything queued before it (a write waiting for its interval would
+    /// come too late at shutdown).
+    func flush() {
+        queue.sync { writePending() }
+    }
+
+    /// Writes whatever changes are pending (none when an earlier call took them). On the store queue.
+    private func writePending() {
+        let (records, order) = pending.withLock { pending -> ([StoredTransfer], [TransferID]?) in
+            defer { pending = Pending(lastWrite: .now()) }
+            return (pending.sequence.compactMap { pending.records[$0] }, pending.order)
+        }
+        if !records.isEmpty { try? store.save(records) }
+        if let order { try? store.saveOrder(order) }
+    }
+}

@@ -1,0 +1,165 @@
+import Foundation
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// What front ends ask of the engine.
+extension TransferManager {
+    /// Queues a transfer at the end of the queue and starts it when a slot is free.
+    @discardableResult
+    public func add(_ spec: TransferSpec) -> TransferID {
+        add([spec])[0]
+    }
+
+    /// Queues transfers at the end of the queue, saved to the store together (all or none).
+    @discardableResult
+    public func add(_ specs: [TransferSpec]) -> [TransferID] {
+        let stored: [StoredTransfer]
+        var storeError: String?
+        do {
+            stored = try store.add(specs)
+        } catch {
+            // Still run them; the user sees that they will not survive a restart.
+            storeError = "not saved to the queue: \(error)"
+            stored = core.withLock { core in
+                specs.map { spec in
+                    defer { core.nextID += 1 }
+                    return StoredTransfer(id: TransferID(core.nextID), position: core.queue.count, spec: spec)
+                }
+            }
+        }
+        return mutate { core in
+            // The store gave these ids in one transaction, so together; when the last scan reached the one just
+            // before them, the next need not read them back (a thousand rows for `-i list`).
+            if storeError == nil, let first = stored.first?.id, let last = stored.last?.id,
+               core.scannedThrough.rawValue == first.rawValue - 1 {
+                core.scannedThrough = last
+            }
+            for record in stored {
+                let transfer = adopt(record)
+                transfer.lastError = storeError
+                core.append(transfer)
+                core.orderChanged = true
+                core.touch(record.id)
+            }
+            return (stored.map(\.id), self.pump(&core))
+        }
+    }
+
+    /// Takes into the queue the items another process added to the store since this engine loaded it
+    /// (a second `ferry get` hands its items over this way). Returns their ids.
+    @discardableResult
+    public func adoptNewItemsFromStore() -> [TransferID] {
+        // Ids grow in commit order, so a scan sees every item up to the highest id it returned.
+        let scanned = core.withLock { $0.scannedThrough }
+        guard let all = try? store.loadAdded(after: scanned) else { return [] }
+        return mutate { core in
+            var adopted: [TransferID] = []
+            if let last = all.map(\.id).max() { core.scannedThrough = max(core.scannedThrough, last) }
+            for record in all where core.items[record.id] == nil && !core.removed.contains(record.id) {
+                core.append(adopt(record))
+                core.touch(record.id)
+                adopted.append(record.id)
+            }
+            return (adopted, self.pump(&core))
+        }
+    }
+
+    /// Stops a running or waiting transfer and keeps its `.part` file and validators.
+    public func pause(_ id: TransferID) { event(id) { $0.pause() } }
+
+    /// Queues a paused transfer again; it continues from its `.part` offset.
+    public func resume(_ id: TransferID) { event(id) { $0.resume() } }
+
+    /// Stops the transfer and any pending retry at once and frees its slot. The `.part` file stays for `retry`.
+    /// A transfer whose file is being finished (checksum, rename) keeps it if it checks out.
+    public func cancel(_ id: TransferID) { event(id) { $0.cancel() } }
+
+    /// Queues a failed or cancelled transfer again with a fresh retry budget.
+    public func retry(_ id: TransferID) { event(id) { $0.retry() } }
+
+    /// Takes an item off the queue. A finished file is never touched; `deletePartial` also deletes the `.part` file.
+    public func remove(_ id: TransferID, deletePartial: Bool = false) {
+        mutate { core in
+            guard let transfer = core.items.removeValue(forKey: id) else { return ((), []) }
+            var effects: [Effect] = []
+            let tasks = transfer.tasks
+            if !tasks.isEmpty { effects.append { tasks.forEach { $0.cancel() } } }
+            core.queue.removeAll { $0 === transfer }
+            core.settledPrefix = 0
+            core.removed.insert(id)
+            core.removedNow.insert(id)
+            core.orderChanged = true
+            core.version &+= 1
+            if let name = transfer.fileName, transfer.state != .completed {
+                let directory = transfer.spec.directory
+                names.release(directory: directory, name: name)
+                if deletePartial { effects.append { _ = unlink(PartialFile.path(directory: directory, name: name)) } }
+            }
+            storeWriter.remove(id)
+            return ((), effects + self.pump(&core))
+        }
+    }
+
+    /// Moves an item in the user's queue order.
+    public func move(_ id: TransferID, _ direction: QueueMove) {
+        mutate { core in
+            guard let index = core.queue.firstIndex(where: { $0.id == id }) else { return ((), []) }
+            let moved = core.queue.remove(at: index)
+            let target: Int
+            switch direction {
+            case .up: target = max(0, index - 1)
+            case .down: target = min(core.queue.count, index + 1)
+            case .top: target = 0
+            case .bottom: target = core.queue.count
+            }
+            core.queue.insert(moved, at: target)
+            core.settledPrefix = 0
+            core.orderChanged = true
+            core.version &+= 1
+            return ((), self.pump(&core))
+        }
+    }
+
+    /// Sets the global cap (kept in ConcurrencyCaps.range); a per-host cap of its own stays, one that follows
+    /// the global cap moves with it. Running transfers are never interrupted by a lower cap.
+    public func setConcurrency(maxConcurrent: Int) {
+        mutate { core in
+            core.caps = core.caps.with(global: maxConcurrent)
+            core.version &+= 1
+            return ((), self.pump(&core))
+        }
+    }
+
+    public func pauseAll() {
+        for item in snapshot().items where [.running, .queued, .waiting].contains(item.state) { pause(item.id) }
+    }
+
+    public func resumeAll() {
+        for item in snapshot().items where item.state == .paused { resume(item.id) }
+    }
+
+    /// Stops every attempt (their `.part` files are flushed and kept; they stay queued for the next start),
+    /// waits up to `timeout` for them to drain, and releases the session.
+    public func shutdown(timeout: TimeInterval = 5) {
+        let signal = DispatchSemaphore(value: 0)
+        let (effects, waiting) = core.withLock { core -> ([Effect], Bool) in
+            core.shuttingDown = true
+            var effects: [Effect] = []
+            for transfer in core.queue {
+                effects += carryOut(transfer.shutdown(), for: transfer, &core)
+            }
+            let busy = core.items.values.contains { $0.busy || $0.finishing }
+            if busy { core.shutdownSignal = signal }
+            core.sampler?.cancel()
+            core.sampler = nil
+            return (effects, busy)
+        }
+        effects.forEach { $0() }
+        if waiting { _ = signal.wait(timeout: .now() + timeout) }
+        storeWriter.checkpoint(core.withLock { core in core.queue.map { ($0.id, $0.currentBytes) } })
+        storeWriter.flush()
+        drainEvents()
+        BoundedDelegateQueue.invalidate(session)
+    }
+}

@@ -1,0 +1,158 @@
+import Foundation
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Carrying out what transfers ask for: attempts (a RangeRun or an UploadRun and its session task),
+/// stops, timers, the `.part` file's preparation, and the last steps of a download.
+extension TransferManager {
+    /// The scheduler gave `id` a slot.
+    func launch(_ id: TransferID, _ core: inout Core) -> [Effect] {
+        guard let transfer = core.items[id] else { return [] }
+        var partSize: Int64?
+        if let name = transfer.fileName {
+            var st = stat()
+            if stat(PartialFile.path(directory: transfer.spec.directory, name: name), &st) == 0 { partSize = Int64(st.st_size) }
+        }
+        return carryOut(transfer.start(partSize: partSize), for: transfer, &core)
+    }
+
+    /// Under the lock: attempts are made and attached here, files prepared; what must wait for the lock to be
+    /// released (cancelling tasks, timers, the finisher) comes back as closures for `mutate` to run.
+    func carryOut(_ effects: [Transfer.Effect], for transfer: Transfer, _ core: inout Core) -> [Effect] {
+        core.touch(transfer.id)
+        var out: [Effect] = []
+        var pending = effects[...]
+        let id = transfer.id
+        while let effect = pending.popFirst() {
+            switch effect {
+            case let .startRange(attempt):
+                startRange(attempt, of: transfer)
+            case let .startUpload(serial):
+                if let failure = startUpload(serial, of: transfer) {
+                    pending = (transfer.couldNotStart(serial: serial, failure) ?? [])[...]
+                }
+            case let .stop(serials):
+                let tasks = transfer.tasks(of: serials)
+                if !tasks.isEmpty { out.append { tasks.forEach { $0.cancel() } } }
+            case .truncatePart:
+                if let path = partPath(transfer) { _ = truncate(path, 0) }
+            case let .preallocate(size):
+                guard let path = partPath(transfer), truncate(path, 0) == 0, truncate(path, off_t(size)) == 0 else {
+                    let path = partPath(transfer) ?? transfer.spec.directory
+                    pending = transfer.fileProblem("cannot prepare \(path): \(String(cString: strerror(errno)))")[...]
+                    continue
+                }
+            case let .wake(after, token):
+                out.append { [timerQueue] in
+                    // A stale timer is harmless: the transfer ignores a token of an earlier start.
+                    timerQueue.asyncAfter(deadline: .now() + after) { [weak self] in self?.event(id) { $0.retryDue(token: token) } }
+                }
+            case let .wakeRange(index, after, token):
+                out.append { [timerQueue] in
+                    timerQueue.asyncAfter(deadline: .now() + after) { [weak self] in
+                        self?.event(id) { $0.rangeRetryDue(index: index, token: token) }
+                    }
+                }
+            case let .finish(handover, token):
+                let spec = transfer.spec
+                let file = handover ?? segmentsHandover(transfer)
+                out.append { [finishQueue] in finishQueue.async { self.finalize(id, spec, token, file) } }
+            }
+        }
+        return out
+    }
+
+    private func partPath(_ transfer: Transfer) -> String? {
+        transfer.fileName.map { PartialFile.path(directory: transfer.spec.directory, name: $0) }
+    }
+
+    /// Makes the range's run; its task is made and started on the call queue (SessionTask).
+    private func startRange(_ attempt: Transfer.RangeAttempt, of transfer: Transfer) {
+        let id = transfer.id
+        let serial = attempt.serial
+        let start = RangeRun.Start(spec: transfer.spec, fileName: transfer.fileName, rangeStart: attempt.rangeStart,
+                                   from: attempt.from, end: attempt.end, knownTotal: attempt.knownTotal,
+                                   validators: transfer.validators, bufferSize: configuration.writeBufferSize)
+        var accepted: (@Sendable (String, Validators, Bool) -> Void)?
+        if attempt.end == nil {
+            accepted = { [weak self] name, validators, rangeable in
+                guard let self else { return }
+                self.event(id) { $0.accepted(serial: serial, fileName: name, validators: validators, rangeable: rangeable) }
+            }
+        }
+        let run = RangeRun(start: start, names: names, accepted: accepted) { [weak self] report in
+            self?.event(id) { $0.ended(serial: serial, report) }
+        }
+        let request = run.makeRequest(userAgent: configuration.userAgent, timeout: configuration.idleTimeout,
+                                      hostHeaders: configuration.hostHeaders)
+        attach(run, serial: serial, to: transfer) { [session] in session.dataTask(with: request) }
+    }
+
+    /// Makes the upload's run, or says why its body cannot be made.
+    private func startUpload(_ serial: Int, of transfer: Transfer) -> TransferFailure? {
+        let id = transfer.id
+        guard let upload = transfer.spec.upload else { return .local("an upload without a body") }
+        let plan: BodyPlan
+        do throws(BodyError) {
+            plan = try BodyPlan.make(for: upload)
+        } catch {
+            return .local(error.description)
+        }
+        let run = UploadRun(spec: transfer.spec, plan: plan, standardInputPath: configuration.standardInputPath) { [weak self] report in
+            self?.event(id) { $0.ended(serial: serial, report) }
+        }
+        let request = run.makeRequest(userAgent: configuration.userAgent, timeout: configuration.idleTimeout,
+                                      hostHeaders: configuration.hostHeaders)
+        attach(run, serial: serial, to: transfer) { [session] in session.uploadTask(withStreamedRequest: request) }
+        return nil
+    }
+
+    private func attach(_ run: any TaskRun, serial: Int, to transfer: Transfer,
+                        makeTask: @escaping @Sendable () -> URLSessionTask) {
+        let limits = limitMembership(transfer)
+        let task = SessionTask.make(makeTask) { [delegate] task in
+            delegate.register(run, for: task, limits: limits)
+            task.resume()
+        }
+        transfer.attach(serial: serial, run: run, task: task)
+    }
+
+    /// The ranges' preallocated `.part` file, opened for the last steps; nil when it cannot be opened
+    /// (the finisher then reports why).
+    private func segmentsHandover(_ transfer: Transfer) -> FileHandover? {
+        guard let name = transfer.fileName, let path = partPath(transfer),
+              let file = try? PartialFile(openingOrCreating: path, bufferSize: 64 * 1024) else { return nil }
+        return FileHandover(file: file, fileName: name, total: transfer.validators.totalLength)
+    }
+
+    /// The last steps of a download, off the delegate queue: size check, checksum, fsync, rename to the final name.
+    func finalize(_ id: TransferID, _ spec: TransferSpec, _ token: Int, _ handover: FileHandover?) {
+        var result: Result<(name: String, size: Int64), TransferFailure>
+        do throws(TransferFailure) {
+            guard let handover else { throw .local("cannot open the downloaded file in \(spec.directory)") }
+            defer { handover.file.close() }
+            try handover.file.sync()
+            let size = handover.file.size
+            if let total = handover.total, size != total {
+                throw .protocolViolation("received \(size) of \(total) bytes")
+            }
+            if let expected = spec.sha256 {
+                let actual = try FileDigest.sha256Hex(fd: handover.file.fd, path: handover.file.path)
+                if actual != expected {
+                    throw .integrity("SHA-256 mismatch: expected \(expected), got \(actual)")
+                }
+            }
+            let finalName = try names.publish(directory: spec.directory, name: handover.fileName)
+            names.release(directory: spec.directory, name: handover.fileName)
+            names.release(directory: spec.directory, name: finalName)
+            result = .success((finalName, size))
+        } catch {
+            result = .failure(error)
+        }
+        event(id) { $0.finished(token: token, result) }
+    }
+}
