@@ -3,10 +3,34 @@ import Testing
 @testable import FerryCore
 
 @Suite struct ResumeRuleTests {
-    func evaluate(_ status: Int, _ headers: [String: String], offset: Int64, known: Int64? = nil) -> ResumeRule.Verdict {
+    func evaluate(_ status: Int, _ headers: [String: String], offset: Int64, end: Int64? = nil, known: Int64? = nil) -> ResumeRule.Verdict {
         ResumeRule.evaluate(status: status, header: { name in
             headers.first { $0.key.lowercased() == name.lowercased() }?.value
-        }, requestedOffset: offset, knownTotal: known, now: Date(timeIntervalSince1970: 0))
+        }, requestedOffset: offset, requestedEnd: end, knownTotal: known, now: Date(timeIntervalSince1970: 0))
+    }
+
+    // A bounded range (one segment, `bytes=1000-1999` of 4000): only exactly that range of a file of that size.
+
+    @Test func aBoundedRangeTakesExactlyItsRange() {
+        let exact = evaluate(206, ["Content-Range": "bytes 1000-1999/4000", "Content-Length": "1000"], offset: 1000, end: 2000, known: 4000)
+        #expect(exact == .append(offset: 1000, total: 4000))
+    }
+
+    @Test func aWholeFileAnswerToABoundedRangeIsNotARange() {
+        // RangeRun turns this into AttemptOutcome.unusable: the ranges fall back to one stream.
+        #expect(evaluate(200, ["Content-Length": "4000"], offset: 1000, end: 2000, known: 4000) == .startOver(total: 4000))
+    }
+
+    @Test func anotherRangeOrSizeIsRefused() {
+        let longer = evaluate(206, ["Content-Range": "bytes 1000-3999/4000"], offset: 1000, end: 2000, known: 4000)
+        #expect(longer == .discardAndRestart(reason: "the server answered another range than bytes 1000-1999"))
+        let resized = evaluate(206, ["Content-Range": "bytes 1000-1999/5000"], offset: 1000, end: 2000, known: 4000)
+        #expect(resized == .discardAndRestart(reason: "the file's size changed on the server"))
+    }
+
+    @Test func a416ToABoundedRangeIsAFailureNotAFinishedFile() {
+        let verdict = evaluate(416, ["Content-Range": "bytes */2000"], offset: 2000, end: 3000, known: 4000)
+        #expect(verdict == .failure(.http(status: 416, reason: ResumeRule.reasonPhrase(416), retryAfter: nil)))
     }
 
     @Test func freshDownloadTakesTheLength() {
