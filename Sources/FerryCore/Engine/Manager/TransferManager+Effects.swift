@@ -84,9 +84,7 @@ extension TransferManager {
                 self.event(id) { $0.accepted(serial: serial, fileName: name, validators: validators, rangeable: rangeable) }
             }
         }
-        let run = RangeRun(start: start, names: names, accepted: accepted) { [weak self] report in
-            self?.event(id) { $0.ended(serial: serial, report) }
-        }
+        let run = RangeRun(start: start, names: names, accepted: accepted, finish: report(to: id, serial: serial))
         let request = run.makeRequest(userAgent: configuration.userAgent, timeout: configuration.idleTimeout,
                                       hostHeaders: configuration.hostHeaders)
         attach(run, serial: serial, to: transfer) { [session] in session.dataTask(with: request) }
@@ -94,7 +92,6 @@ extension TransferManager {
 
     /// Makes the upload's run, or says why its body cannot be made.
     private func startUpload(_ serial: Int, of transfer: Transfer) -> TransferFailure? {
-        let id = transfer.id
         guard let upload = transfer.spec.upload else { return .local("an upload without a body") }
         let plan: BodyPlan
         do throws(BodyError) {
@@ -102,13 +99,20 @@ extension TransferManager {
         } catch {
             return .local(error.description)
         }
-        let run = UploadRun(spec: transfer.spec, plan: plan, standardInputPath: configuration.standardInputPath) { [weak self] report in
-            self?.event(id) { $0.ended(serial: serial, report) }
-        }
+        let run = UploadRun(spec: transfer.spec, plan: plan, standardInputPath: configuration.standardInputPath,
+                            finish: report(to: transfer.id, serial: serial))
         let request = run.makeRequest(userAgent: configuration.userAgent, timeout: configuration.idleTimeout,
                                       hostHeaders: configuration.hostHeaders)
         attach(run, serial: serial, to: transfer) { [session] in session.uploadTask(withStreamedRequest: request) }
         return nil
+    }
+
+    /// Where an attempt's report goes: to its transfer, as the end of attempt `serial`.
+    private func report(to id: TransferID, serial: Int) -> @Sendable (AttemptReport) -> Void {
+        { [weak self] report in
+            guard let self else { return }
+            self.event(id) { $0.ended(serial: serial, report) }
+        }
     }
 
     private func attach(_ run: any TaskRun, serial: Int, to transfer: Transfer,
