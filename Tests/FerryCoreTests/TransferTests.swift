@@ -170,6 +170,22 @@ import Testing
         #expect(stops(again).isEmpty && transfer.segments == nil)
     }
 
+    @Test func aPauseBeforeTheSplitKeepsTheStreamsBytes() throws {
+        let transfer = download(segments: 4)
+        let probe = try #require(ranges(transfer.start(partSize: nil)).first)
+        let validators = Validators(etag: "\"v1\"", lastModified: nil, totalLength: 8 << 20)
+        #expect(stops(transfer.accepted(serial: probe.serial, fileName: "file.bin", validators: validators, rangeable: true)) == [probe.serial])
+        // The user pauses while the probe is being stopped for the split: the pause wins.
+        _ = transfer.pause()
+        let ended = transfer.ended(serial: probe.serial, AttemptReport(outcome: .stopped, bytesDone: 300_000, fileName: "file.bin",
+                                                                       validators: validators))
+        #expect(ended.map { $0.isEmpty } == true, "no preallocation: the probe's bytes are kept")
+        #expect(transfer.state == .paused && transfer.segments == nil)
+        _ = transfer.resume()
+        let next = try #require(ranges(transfer.start(partSize: 300_000)).first)
+        #expect(next.from == 300_000 && next.end == nil && next.knownTotal == 8 << 20)
+    }
+
     @Test func aReportOfAnAttemptThatIsNoLongerLiveChangesNothing() throws {
         let transfer = download()
         let attempt = try #require(ranges(transfer.start(partSize: nil)).first)

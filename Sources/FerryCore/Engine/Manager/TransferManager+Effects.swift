@@ -60,7 +60,12 @@ extension TransferManager {
             case let .finish(handover, token):
                 let spec = transfer.spec
                 let file = handover ?? segmentsHandover(transfer)
-                out.append { [finishQueue] in finishQueue.async { self.finalize(id, spec, token, file) } }
+                out.append { [finishQueue, names] in
+                    finishQueue.async {
+                        let result = FileFinisher.finish(file, spec: spec, names: names)
+                        self.event(id) { $0.finished(token: token, result) }
+                    }
+                }
             }
         }
         return out
@@ -131,32 +136,5 @@ extension TransferManager {
         guard let name = transfer.fileName, let path = partPath(transfer),
               let file = try? PartialFile(openingOrCreating: path, bufferSize: 64 * 1024) else { return nil }
         return FileHandover(file: file, fileName: name, total: transfer.validators.totalLength)
-    }
-
-    /// The last steps of a download, off the delegate queue: size check, checksum, fsync, rename to the final name.
-    func finalize(_ id: TransferID, _ spec: TransferSpec, _ token: Int, _ handover: FileHandover?) {
-        var result: Result<(name: String, size: Int64), TransferFailure>
-        do throws(TransferFailure) {
-            guard let handover else { throw .local("cannot open the downloaded file in \(spec.directory)") }
-            defer { handover.file.close() }
-            try handover.file.sync()
-            let size = handover.file.size
-            if let total = handover.total, size != total {
-                throw .protocolViolation("received \(size) of \(total) bytes")
-            }
-            if let expected = spec.sha256 {
-                let actual = try FileDigest.sha256Hex(fd: handover.file.fd, path: handover.file.path)
-                if actual != expected {
-                    throw .integrity("SHA-256 mismatch: expected \(expected), got \(actual)")
-                }
-            }
-            let finalName = try names.publish(directory: spec.directory, name: handover.fileName)
-            names.release(directory: spec.directory, name: handover.fileName)
-            names.release(directory: spec.directory, name: finalName)
-            result = .success((finalName, size))
-        } catch {
-            result = .failure(error)
-        }
-        event(id) { $0.finished(token: token, result) }
     }
 }

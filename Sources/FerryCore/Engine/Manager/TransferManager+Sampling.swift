@@ -23,7 +23,7 @@ extension TransferManager {
                 anyRunning = true
                 let done = transfer.currentBytes
                 if done != transfer.bytesDone { moved = true }
-                if transfer.segments == nil { transfer.bytesDone = done }
+                transfer.bytesDone = done
                 transfer.rate.add(totalBytes: done, at: now)
                 if now - transfer.lastHistorySample >= 1 {
                     transfer.lastHistorySample = now

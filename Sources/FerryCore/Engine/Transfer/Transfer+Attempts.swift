@@ -78,8 +78,10 @@ extension Transfer {
             // The probe of a segmented download ended: the ranges start from a preallocated file.
             effects += prepareRanges()
         case let (outcome, .some(intent)):
-            // Stopped on purpose: pause and cancel already set the state; a shutdown leaves it queued.
+            // Stopped on purpose: pause and cancel already set the state; a shutdown leaves it queued. A split
+            // that was under way is dropped: the next start resumes the stream from what it wrote.
             if intent == .shutdown { state = .queued }
+            segments = nil
             if case let .failed(failure, _) = outcome { attemptError = failure.message } else { attemptError = "stopped" }
         case (.finished, .none):
             break  // handled by the first case
