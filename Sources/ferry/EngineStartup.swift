@@ -1,52 +1,97 @@
 import ArgumentParser
 import FerryCore
 import Foundation
+#if canImport(Glibc)
+import Glibc
+#endif
 
-/// Starting work on a state directory: this process becomes its engine, or, when one is already running
-/// there, hands the new items to it through the store and exits.
+/// Finding the engine of a state directory: this process becomes it (it got the lock), or another one runs
+/// and this process talks to it through its control socket.
 enum EngineStartup {
     enum Outcome {
-        case engine(EngineLock, SQLiteQueueStore, [TransferSpec])
-        case handedOff(pid: Int32?, ids: [TransferID])
+        case engine(EngineLock, SQLiteQueueStore)
+        case running(ControlClient)
     }
 
-    /// Items are written to the store before anything else, so a handoff never loses them.
-    static func begin(_ common: CommonOptions, specs: [TransferSpec]) throws(StateError) -> Outcome {
-        let directory = common.stateDirectory
+    /// An engine that holds the lock listens within moments; a lock held longer without a socket is an engine
+    /// that does not answer.
+    static func begin(_ directory: StateDirectory) throws(StateError) -> Outcome {
         try directory.prepare()
         let store = try directory.openStore()
-        switch try EngineLock.acquire(directory) {
-        case let .acquired(lock):
-            return .engine(lock, store, specs)
-        case let .heldBy(pid):
-            let stored: [StoredTransfer]
-            do {
-                stored = try store.add(specs)
-            } catch {
-                throw StateError("cannot add to the queue at \(directory.databasePath): \(error)")
+        var tries = 0
+        while true {
+            switch try EngineLock.acquire(directory) {
+            case let .acquired(lock):
+                return .engine(lock, store)
+            case let .heldBy(pid):
+                if let client = ControlClient.connect(directory) { return .running(client) }
+                tries += 1
+                guard tries < 50 else {
+                    let who = pid.map { "ferry (pid \($0))" } ?? "another ferry"
+                    throw StateError("\(who) holds the queue in \(directory.path) but does not answer on \(directory.socketPath)")
+                }
+                usleep(100_000)
             }
-            WakeChannel.poke(directory)
-            return .handedOff(pid: pid, ids: stored.map(\.id))
         }
     }
 
-    static func reportHandoff(pid: Int32?, ids: [TransferID]) {
-        let who = pid.map { "the running ferry (pid \($0))" } ?? "the running ferry"
-        let list = ids.map(\.description).joined(separator: " ")
-        FileHandle.standardError.write(Data("ferry: handed \(ids.count) item(s) to \(who): \(list)\n".utf8))
+    /// A connection to the running engine; when none runs, a background engine is started (detached from
+    /// this terminal) and connected to.
+    static func attach(_ common: CommonOptions) throws -> ControlClient {
+        let directory = common.stateDirectory
+        switch try begin(directory) {
+        case let .running(client):
+            return client
+        case let .engine(lock, _):
+            lock.release()
+            try spawnBackgroundEngine(common)
+            for _ in 0..<100 {
+                if let client = ControlClient.connect(directory) { return client }
+                usleep(100_000)
+            }
+            throw StateError("the background engine did not start; see \(directory.logPath)")
+        }
     }
-}
 
-/// `get` and `put`: become the engine for the state directory and work until these items are done, or
-/// hand them to the engine already running there and return at once.
-func runEngine(_ common: CommonOptions, config: Config, specs: [TransferSpec]) async throws {
-    switch try EngineStartup.begin(common, specs: specs) {
-    case let .handedOff(pid, ids):
-        EngineStartup.reportHandoff(pid: pid, ids: ids)
-        throw ExitCode.success
-    case let .engine(lock, store, specs):
-        let exitCode = await HeadlessRun(configuration: common.engineConfiguration(config))
-            .run(specs, store: store, directory: common.stateDirectory, lock: lock)
-        throw ExitCode(exitCode)
+    /// `ferry engine` in a session of its own, stdin from /dev/null, stdout and stderr to the state
+    /// directory's log (cut when it grows past 1 MiB).
+    private static func spawnBackgroundEngine(_ common: CommonOptions) throws(StateError) {
+        let directory = common.stateDirectory
+        var st = stat()
+        if stat(directory.logPath, &st) == 0, st.st_size > 1 << 20 { _ = rename(directory.logPath, directory.logPath + ".1") }
+        var executable = [CChar](repeating: 0, count: Int(PATH_MAX) + 1)
+        let length = readlink("/proc/self/exe", &executable, Int(PATH_MAX))
+        guard length > 0 else { throw StateError("cannot find ferry's own executable to start an engine") }
+        let path = String(decoding: executable[0..<length].map { UInt8(bitPattern: $0) }, as: UTF8.self)
+        var arguments = ["ferry", "engine", "--state-dir", directory.path]
+        if let config = common.config { arguments += ["--config", config] }
+        if let jobs = common.jobs { arguments += ["-j", String(jobs)] }
+        if let retries = common.retries { arguments += ["--retries", String(retries)] }
+
+        // Nothing of this process but what the actions below give goes to the engine: a pipe inherited from
+        // whoever ran this ferry (a script reading its output) would otherwise stay open as long as the engine runs.
+        if let entries = try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/fd") {
+            for fd in entries.compactMap(Int32.init) where fd > 2 { _ = fcntl(fd, F_SETFD, FD_CLOEXEC) }
+        }
+        var actions = posix_spawn_file_actions_t()
+        posix_spawn_file_actions_init(&actions)
+        defer { posix_spawn_file_actions_destroy(&actions) }
+        posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
+        posix_spawn_file_actions_addopen(&actions, 1, directory.logPath, O_WRONLY | O_CREAT | O_APPEND, 0o600)
+        posix_spawn_file_actions_adddup2(&actions, 1, 2)
+        var attributes = posix_spawnattr_t()
+        posix_spawnattr_init(&attributes)
+        defer { posix_spawnattr_destroy(&attributes) }
+        // Its own process group at once (a Ctrl-C in this terminal is not for it); `ferry engine` then makes
+        // its own session, leaving the terminal behind.
+        posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETPGROUP))
+        posix_spawnattr_setpgroup(&attributes, 0)
+        var argv: [UnsafeMutablePointer<CChar>?] = arguments.map { strdup($0) } + [nil]
+        defer { argv.forEach { free($0) } }
+        var pid = pid_t()
+        // The engine outlives this process; while both run, nobody waits for it, so no zombie is left.
+        signal(SIGCHLD, SIG_IGN)
+        let result = posix_spawn(&pid, path, &actions, &attributes, &argv, environ)
+        guard result == 0 else { throw StateError("cannot start the background engine: \(String(cString: strerror(result)))") }
     }
 }

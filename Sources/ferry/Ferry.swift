@@ -7,7 +7,8 @@ struct Ferry: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "ferry",
         abstract: "A terminal upload/download manager with resume, retries and a durable queue.",
-        subcommands: [Get.self, Put.self, List.self, Run.self]
+        subcommands: [Get.self, Put.self, List.self, Run.self, Pause.self, Resume.self, Cancel.self, Retry.self, Remove.self,
+                      Move.self, Jobs.self, Stop.self, BackgroundEngine.self]
     )
 
     /// Options that may come before the subcommand (`ferry --config F list`) as well as after it.
@@ -73,6 +74,10 @@ struct Ferry: AsyncParsableCommand {
             if let message = userMessage(error) {
                 FileHandle.standardError.write(Data("ferry: \(message)\n".utf8))
                 Foundation.exit(2)
+            }
+            if let error = error as? ControlError {
+                FileHandle.standardError.write(Data("ferry: \(error.description)\n".utf8))
+                Foundation.exit(1)
             }
             let code = exitCode(for: error)
             if code == .validationFailure {

@@ -30,6 +30,7 @@ struct Get: AsyncParsableCommand {
     var segments: Int?
 
     @OptionGroup var limit: RateLimitOption
+    @OptionGroup var detach: DetachOption
     @OptionGroup var common: CommonOptions
 
     func run() async throws {
@@ -40,10 +41,10 @@ struct Get: AsyncParsableCommand {
         for index in specs.indices where count > 1 { specs[index].segments = count }
         let rate = try limit.rate()
         for index in specs.indices { specs[index].rateLimit = rate }
-        if TerminalUIRun.wanted(noTUI: common.noTUI) {
+        if !detach.detach, TerminalUIRun.wanted(noTUI: common.noTUI) {
             await TerminalUIRun.run(common, config: config, adding: specs)
         }
-        try await runEngine(common, config: config, specs: specs)
+        try await submit(common, config: config, specs: specs, detach: detach.detach)
     }
 
     /// Every input is checked before anything is queued or created.

@@ -16,6 +16,12 @@ struct List: ParsableCommand {
     func run() throws {
         _ = try common.loadConfig()  // a broken config is reported by every command
         let directory = common.stateDirectory
+        // Live from the running engine (byte counts of this moment), else from the store.
+        if let client = ControlClient.connect(directory) {
+            let reply = try client.request(ControlRequest(id: 0, verb: .list))
+            guard reply.ok, let items = reply.items else { throw ControlError(reply.error ?? "the engine did not list the queue") }
+            return try show(items)
+        }
         guard FileManager.default.fileExists(atPath: directory.databasePath) else {
             print(json ? "[]" : "the queue is empty")
             return
@@ -26,6 +32,10 @@ struct List: ParsableCommand {
         } catch {
             throw StateError("cannot read the queue at \(directory.databasePath): \(error)")
         }
+        try show(items)
+    }
+
+    private func show(_ items: [StoredTransfer]) throws {
         if json {
             FileHandle.standardOutput.write(try QueueListing.json(items))
             print()

@@ -35,6 +35,7 @@ struct Put: AsyncParsableCommand {
     var field: String = "file"
 
     @OptionGroup var limit: RateLimitOption
+    @OptionGroup var detach: DetachOption
     @OptionGroup var common: CommonOptions
 
     func run() async throws {
@@ -47,10 +48,10 @@ struct Put: AsyncParsableCommand {
                 .run([spec], store: InMemoryQueueStore(), directory: nil, lock: nil)
             throw ExitCode(exitCode)
         }
-        if TerminalUIRun.wanted(noTUI: common.noTUI) {
+        if !detach.detach, TerminalUIRun.wanted(noTUI: common.noTUI) {
             await TerminalUIRun.run(common, config: config, adding: [spec])
         }
-        try await runEngine(common, config: config, specs: [spec])
+        try await submit(common, config: config, specs: [spec], detach: detach.detach)
     }
 
     func makeSpec() throws -> TransferSpec {

@@ -12,12 +12,12 @@ struct Run: AsyncParsableCommand {
 
     func run() async throws {
         let config = try common.loadConfig()
-        switch try EngineStartup.begin(common, specs: []) {
-        case let .handedOff(pid, _):
-            let who = pid.map { "pid \($0)" } ?? "another process"
-            FileHandle.standardError.write(Data("ferry: the queue is already being worked on (\(who))\n".utf8))
+        switch try EngineStartup.begin(common.stateDirectory) {
+        case let .running(client):
+            let pid = (try? client.request(ControlRequest(id: 0, verb: .list)))?.pid
+            FileHandle.standardError.write(Data("ferry: the queue is already being worked on\(pid.map { " (pid \($0))" } ?? ""); `ferry` shows it\n".utf8))
             throw ExitCode.success
-        case let .engine(lock, store, _):
+        case let .engine(lock, store):
             let exitCode = await HeadlessRun(configuration: common.engineConfiguration(config))
                 .run([], store: store, directory: common.stateDirectory, lock: lock, includeQueued: true)
             throw ExitCode(exitCode)

@@ -12,8 +12,8 @@ enum TerminalUIRun {
         !noTUI && isatty(STDOUT_FILENO) != 0 && isatty(STDIN_FILENO) != 0
     }
 
-    /// Becomes the engine for the state directory and opens the UI on its whole queue; when another ferry
-    /// already works on it, new items are handed to it instead (a bare `ferry` says who has the queue).
+    /// Opens the UI on the queue of the running engine (started in the background when none runs), after
+    /// handing it `specs`.
     static func run(_ common: CommonOptions, config: Config, adding specs: [TransferSpec]) async -> Never {
         let environment = ProcessInfo.processInfo.environment
         setlocale(LC_ALL, "")
@@ -23,40 +23,28 @@ enum TerminalUIRun {
             printError(error.description)
             exit(2)
         }
-        let lock: EngineLock
-        let store: SQLiteQueueStore
+        // The UI is a client of the engine: the one running on this queue, or a background one started now.
+        // Closing the terminal, an SSH drop or q detach the UI; the transfers go on.
+        let client: ControlClient
+        var ids: [TransferID] = []
         do {
-            switch try EngineStartup.begin(common, specs: specs) {
-            case let .handedOff(pid, ids):
-                if specs.isEmpty {
-                    printError("another ferry\(pid.map { " (pid \($0))" } ?? "") is working on this queue; `ferry list` shows it")
-                    exit(1)
-                }
-                EngineStartup.reportHandoff(pid: pid, ids: ids)
-                exit(0)
-            case let .engine(engineLock, queueStore, _):
-                lock = engineLock
-                store = queueStore
-            }
+            client = try EngineStartup.attach(common)
+            if !specs.isEmpty { ids = try add(specs, to: client) }
         } catch {
-            printError(error.description)
-            exit(2)
+            printError(String(describing: error))
+            exit(error is UsageError ? 2 : 1)
         }
-        let manager: TransferManager
-        // Every engine change (an item handed over by another ferry, a retry timer firing, a transfer ending) wakes
-        // the UI, whose timer sleeps while nothing moves.
+        // Every update from the engine wakes the UI, whose timer sleeps while nothing moves.
         let wakeup = TerminalWakeup()
+        let app = AppSlot()
+        let queue: RemoteQueue
         do {
-            manager = try TransferManager(configuration: common.engineConfiguration(config), store: store,
-                                          onEvent: { _ in wakeup.nudge() })
+            queue = try RemoteQueue(client: client, onChange: { wakeup.nudge() }, onClose: { reason, asked in
+                DispatchQueue.main.async { MainActor.assumeIsolated { app.current?.engineGone(reason: reason, asked: asked) } }
+            })
         } catch {
-            printError("cannot load the queue: \(error)")
+            printError("cannot follow the engine: \(error)")
             exit(1)
-        }
-        let ids = manager.add(specs)
-        // Another `ferry get/put` on this state directory hands its items over through the store.
-        let wake = try? WakeChannel(common.stateDirectory, queue: DispatchQueue(label: "ferry.wake")) {
-            manager.adoptNewItemsFromStore()
         }
         let cwd = FileManager.default.currentDirectoryPath
         let options = TerminalApp.Options(
@@ -69,21 +57,27 @@ enum TerminalUIRun {
         // (Typed throws across MainActor.run crashes the 6.3.1 compiler: the error comes back as a value.)
         let failure = await MainActor.run { () -> String? in
             do {
-                _ = try TerminalApp.launch(manager: manager, options: options, select: ids.first, wakeup: wakeup)
+                app.current = try TerminalApp.launch(queue: queue, options: options, select: ids.first, wakeup: wakeup)
                 return nil
             } catch {
                 return String(describing: error)
             }
         }
         if let failure {
-            manager.shutdown()
+            queue.detach()
             printError(failure)
             exit(2)
         }
-        // The app runs on the main queue from here and ends the process itself (the kernel drops the lock).
+        // The app runs on the main queue from here and ends the process itself.
         while true {
-            withExtendedLifetime((lock, wake)) {}
             try? await Task.sleep(for: .seconds(3600))
         }
     }
+}
+
+/// The app, once launched, for the engine's close callback (main actor).
+@MainActor
+final class AppSlot: Sendable {
+    var current: TerminalApp?
+    nonisolated init() {}
 }

@@ -83,6 +83,13 @@ func runFerry(
         .merging(extra) { $1 }
     if let cwd { process.currentDirectoryURL = URL(fileURLWithPath: cwd) }
     let out = Pipe(), err = Pipe(), input = Pipe()
+    // Foundation makes pipes without close-on-exec: every child started meanwhile (by any test) would hold
+    // these ends, and the reader below would wait for that child to exit (a background engine lives long).
+    for pipe in [out, err, input] {
+        for fd in [pipe.fileHandleForReading.fileDescriptor, pipe.fileHandleForWriting.fileDescriptor] {
+            _ = fcntl(fd, F_SETFD, FD_CLOEXEC)
+        }
+    }
     process.standardOutput = out
     process.standardError = err
     process.standardInput = feed == nil ? FileHandle.nullDevice : input
@@ -104,8 +111,8 @@ func runFerry(
         Issue.record("\(executable) \(arguments) did not exit within \(timeout) s")
     }
     let result = CommandResult(status: process.terminationStatus,
-                               stdout: String(decoding: outData.finish(), as: UTF8.self),
-                               stderr: String(decoding: errData.finish(), as: UTF8.self))
+                               stdout: String(decoding: await outData.finish(), as: UTF8.self),
+                               stderr: String(decoding: await errData.finish(), as: UTF8.self))
     withExtendedLifetime(scratch) {}
     return result
 }
@@ -126,18 +133,30 @@ func isolatedEnvironment(stateDir: String, configHome: String) -> [String: Strin
 
 /// Drains a pipe on a background thread so a chatty child never blocks on a full pipe.
 final class DataReader: @unchecked Sendable {
-    // `data` is written only by the reading thread until `finish()` joins it through the semaphore.
+    private let lock = NSLock()
     private var data = Data()
     private let done = DispatchSemaphore(value: 0)
     init(_ handle: FileHandle) {
         Thread.detachNewThread { [self] in
-            data = handle.readDataToEndOfFile()
+            while true {
+                let chunk = handle.availableData
+                if chunk.isEmpty { break }
+                lock.withLock { data.append(chunk) }
+            }
             done.signal()
         }
     }
-    func finish() -> Data {
-        done.wait()
-        return data
+
+    /// What the child wrote, once the pipe ends. A process the child started (a background engine) may hold
+    /// the pipe longer than the child lives: after `grace` seconds what has arrived is taken. Waits on a
+    /// thread of its own, never on the test pool's.
+    func finish(grace: Double = 3) async -> Data {
+        await withCheckedContinuation { (continuation: CheckedContinuation<Data, Never>) in
+            Thread.detachNewThread { [self] in
+                _ = done.wait(timeout: .now() + grace)
+                continuation.resume(returning: lock.withLock { data })
+            }
+        }
     }
 }
 

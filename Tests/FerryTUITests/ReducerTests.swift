@@ -34,14 +34,19 @@ import Testing
         #expect(press([.character("j"), .character("K")]).1 == [.move(TransferID(2), .up)])
     }
 
-    @Test func quitAsksWhileTransfersRun() {
-        let (asking, none) = press([.character("q")])
-        #expect(asking.confirmation == .quit(running: 4))
+    @Test func quitDetachesAtOnceAndStoppingTheEngineAsks() {
+        // q leaves the transfers to the engine: nothing to ask.
+        #expect(press([.character("q")]).1 == [.quit])
+        #expect(press([.character("q")]).0.confirmation == nil)
+        let (asking, none) = press([.character("Q")])
+        #expect(asking.confirmation == .stopEngine(running: 4))
         #expect(none.isEmpty)
-        #expect(press([.character("q"), .character("n")]).0.confirmation == nil)
-        #expect(press([.character("q"), .character("y")]).1 == [.quit])
+        #expect(press([.character("Q"), .character("n")]).0.confirmation == nil)
+        #expect(press([.character("Q"), .character("n")]).1.isEmpty)
+        #expect(press([.character("Q"), .character("y")]).1 == [.stopEngine])
         let idle = QueueSnapshot(version: 1, items: [Fixtures.item(1, "a", .completed)], totals: QueueTotals(), maxConcurrent: 4, maxPerHost: 4)
-        #expect(press([.character("q")], queue: idle).1 == [.quit])
+        #expect(press([.character("Q")], queue: idle).0.confirmation == .stopEngine(running: 0))
+        #expect(press([.character("Q"), .character("y")], queue: idle).1 == [.stopEngine])
     }
 
     @Test func removeAsksAndDeletesThePartialOnlyWithCapitalD() {

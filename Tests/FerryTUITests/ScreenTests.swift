@@ -57,26 +57,26 @@ import Testing
     }
 
     @Test func helpScreenComesFromTheKeymap() {
-        var state = Fixtures.state(height: 24)
+        var state = Fixtures.state(height: 25)
         state.screen = .help
         let canvas = Fixtures.render(state)
         #expect(canvas.text == """
              ferry  ↓ 11.6 MiB/s  ↑ 512.0 KiB/s  3 running, 1 retrying, 1 queued, 1 paused,…
-             Move                                      -         one transfer fewer at once
-               ↑ k       select the previous item      l         rate limit of the item
-               ↓ j       select the next item          L         global rate limits
-               PgUp      a page up
-               PgDn      a page down                 Screens
-               g Home    first item                    Enter     details of the item
-               G End     last item                     Esc       back; clears the filter
-                                                       /         filter by name
-             Transfers                                 1         view: all
-               Space p   pause or resume the item      2         view: active
-               P         pause or resume everything    3         view: queued and paused
-               c         cancel the item               4         view: done
-               r         retry failed or cancelled     5         view: failed and cancelled
-               d Del     remove the item (asks)        ?         this help
-               D         remove + delete .part file    q         quit (asks if running)
+             Move                                      l         rate limit of the item
+               ↑ k       select the previous item      L         global rate limits
+               ↓ j       select the next item
+               PgUp      a page up                   Screens
+               PgDn      a page down                   Enter     details of the item
+               g Home    first item                    Esc       back; clears the filter
+               G End     last item                     /         filter by name
+                                                       1         view: all
+             Transfers                                 2         view: active
+               Space p   pause or resume the item      3         view: queued and paused
+               P         pause or resume everything    4         view: done
+               c         cancel the item               5         view: failed and cancelled
+               r         retry failed or cancelled     ?         this help
+               d Del     remove the item (asks)        q         detach (transfers go on)
+               D         remove + delete .part file    Q         stop the engine (asks)
 
              Queue                                   Prompts
                a         add a download (URL)          Enter     accept
@@ -84,6 +84,7 @@ import Testing
                J         move the item down            ← → ^A ^E move the cursor
                K         move the item up              ^U ^W     delete back, a word
                +         one more transfer at once     y n       answer a question
+               -         one transfer fewer at once
             Esc Back  j/k Scroll
             """)
         for binding in Keymap.standard.bindings { #expect(canvas.text.contains(binding.help)) }

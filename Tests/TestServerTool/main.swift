@@ -2,7 +2,7 @@ import Foundation
 import TestHTTPServer
 
 // A local server for scripts/tui-e2e: throttled files so progress bars visibly move.
-// Prints "PORT <n>" and serves until killed. Not shipped.
+// Prints "PORT <n>", then a line per request, and serves until killed. Not shipped.
 let server = try TestHTTPServer()
 let mib = 1 << 20
 for (index, rate) in [64, 96, 128, 160, 192].enumerated() {
@@ -15,5 +15,21 @@ server.route("/quick.bin", .serve(Resource(body: Resource.randomBytes(count: 256
 // No Content-Length: an indeterminate bar.
 server.route("/unknown.bin", .serve(Resource(body: Resource.randomBytes(count: 8 * mib, seed: 7)),
                                     ServeOptions(sendContentLength: false, bytesPerSecond: 64 * 1024)))
+// A download that outlives an SSH drop and still ends within a test: 3 MiB at 192 KiB/s, 16 s.
+let drop = Resource.randomBytes(count: 3 * mib, seed: 11)
+server.route("/drop.bin", .serve(Resource(body: drop), ServeOptions(bytesPerSecond: 192 * 1024)))
+// With a directory argument, the bodies a script compares downloads with.
+if CommandLine.arguments.count > 1 {
+    try drop.write(to: URL(fileURLWithPath: CommandLine.arguments[1] + "/drop.bin"))
+}
 FileHandle.standardOutput.write(Data("PORT \(server.port)\n".utf8))
-while true { sleep(3600) }
+// Every request as it arrives, "REQUEST <path> <Range or ->", so a script can count them.
+var shown = 0
+while true {
+    let all = server.allRequests
+    for request in all.dropFirst(shown) {
+        FileHandle.standardOutput.write(Data("REQUEST \(request.path) \(request.header("Range") ?? "-")\n".utf8))
+    }
+    shown = all.count
+    usleep(200_000)
+}

@@ -45,6 +45,8 @@ public struct Config: Sendable, Equatable {
     public var uploadLimit: Int64?
     public var downloadSchedule: LimitSchedule?
     public var refreshHz = 10
+    /// Seconds a background engine with nothing to do and no client waits before it exits.
+    public var linger = 300.0
     public var ascii = Mode.auto
     public var color = Mode.auto
     public var hosts: [HostHeaders] = []
@@ -157,6 +159,14 @@ public struct Config: Sendable, Equatable {
                         } catch {
                             throw reader.error(key, name, error.description)
                         }
+                    default: throw reader.unknown(key, name)
+                    }
+                }
+            case "engine":
+                let table = try reader.table(root, key)
+                for name in table.keys {
+                    switch name {
+                    case "linger": config.linger = try reader.seconds(table, key, name)
                     default: throw reader.unknown(key, name)
                     }
                 }

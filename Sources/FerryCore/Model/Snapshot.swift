@@ -1,7 +1,7 @@
 import Foundation
 
 /// An immutable picture of one item, taken under the manager's lock; what a UI or reporter draws from.
-public struct TransferSnapshot: Sendable, Identifiable, Equatable {
+public struct TransferSnapshot: Sendable, Identifiable, Equatable, Codable {
     public var id: TransferID
     public var spec: TransferSpec
     public var state: TransferState
@@ -95,7 +95,7 @@ public struct ServerResponse: Sendable, Equatable, Codable {
     public var truncated: Bool { bodyLength > Int64(body.count) }
 }
 
-public struct QueueTotals: Sendable, Equatable {
+public struct QueueTotals: Sendable, Equatable, Codable {
     public var count: [TransferState: Int] = [:]
     public var downloadBytesPerSecond: Double = 0
     public var uploadBytesPerSecond: Double = 0
@@ -103,7 +103,7 @@ public struct QueueTotals: Sendable, Equatable {
 }
 
 /// Everything a front end needs for one frame. `version` changes whenever a state, order or setting changed.
-public struct QueueSnapshot: Sendable, Equatable {
+public struct QueueSnapshot: Sendable, Equatable, Codable {
     public var version: UInt64
     public var items: [TransferSnapshot]
     public var totals: QueueTotals

@@ -13,7 +13,7 @@ public enum Direction: String, Sendable, Codable {
 }
 
 /// Where an item is in its life. `waiting` is the pause between a failed attempt and its retry.
-public enum TransferState: String, Sendable, Codable, CaseIterable {
+public enum TransferState: String, Sendable, Codable, CaseIterable, CodingKeyRepresentable {
     case queued, running, waiting, paused, completed, failed, cancelled
 
     /// No further work will happen without a user command.

@@ -32,6 +32,9 @@ public struct StoredTransfer: Sendable, Codable, Equatable {
         self.attempts = []
     }
 
+    /// Its `.part` file, once it has a name.
+    public var partPath: String? { fileName.map { PartialFile.path(directory: spec.directory, name: $0) } }
+
     /// The expected size as far as it is known.
     public var total: Int64? { bytesExpected ?? validators.totalLength }
 }

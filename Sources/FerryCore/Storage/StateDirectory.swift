@@ -28,7 +28,10 @@ public struct StateDirectory: Sendable {
 
     public var databasePath: String { path + "/queue.sqlite" }
     var lockPath: String { path + "/engine.lock" }
-    var wakePath: String { path + "/wake" }
+    /// The running engine's control socket (ControlServer).
+    public var socketPath: String { path + "/control.sock" }
+    /// Where a background engine writes what it has to say.
+    public var logPath: String { path + "/engine.log" }
 
     /// Creates the directory (private to the user) when missing.
     public func prepare() throws(StateError) {
@@ -39,6 +42,8 @@ public struct StateDirectory: Sendable {
             throw StateError("cannot create state directory \(path): \(error.localizedDescription)")
         }
         guard access(path, W_OK | X_OK) == 0 else { throw StateError("state directory is not writable: \(path)") }
+        // Private to the user whatever made it: the control socket in it takes commands.
+        _ = chmod(path, 0o700)
     }
 
     public func openStore() throws(StateError) -> SQLiteQueueStore {

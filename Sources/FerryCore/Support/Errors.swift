@@ -20,3 +20,9 @@ public struct BodyError: Error, CustomStringConvertible, Sendable {
 }
 
 
+
+/// The control socket failed a client: the engine went away, refused a request, or did not answer.
+public struct ControlError: Error, CustomStringConvertible, Sendable {
+    public let description: String
+    public init(_ description: String) { self.description = description }
+}

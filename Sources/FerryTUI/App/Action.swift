@@ -38,5 +38,6 @@ public enum Action: Sendable, Hashable {
     case showView(ListView)
     case concurrencyUp, concurrencyDown
     case limitItem, limitGlobal
-    case help, quit
+    /// `quit` leaves the transfers to the engine; `stopEngine` stops them and the engine (after asking).
+    case help, quit, stopEngine
 }

@@ -46,14 +46,16 @@ public struct AppState: Sendable, Equatable {
 
     public enum Confirmation: Sendable, Equatable {
         case remove(TransferID, name: String, deletePartial: Bool)
-        case quit(running: Int)
+        case stopEngine(running: Int)
 
         public var question: String {
             switch self {
             case let .remove(id, name, false): return "Remove \(id) \(name) from the queue? (y/n)"
             case let .remove(id, name, true): return "Remove \(id) \(name) and delete its partial file? (y/n)"
-            case let .quit(running):
-                return "\(running) transfer\(running == 1 ? " is" : "s are") running. Quit? They stop; partial files are kept. (y/n)"
+            case let .stopEngine(running) where running > 0:
+                return "Stop the engine and its \(running) running transfer\(running == 1 ? "" : "s")? Partial files are kept. (y/n)"
+            case .stopEngine:
+                return "Stop the engine? (y/n)"
             }
         }
     }

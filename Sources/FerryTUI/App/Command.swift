@@ -1,6 +1,6 @@
 import FerryCore
 
-/// What the reducer asks of the engine; the app executes these against `TransferManager`.
+/// What the reducer asks of the engine; the app executes these against its QueueControl.
 public enum Command: Sendable, Equatable {
     case pause(TransferID)
     case resume(TransferID)
@@ -16,5 +16,8 @@ public enum Command: Sendable, Equatable {
     /// Bandwidth limits in bytes per second; nil is none.
     case setItemLimit(TransferID, Int64?)
     case setGlobalLimits(download: Int64?, upload: Int64?)
+    /// The UI goes; the transfers go on in the engine.
     case quit
+    /// The engine stops its transfers (their `.part` files stay) and exits; the UI goes too.
+    case stopEngine
 }

@@ -50,7 +50,8 @@ public struct Keymap: Sendable {
         Binding(keys: [.character("4")], action: .showView(.done), help: "view: done", footer: nil, section: .screens),
         Binding(keys: [.character("5")], action: .showView(.failed), help: "view: failed and cancelled", footer: nil, section: .screens),
         Binding(keys: [.character("?")], action: .help, help: "this help", footer: "Help", section: .screens),
-        Binding(keys: [.character("q")], action: .quit, help: "quit (asks if running)", footer: "Quit", section: .screens),
+        Binding(keys: [.character("q")], action: .quit, help: "detach (transfers go on)", footer: "Detach", section: .screens),
+        Binding(keys: [.character("Q")], action: .stopEngine, help: "stop the engine (asks)", footer: nil, section: .screens),
     ])
 
     public func action(for key: Key) -> Action? {

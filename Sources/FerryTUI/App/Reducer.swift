@@ -122,9 +122,10 @@ private func perform(_ action: Action, _ stateIn: AppState, _ snapshot: QueueSna
         state.screen = .help
         state.helpScroll = 0
     case .quit:
-        let running = snapshot.items.filter { $0.state == .running || $0.state == .waiting }.count
-        if running > 0 { state.confirmation = .quit(running: running); break }
         return (state, [.quit])
+    case .stopEngine:
+        let running = snapshot.items.filter { $0.state == .running || $0.state == .waiting }.count
+        state.confirmation = .stopEngine(running: running)
     }
     return (state, [])
 }
@@ -140,8 +141,8 @@ private func confirm(_ stateIn: AppState, _ key: Key) -> (AppState, [Command]) {
             state.message = .init(text: "removed \(id) \(name)", isError: false)
             if case .detail(id) = state.screen { state.screen = .list }
             return (state, [.remove(id, deletePartial: deletePartial)])
-        case .quit:
-            return (state, [.quit])
+        case .stopEngine:
+            return (state, [.stopEngine])
         }
     case .character("n"), .character("N"), .escape, .character("q"):
         state.confirmation = nil

@@ -32,7 +32,7 @@ public final class TerminalApp {
         }
     }
 
-    private let manager: TransferManager
+    private let queue: any QueueControl
     private let terminal: CursesTerminal
     private let options: Options
     /// Unicode bars and glyphs, or ASCII (the locale, unless the config forces one).
@@ -62,7 +62,7 @@ public final class TerminalApp {
     /// - Parameter wakeup: nudged by the manager's `onEvent`; without it an idle UI would not notice engine changes
     ///   (an item handed over by another ferry, a retry timer firing) until the next key.
     @discardableResult
-    public static func launch(manager: TransferManager, options: Options, select: TransferID? = nil,
+    public static func launch(queue: any QueueControl, options: Options, select: TransferID? = nil,
                               wakeup: TerminalWakeup? = nil) throws(TerminalOpenError) -> TerminalApp {
         // Ours before curses opens: ncurses then leaves SIGINT/SIGTERM alone (it only takes default dispositions).
         for sig in [SIGINT, SIGTERM, SIGHUP, SIGPIPE] { signal(sig, SIG_IGN) }
@@ -71,14 +71,14 @@ public final class TerminalApp {
         }
         let terminal = try CursesTerminal(term: options.term, output: output, input: input,
                                           colorAllowed: options.colorAllowed, guardFD: STDOUT_FILENO)
-        let app = TerminalApp(manager: manager, terminal: terminal, options: options, wakeup: wakeup)
+        let app = TerminalApp(queue: queue, terminal: terminal, options: options, wakeup: wakeup)
         app.state.selectedID = select
         app.start()
         return app
     }
 
-    init(manager: TransferManager, terminal: CursesTerminal, options: Options, wakeup: TerminalWakeup? = nil) {
-        self.manager = manager
+    init(queue: any QueueControl, terminal: CursesTerminal, options: Options, wakeup: TerminalWakeup? = nil) {
+        self.queue = queue
         self.terminal = terminal
         self.options = options
         self.wakeup = wakeup
@@ -151,7 +151,7 @@ public final class TerminalApp {
     /// Reads every waiting key, runs it through the reducer, and draws a frame if anything visible changed.
     private func pump(inputReady: Bool) {
         lastPump = DispatchTime.now()
-        var snapshot = manager.snapshot()
+        var snapshot = queue.snapshot()
         defer { arm(for: snapshot) }
         var changed = false
         while let event = terminal.readEvent() {
@@ -166,7 +166,7 @@ public final class TerminalApp {
                 state = next
                 if !commands.isEmpty {
                     execute(commands)
-                    snapshot = manager.snapshot()
+                    snapshot = queue.snapshot()
                 }
             }
         }
@@ -194,38 +194,54 @@ public final class TerminalApp {
     private func execute(_ commands: [Command]) {
         for command in commands {
             switch command {
-            case let .pause(id): manager.pause(id)
-            case let .resume(id): manager.resume(id)
-            case .pauseAll: manager.pauseAll()
-            case .resumeAll: manager.resumeAll()
-            case let .cancel(id): manager.cancel(id)
-            case let .retry(id): manager.retry(id)
-            case let .remove(id, deletePartial): manager.remove(id, deletePartial: deletePartial)
-            case let .move(id, direction): manager.move(id, direction)
+            case let .pause(id): queue.pause(id)
+            case let .resume(id): queue.resume(id)
+            case .pauseAll: queue.pauseAll()
+            case .resumeAll: queue.resumeAll()
+            case let .cancel(id): queue.cancel(id)
+            case let .retry(id): queue.retry(id)
+            case let .remove(id, deletePartial): queue.remove(id, deletePartial: deletePartial)
+            case let .move(id, direction): queue.move(id, direction)
             case let .add(spec):
-                let id = manager.add(spec)
+                guard let id = queue.enqueue(spec) else {
+                    state.message = .init(text: "the engine did not take the item", isError: true)
+                    continue
+                }
                 state.selectedID = id
                 if !state.view.includes(.queued) && !state.view.includes(.running) { state.view = .all }
-            case let .setConcurrency(n): manager.setConcurrency(maxConcurrent: n)
-            case let .setItemLimit(id, rate): manager.setRateLimit(id, rate)
-            case let .setGlobalLimits(download, upload): manager.setGlobalLimits(download: download, upload: upload)
+            case let .setConcurrency(n): queue.setConcurrency(maxConcurrent: n)
+            case let .setItemLimit(id, rate): queue.setRateLimit(id, rate)
+            case let .setGlobalLimits(download, upload): queue.setGlobalLimits(download: download, upload: upload)
             case .quit: finish(0, reason: nil)
+            case .stopEngine: finish(0, reason: nil, stopEngine: true)
             }
         }
     }
 
-    /// Restores the terminal first (fast, so an SSH user gets a shell back), then stops the transfers
-    /// (their `.part` files are kept) and exits.
-    private func finish(_ code: Int32, reason: String?) -> Never {
+    /// The engine went away (its connection closed): the UI says so and ends, never hangs. `asked`: this UI
+    /// had asked it to stop.
+    public func engineGone(reason: String, asked: Bool) {
+        guard !asked else { return }
+        finish(1, reason: nil, message: "the engine went away (\(reason)); run ferry again to start a new one")
+    }
+
+    /// Restores the terminal first (fast, so an SSH user gets a shell back), then detaches: the transfers go on
+    /// in the engine. With `stopEngine` the engine stops them (their `.part` files are kept) and exits.
+    private func finish(_ code: Int32, reason: String?, stopEngine: Bool = false, message: String? = nil) -> Never {
         sources.forEach { $0.cancel() }
         terminal.close()
-        let running = manager.snapshot().items.filter { $0.state == .running || $0.state == .waiting }.count
-        if let reason, code != 129 {
-            FileHandle.standardError.write(Data("ferry: \(reason): stopping; partial files are kept\n".utf8))
-        } else if running > 0, code == 0 {
-            FileHandle.standardError.write(Data("ferry: stopped \(running) transfer\(running == 1 ? "" : "s"); partial files are kept\n".utf8))
+        let running = queue.snapshot().items.filter { $0.state == .running || $0.state == .waiting }.count
+        var line = message
+        if stopEngine {
+            queue.stopEngine()
+            line = "stopped the engine" + (running > 0 ? " and \(running) transfer\(running == 1 ? "" : "s"); partial files are kept" : "")
+        } else {
+            queue.detach()
+            if line == nil, running > 0, code != 129 {
+                line = "\(reason.map { "\($0): " } ?? "")detached; \(running) transfer\(running == 1 ? " goes" : "s go") on (`ferry` shows them, `ferry stop` stops them)"
+            }
         }
-        manager.shutdown(timeout: 5)
+        if let line { FileHandle.standardError.write(Data("ferry: \(line)\n".utf8)) }
         if ProcessInfo.processInfo.environment["FERRY_TUI_STATS"] != nil {
             FileHandle.standardError.write(Data("ferry: \(frames) frames drawn\n".utf8))
         }

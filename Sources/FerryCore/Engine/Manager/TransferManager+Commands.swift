@@ -29,12 +29,6 @@ extension TransferManager {
             }
         }
         return mutate { core in
-            // The store gave these ids in one transaction, so together; when the last scan reached the one just
-            // before them, the next need not read them back (a thousand rows for `-i list`).
-            if storeError == nil, let first = stored.first?.id, let last = stored.last?.id,
-               core.scannedThrough.rawValue == first.rawValue - 1 {
-                core.scannedThrough = last
-            }
             for record in stored {
                 let transfer = adopt(record)
                 transfer.lastError = storeError
@@ -43,25 +37,6 @@ extension TransferManager {
                 core.touch(record.id)
             }
             return (stored.map(\.id), self.pump(&core))
-        }
-    }
-
-    /// Takes into the queue the items another process added to the store since this engine loaded it
-    /// (a second `ferry get` hands its items over this way). Returns their ids.
-    @discardableResult
-    public func adoptNewItemsFromStore() -> [TransferID] {
-        // Ids grow in commit order, so a scan sees every item up to the highest id it returned.
-        let scanned = core.withLock { $0.scannedThrough }
-        guard let all = try? store.loadAdded(after: scanned) else { return [] }
-        return mutate { core in
-            var adopted: [TransferID] = []
-            if let last = all.map(\.id).max() { core.scannedThrough = max(core.scannedThrough, last) }
-            for record in all where core.items[record.id] == nil && !core.removed.contains(record.id) {
-                core.append(adopt(record))
-                core.touch(record.id)
-                adopted.append(record.id)
-            }
-            return (adopted, self.pump(&core))
         }
     }
 

@@ -25,6 +25,20 @@ extension TransferManager {
         }
     }
 
+    /// Changes whenever a state, the order, a setting or a byte count changed (what `snapshot().version` says).
+    public var version: UInt64 { core.withLock { $0.version } }
+
+    /// The queue as the store keeps it, with the bytes done now, in order (`ferry list` while an engine runs).
+    public func records() -> [StoredTransfer] {
+        core.withLock { core in
+            core.queue.enumerated().map { position, transfer in
+                var record = transfer.record()
+                record.position = position
+                return record
+            }
+        }
+    }
+
     public func snapshot(of id: TransferID) -> TransferSnapshot? {
         core.withLock { core in core.items[id]?.snapshot() }
     }

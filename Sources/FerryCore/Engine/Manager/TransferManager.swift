@@ -17,8 +17,6 @@ public final class TransferManager: Sendable {
         var queue: [Transfer] = []
         var items: [TransferID: Transfer] = [:]
         var nextID: Int64 = 1
-        /// The highest id seen when loading or scanning the store for items other processes added.
-        var scannedThrough = TransferID(0)
         var caps: ConcurrencyCaps
         var version: UInt64 = 0
         var changed: Set<TransferID> = []
@@ -126,7 +124,6 @@ public final class TransferManager: Sendable {
         var core = Core(caps: configuration.caps)
         for stored in try store.loadAll() {
             core.append(Self.adopt(stored, configuration: configuration, names: names))
-            core.scannedThrough = max(core.scannedThrough, stored.id)
         }
         self.core = Mutex(core)
         limits.setGlobal(download: configuration.downloadLimit, upload: configuration.uploadLimit)

@@ -47,6 +47,6 @@ public enum Scheduler {
     }
 }
 
-public enum QueueMove: Sendable {
+public enum QueueMove: String, Sendable, Codable, CaseIterable {
     case up, down, top, bottom
 }

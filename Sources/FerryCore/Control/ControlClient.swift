@@ -1,0 +1,179 @@
+import Foundation
+#if canImport(Glibc)
+import Glibc
+#endif
+import Synchronization
+
+/// A client of a running engine's control socket: requests with their replies, and, once subscribed, a
+/// copy of the queue kept in step with the engine's updates. A thread of its own reads what the engine
+/// sends; requests may be made from any thread. The connection ends with `close()` or when the client is
+/// released (the engine then sees a client go).
+public final class ControlClient: Sendable {
+    private let connection: Connection
+
+    private init(connection: Connection) {
+        self.connection = connection
+    }
+
+    deinit { connection.close() }
+
+    /// A connection to the engine working on `directory`; nil when none listens there.
+    public static func connect(_ directory: StateDirectory) -> ControlClient? {
+        guard let fd = UnixSocket.connect(path: directory.socketPath) else { return nil }
+        let connection = Connection(fd: fd)
+        // The thread keeps the connection (not the client) until the engine's side closes.
+        let thread = Thread { [connection] in connection.readLoop() }
+        thread.name = "ferry.control-client"
+        thread.start()
+        return ControlClient(connection: connection)
+    }
+
+    /// The queue as the last update left it.
+    public var snapshot: QueueSnapshot { connection.snapshot }
+
+    /// Sends `request` (its id is set here) and waits for the reply.
+    public func request(_ request: ControlRequest) throws(ControlError) -> ControlReply {
+        try connection.request(request)
+    }
+
+    /// Asks for updates: `onUpdate` gets the whole queue after each one (on the client's thread), `onClose`
+    /// why the connection ended.
+    public func subscribe(onUpdate: @escaping @Sendable (QueueSnapshot) -> Void,
+                          onClose: @escaping @Sendable (String) -> Void) throws(ControlError) {
+        try connection.subscribe(onUpdate: onUpdate, onClose: onClose)
+    }
+
+    /// Ends the connection.
+    public func close() { connection.close() }
+}
+
+/// The socket of a ControlClient and what its reader thread shares with the callers.
+private final class Connection: Sendable {
+    private struct State {
+        var waiting: [Int: DispatchSemaphore] = [:]
+        var replies: [Int: ControlReply] = [:]
+        var closed: String?
+        var snapshot = QueueSnapshot(version: 0, items: [], totals: QueueTotals(), maxConcurrent: 0, maxPerHost: 0)
+        var onUpdate: (@Sendable (QueueSnapshot) -> Void)?
+        var onClose: (@Sendable (String) -> Void)?
+    }
+
+    private let fd: Int32
+    private let state = Mutex(State())
+    private let writeLock = Mutex(())
+    private let nextID = Atomic<Int>(0)
+    /// How long a request waits for its reply.
+    static let replyTimeout: TimeInterval = 15
+
+    init(fd: Int32) {
+        self.fd = fd
+    }
+
+    deinit { Glibc.close(fd) }
+
+    var snapshot: QueueSnapshot { state.withLock { $0.snapshot } }
+
+    func request(_ request: ControlRequest) throws(ControlError) -> ControlReply {
+        var request = request
+        request.id = nextID.add(1, ordering: .relaxed).newValue
+        let signal = DispatchSemaphore(value: 0)
+        let gone = state.withLock { s -> String? in
+            if s.closed == nil { s.waiting[request.id] = signal }
+            return s.closed
+        }
+        if let gone { throw ControlError(gone) }
+        guard var line = try? JSONEncoder().encode(request) else { throw ControlError("cannot encode the request") }
+        line.append(0x0A)
+        let sent = writeLock.withLock { _ in writeAll(line) }
+        guard sent else {
+            _ = state.withLock { $0.waiting.removeValue(forKey: request.id) }
+            throw ControlError("the engine closed the connection")
+        }
+        let timedOut = signal.wait(timeout: .now() + Self.replyTimeout) == .timedOut
+        let (reply, closed) = state.withLock { s in
+            s.waiting[request.id] = nil
+            return (s.replies.removeValue(forKey: request.id), s.closed)
+        }
+        if let reply { return reply }
+        throw ControlError(timedOut ? "the engine did not answer in \(Int(Self.replyTimeout)) s" : closed ?? "the engine closed the connection")
+    }
+
+    func subscribe(onUpdate: @escaping @Sendable (QueueSnapshot) -> Void,
+                   onClose: @escaping @Sendable (String) -> Void) throws(ControlError) {
+        state.withLock {
+            $0.onUpdate = onUpdate
+            $0.onClose = onClose
+        }
+        let reply = try request(ControlRequest(id: 0, verb: .subscribe))
+        guard reply.ok else { throw ControlError(reply.error ?? "the engine refused the subscription") }
+    }
+
+    /// Wakes the reader with an end of file; the descriptor closes when the reader lets go of this object.
+    func close() {
+        shutdown(fd, Int32(SHUT_RDWR))
+    }
+
+    private func writeAll(_ data: Data) -> Bool {
+        data.withUnsafeBytes { raw in
+            var offset = 0
+            while offset < raw.count {
+                let n = Glibc.send(fd, raw.baseAddress! + offset, raw.count - offset, Int32(MSG_NOSIGNAL))
+                if n < 0 {
+                    if errno == EINTR { continue }
+                    return false
+                }
+                offset += n
+            }
+            return true
+        }
+    }
+
+    func readLoop() {
+        var pending = Data()
+        var buffer = [UInt8](repeating: 0, count: 256 << 10)
+        let decoder = JSONDecoder()
+        var reason = "the engine closed the connection"
+        reading: while true {
+            let n = read(fd, &buffer, buffer.count)
+            if n < 0, errno == EINTR { continue }
+            if n <= 0 { break }
+            pending.append(contentsOf: buffer[0..<n])
+            var start = pending.startIndex
+            while let newline = pending[start...].firstIndex(of: 0x0A) {
+                let line = pending[start..<newline]
+                start = newline + 1
+                guard let message = try? decoder.decode(ControlMessage.self, from: line) else {
+                    reason = "the engine sent something that is not a message"
+                    break reading
+                }
+                receive(message)
+            }
+            pending.removeSubrange(pending.startIndex..<start)
+        }
+        let (waiters, onClose) = state.withLock { s -> ([DispatchSemaphore], (@Sendable (String) -> Void)?) in
+            s.closed = reason
+            defer { s.waiting = [:] }
+            return (Array(s.waiting.values), s.onClose)
+        }
+        waiters.forEach { $0.signal() }
+        onClose?(reason)
+    }
+
+    private func receive(_ message: ControlMessage) {
+        if let reply = message.reply {
+            let waiter = state.withLock { s -> DispatchSemaphore? in
+                guard let id = reply.id, let waiter = s.waiting[id] else { return nil }
+                s.replies[id] = reply
+                return waiter
+            }
+            waiter?.signal()
+        }
+        if let update = message.update {
+            let (snapshot, onUpdate) = state.withLock { s in
+                s.snapshot = s.snapshot.applying(update)
+                return (s.snapshot, s.onUpdate)
+            }
+            onUpdate?(snapshot)
+        }
+    }
+}

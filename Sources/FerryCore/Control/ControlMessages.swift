@@ -1,0 +1,142 @@
+import Foundation
+
+/// What goes over the engine's control socket: one JSON object per line, each way. A client sends
+/// requests; the engine answers each with a reply carrying the request's `id`, and, after `subscribe`,
+/// pushes updates (a full queue first, then only what changed). Versioned: a request of another version
+/// gets an error reply. See EngineHost for what each verb does.
+public enum ControlProtocol {
+    public static let version = 1
+    /// The longest request line the engine reads (an `add` of a few thousand URLs fits).
+    public static let maxRequest = 4 << 20
+    /// Updates are pushed at most this often.
+    public static let updateInterval: TimeInterval = 0.2
+}
+
+public enum ControlVerb: String, Codable, Sendable, CaseIterable {
+    /// The queue as the store keeps it, with live byte counts (`ferry list`).
+    case list
+    /// Updates from now on: the full queue, then changes.
+    case subscribe
+    /// Queue `specs`; the reply has their ids.
+    case add
+    case pause, resume, cancel, retry, remove
+    /// `ids[0]` one step or to an end (`move`).
+    case move
+    /// Transfers at once (`count`).
+    case jobs
+    /// One item's bandwidth limit (`ids`, `rate`; nil: none).
+    case limit
+    /// The global limits (`download`, `upload`; nil: none).
+    case limits
+    /// The engine stops its transfers (their `.part` files stay) and exits.
+    case stop
+}
+
+public struct ControlRequest: Codable, Sendable, Equatable {
+    public var v: Int = ControlProtocol.version
+    public var id: Int
+    public var verb: ControlVerb
+    public var ids: [Int64]?
+    /// pause/resume/cancel/retry/remove: every item (instead of `ids`).
+    public var all: Bool?
+    public var move: QueueMove?
+    public var count: Int?
+    public var deletePart: Bool?
+    public var specs: [TransferSpec]?
+    public var rate: Int64?
+    public var download: Int64?
+    public var upload: Int64?
+
+    public init(id: Int, verb: ControlVerb) {
+        self.id = id
+        self.verb = verb
+    }
+}
+
+public struct ControlReply: Codable, Sendable, Equatable {
+    public var id: Int?
+    public var ok: Bool
+    /// What went wrong, in words (an unknown id, a bad frame, an unknown verb...).
+    public var error: String?
+    /// `add`: the new items' ids.
+    public var ids: [Int64]?
+    /// `list`: the queue as records.
+    public var items: [StoredTransfer]?
+    /// The engine's process id (every reply says it, for messages).
+    public var pid: Int32?
+
+    public init(id: Int?, ok: Bool, error: String? = nil) {
+        self.id = id
+        self.ok = ok
+        self.error = error
+    }
+}
+
+/// A change of the queue for a subscriber. `full`: `items` is the whole queue in order (the first update,
+/// and again after the client fell behind); otherwise only the items that changed, `removed` those gone,
+/// and `order` the ids in order when the order changed.
+public struct ControlUpdate: Codable, Sendable, Equatable {
+    public var full: Bool
+    public var version: UInt64
+    public var items: [TransferSnapshot]
+    public var removed: [Int64]?
+    public var order: [Int64]?
+    public var totals: QueueTotals
+    public var maxConcurrent: Int
+    public var maxPerHost: Int
+    public var downloadLimit: Int64?
+    public var uploadLimit: Int64?
+}
+
+/// One line from the engine.
+public struct ControlMessage: Codable, Sendable {
+    public var reply: ControlReply?
+    public var update: ControlUpdate?
+
+    public init(reply: ControlReply) { self.reply = reply }
+    public init(update: ControlUpdate) { self.update = update }
+}
+
+extension ControlUpdate {
+    /// The whole queue.
+    init(full snapshot: QueueSnapshot) {
+        self.init(full: true, version: snapshot.version, items: snapshot.items, removed: nil,
+                  order: snapshot.items.map(\.id.rawValue), totals: snapshot.totals,
+                  maxConcurrent: snapshot.maxConcurrent, maxPerHost: snapshot.maxPerHost,
+                  downloadLimit: snapshot.downloadLimit, uploadLimit: snapshot.uploadLimit)
+    }
+
+    /// What changed from `old` to `new`; nil when nothing did.
+    init?(from old: QueueSnapshot, to new: QueueSnapshot) {
+        guard old != new else { return nil }
+        let before = Dictionary(old.items.map { ($0.id, $0) }, uniquingKeysWith: { a, _ in a })
+        let changed = new.items.filter { before[$0.id] != $0 }
+        let now = Set(new.items.map(\.id))
+        let removed = old.items.map(\.id).filter { !now.contains($0) }
+        let sameOrder = old.items.count == new.items.count && zip(old.items, new.items).allSatisfy { $0.id == $1.id }
+        self.init(full: false, version: new.version, items: changed, removed: removed.isEmpty ? nil : removed.map(\.rawValue),
+                  order: sameOrder ? nil : new.items.map(\.id.rawValue), totals: new.totals,
+                  maxConcurrent: new.maxConcurrent, maxPerHost: new.maxPerHost,
+                  downloadLimit: new.downloadLimit, uploadLimit: new.uploadLimit)
+    }
+}
+
+extension QueueSnapshot {
+    /// The queue after `update`: what a client keeps in step with the engine.
+    public func applying(_ update: ControlUpdate) -> QueueSnapshot {
+        var items = update.items
+        if !update.full {
+            var byID = Dictionary(self.items.map { ($0.id, $0) }, uniquingKeysWith: { a, _ in a })
+            for item in update.items { byID[item.id] = item }
+            for id in update.removed ?? [] { byID[TransferID(id)] = nil }
+            let order = update.order.map { $0.map(TransferID.init) } ?? self.items.map(\.id)
+            let ordered = Set(order)
+            items = order.compactMap { byID[$0] } + update.items.filter { !ordered.contains($0.id) }
+        }
+        var snapshot = QueueSnapshot(version: update.version, items: items, totals: update.totals,
+                                     maxConcurrent: update.maxConcurrent, maxPerHost: update.maxPerHost)
+        snapshot.downloadLimit = update.downloadLimit
+        snapshot.uploadLimit = update.uploadLimit
+        return snapshot
+    }
+}

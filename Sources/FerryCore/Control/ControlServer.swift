@@ -1,0 +1,270 @@
+import Foundation
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// The engine's end of the control socket: accepts clients of the same uid, reads their requests line by
+/// line, and writes replies and updates without ever waiting for a client. Everything runs on one serial
+/// queue. A malformed, oversized or unknown request gets an error reply and its connection closes; a
+/// subscriber that does not read is sent no updates while its last write is pending (it gets the whole
+/// queue once it drains) and is dropped when nothing drains for `stallLimit` (long enough for a UI stopped
+/// with Ctrl-Z to come back).
+final class ControlServer: @unchecked Sendable {
+    final class Connection {
+        let fd: Int32
+        var input = Data()
+        var output = Data()
+        var subscribed = false
+        /// Updates were skipped while output was pending: send the whole queue when it drains.
+        var behind = false
+        /// Since when output has been pending without any of it being written.
+        var stalledSince: DispatchTime?
+        var readSource: DispatchSourceRead?
+        var writeSource: DispatchSourceWrite?
+        var writing = false
+
+        init(fd: Int32) { self.fd = fd }
+    }
+
+    /// Output pending for one client beyond which it is dropped (a client that sends requests and never
+    /// reads the replies).
+    static let outputLimit = 8 << 20
+    static let stallLimit: TimeInterval = 300
+
+    let queue = DispatchQueue(label: "ferry.control")
+    private let listenFD: Int32
+    private let path: String
+    private var acceptSource: DispatchSourceRead?
+    private var connections: [Int32: Connection] = [:]
+    private let handle: (ControlRequest) -> ControlReply
+    private let fullUpdate: () -> ControlUpdate
+    private let encoder = JSONEncoder()
+    /// Called on `queue` whenever a client connects or goes.
+    var clientsChanged: ((_ clients: Int, _ subscribers: Int) -> Void)?
+
+    /// - Parameters:
+    ///   - handle: answers a request (on `queue`).
+    ///   - fullUpdate: the whole queue, for a new subscriber or one that fell behind (on `queue`).
+    init(path: String, handle: @escaping (ControlRequest) -> ControlReply,
+         fullUpdate: @escaping () -> ControlUpdate) throws(StateError) {
+        self.path = path
+        self.listenFD = try UnixSocket.listen(path: path)
+        self.handle = handle
+        self.fullUpdate = fullUpdate
+        let source = DispatchSource.makeReadSource(fileDescriptor: listenFD, queue: queue)
+        source.setEventHandler { [unowned self] in self.acceptAll() }
+        source.resume()
+        acceptSource = source
+    }
+
+    var subscriberCount: Int { connections.values.filter(\.subscribed).count }
+
+    /// Stops listening and drops every client. The socket file goes.
+    func close() {
+        queue.sync {
+            acceptSource?.cancel()
+            acceptSource = nil
+            Glibc.close(listenFD)
+            unlink(path)
+            for connection in Array(connections.values) { drop(connection) }
+        }
+    }
+
+    private func acceptAll() {
+        while true {
+            guard let fd = UnixSocket.accept(listenFD) else { return }
+            // Only processes of the engine's own user (the socket's mode already says so; this is the check
+            // that does not depend on the file system).
+            guard UnixSocket.peerUID(fd) == getuid() else {
+                Glibc.close(fd)
+                continue
+            }
+            let connection = Connection(fd: fd)
+            let source = DispatchSource.makeReadSource(fileDescriptor: fd, queue: queue)
+            source.setEventHandler { [unowned self] in self.readAvailable(connection) }
+            source.resume()
+            connection.readSource = source
+            connections[fd] = connection
+            clientsChanged?(connections.count, subscriberCount)
+        }
+    }
+
+    private func readAvailable(_ connection: Connection) {
+        var buffer = [UInt8](repeating: 0, count: 64 << 10)
+        while connections[connection.fd] === connection {
+            let n = read(connection.fd, &buffer, buffer.count)
+            if n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR) {
+                drop(connection)
+                return
+            }
+            if n < 0 { break }
+            // Each byte is looked at once: a line is complete when this chunk holds its newline.
+            var start = 0
+            while start < n, let newline = buffer.withUnsafeBytes({ raw -> Int? in
+                memchr(raw.baseAddress! + start, 0x0A, n - start).map { UnsafeRawPointer($0) - raw.baseAddress! }
+            }) {
+                connection.input.append(contentsOf: buffer[start..<newline])
+                let line = connection.input
+                connection.input = Data()
+                start = newline + 1
+                guard answer(line, on: connection) else { return }
+            }
+            connection.input.append(contentsOf: buffer[start..<n])
+            if connection.input.count > ControlProtocol.maxRequest {
+                refuse(connection, id: nil, "request longer than \(ControlProtocol.maxRequest) bytes")
+                return
+            }
+        }
+    }
+
+    /// Answers one request line; false when the connection was closed for it.
+    private func answer(_ line: Data, on connection: Connection) -> Bool {
+        struct Envelope: Decodable {
+            var v: Int?
+            var id: Int?
+            var verb: String?
+        }
+        guard let envelope = try? JSONDecoder().decode(Envelope.self, from: line) else {
+            refuse(connection, id: nil, "not a JSON object")
+            return false
+        }
+        guard envelope.v == ControlProtocol.version else {
+            refuse(connection, id: envelope.id, "protocol version \(envelope.v.map(String.init) ?? "missing"), this engine speaks \(ControlProtocol.version)")
+            return false
+        }
+        guard let verb = envelope.verb, ControlVerb(rawValue: verb) != nil else {
+            refuse(connection, id: envelope.id, "unknown verb '\(TerminalSafe.sanitize(envelope.verb ?? ""))'")
+            return false
+        }
+        let request: ControlRequest
+        do {
+            request = try JSONDecoder().decode(ControlRequest.self, from: line)
+        } catch {
+            refuse(connection, id: envelope.id, "malformed \(verb) request")
+            return false
+        }
+        var reply = handle(request)
+        reply.pid = getpid()
+        send(ControlMessage(reply: reply), to: connection)
+        if request.verb == .subscribe, reply.ok, connections[connection.fd] === connection {
+            connection.subscribed = true
+            send(ControlMessage(update: fullUpdate()), to: connection)
+            clientsChanged?(connections.count, subscriberCount)
+        }
+        return connections[connection.fd] === connection
+    }
+
+    private func refuse(_ connection: Connection, id: Int?, _ error: String) {
+        var reply = ControlReply(id: id, ok: false, error: error)
+        reply.pid = getpid()
+        send(ControlMessage(reply: reply), to: connection)
+        // What could be written goes; the rest is dropped with the connection.
+        drop(connection)
+    }
+
+    /// Sends an update to every subscriber that keeps up; the others get the whole queue once they drain.
+    func broadcast(_ update: ControlUpdate) {
+        let now = DispatchTime.now()
+        var line: Data?
+        for connection in Array(connections.values) where connection.subscribed {
+            if connection.output.isEmpty {
+                if line == nil { line = encode(ControlMessage(update: update)) }
+                write(line!, to: connection)
+            } else {
+                connection.behind = true
+                if let since = connection.stalledSince, now.uptimeNanoseconds - since.uptimeNanoseconds > UInt64(Self.stallLimit * 1e9) {
+                    drop(connection)
+                }
+            }
+        }
+    }
+
+    private func encode(_ message: ControlMessage) -> Data {
+        var data = (try? encoder.encode(message)) ?? Data("{}".utf8)
+        data.append(0x0A)
+        return data
+    }
+
+    private func send(_ message: ControlMessage, to connection: Connection) {
+        write(encode(message), to: connection)
+    }
+
+    private func write(_ data: Data, to connection: Connection) {
+        guard connections[connection.fd] === connection else { return }
+        if connection.output.isEmpty {
+            let written = data.withUnsafeBytes { Glibc.send(connection.fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+            if written < 0, errno != EAGAIN, errno != EINTR {
+                drop(connection)
+                return
+            }
+            let rest = data.dropFirst(max(0, written))
+            guard !rest.isEmpty else { return }
+            connection.output = Data(rest)
+            connection.stalledSince = .now()
+            startWriting(connection)
+        } else {
+            connection.output.append(data)
+            if connection.output.count > Self.outputLimit { drop(connection) }
+        }
+    }
+
+    private func startWriting(_ connection: Connection) {
+        guard !connection.writing else { return }
+        connection.writing = true
+        if connection.writeSource == nil {
+            let source = DispatchSource.makeWriteSource(fileDescriptor: connection.fd, queue: queue)
+            source.setEventHandler { [unowned self] in self.writePending(connection) }
+            connection.writeSource = source
+        }
+        connection.writeSource?.resume()
+    }
+
+    private func writePending(_ connection: Connection) {
+        while !connection.output.isEmpty {
+            let written = connection.output.withUnsafeBytes { Glibc.send(connection.fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+            if written < 0 {
+                if errno == EAGAIN || errno == EINTR { return }
+                drop(connection)
+                return
+            }
+            connection.output.removeFirst(written)
+            connection.stalledSince = .now()
+        }
+        connection.stalledSince = nil
+        connection.writing = false
+        connection.writeSource?.suspend()
+        if connection.behind {
+            connection.behind = false
+            send(ControlMessage(update: fullUpdate()), to: connection)
+        }
+    }
+
+    private func drop(_ connection: Connection) {
+        guard connections.removeValue(forKey: connection.fd) != nil else { return }
+        // The descriptor closes once every source on it has let go (their cancel handlers, on this queue).
+        let sources: [any DispatchSourceProtocol] = [connection.readSource, connection.writeSource].compactMap { $0 }
+        let closer = Closer(fd: connection.fd, sources: sources.count)
+        for source in sources { source.setCancelHandler { closer.sourceGone() } }
+        if let source = connection.writeSource, !connection.writing { source.resume() }  // a suspended source must not be released
+        sources.forEach { $0.cancel() }
+        if sources.isEmpty { Glibc.close(connection.fd) }
+        clientsChanged?(connections.count, subscriberCount)
+    }
+
+    /// Closes a descriptor after the last of its dispatch sources is cancelled.
+    private final class Closer: @unchecked Sendable {
+        private let fd: Int32
+        private var left: Int
+
+        init(fd: Int32, sources: Int) {
+            self.fd = fd
+            self.left = sources
+        }
+
+        /// On the server's queue.
+        func sourceGone() {
+            left -= 1
+            if left == 0 { Glibc.close(fd) }
+        }
+    }
+}

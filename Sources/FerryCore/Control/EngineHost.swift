@@ -1,0 +1,171 @@
+import Foundation
+#if canImport(Glibc)
+import Glibc
+#endif
+import Synchronization
+
+/// An engine that others can reach: the TransferManager of a state directory plus its control socket.
+/// Every engine (a background one, a headless `ferry run` or `get --no-tui`) is one; clients (the UI, the
+/// shell verbs, a following `get`) talk to it through the socket. It answers requests, and pushes
+/// subscribers the queue's changes at most every `ControlProtocol.updateInterval`, nothing while nothing changes.
+public final class EngineHost: @unchecked Sendable {
+    public let manager: TransferManager
+    private var server: ControlServer!
+    private let onStop: @Sendable () -> Void
+    // On the server's queue:
+    private var lastSent: QueueSnapshot?
+    private var timer: DispatchSourceTimer?
+    private var quietTicks = 0
+    private var subscribers = 0
+    private let clientCount = Atomic<Int>(0)
+    private let lastClientGone = Mutex<DispatchTime>(.now())
+    /// Items added through the socket (a headless engine finishes them before it exits).
+    public let added = Mutex<Set<TransferID>>([])
+
+    /// Listens on the state directory's socket. `onStop` runs (off the socket's queue) when a client asks
+    /// the engine to stop; it should shut the manager down and end the process.
+    public init(manager: TransferManager, directory: StateDirectory, onStop: @escaping @Sendable () -> Void) throws(StateError) {
+        self.manager = manager
+        self.onStop = onStop
+        server = try ControlServer(path: directory.socketPath, handle: { [unowned self] in self.handle($0) },
+                                   fullUpdate: { [unowned self] in self.fullUpdate() })
+        server.clientsChanged = { [unowned self] clients, subscribers in
+            self.clientCount.store(clients, ordering: .relaxed)
+            if clients == 0 { self.lastClientGone.withLock { $0 = .now() } }
+            self.subscribers = subscribers
+            if subscribers > 0 { self.startUpdates() }
+        }
+    }
+
+    /// Clients connected now.
+    public var clients: Int { clientCount.load(ordering: .relaxed) }
+
+    /// Seconds since the last client went (0 while any is connected).
+    public var secondsWithoutClients: TimeInterval {
+        guard clients == 0 else { return 0 }
+        return Double(DispatchTime.now().uptimeNanoseconds - lastClientGone.withLock { $0 }.uptimeNanoseconds) / 1e9
+    }
+
+    /// Something changed in the engine (its event callback): updates may be due.
+    public func nudge() {
+        server.queue.async { [self] in if subscribers > 0 { startUpdates() } }
+    }
+
+    /// Stops listening; clients see the connection close.
+    public func close() {
+        server.queue.sync {
+            timer?.cancel()
+            timer = nil
+        }
+        server.close()
+    }
+
+    // MARK: Updates (on the server's queue)
+
+    private func startUpdates() {
+        quietTicks = 0
+        guard timer == nil else { return }
+        let timer = DispatchSource.makeTimerSource(queue: server.queue)
+        timer.schedule(deadline: .now() + ControlProtocol.updateInterval, repeating: ControlProtocol.updateInterval,
+                       leeway: .milliseconds(20))
+        timer.setEventHandler { [unowned self] in self.tick() }
+        timer.resume()
+        self.timer = timer
+    }
+
+    private func tick() {
+        guard subscribers > 0 else { return stopUpdates() }
+        if manager.version == lastSent?.version {
+            // Nothing moves: the timer sleeps until the engine's next event (nudge).
+            quietTicks += 1
+            if quietTicks >= 5, lastSent?.totals.count[.running, default: 0] == 0 { stopUpdates() }
+            return
+        }
+        quietTicks = 0
+        sendChanges(manager.snapshot())
+    }
+
+    private func stopUpdates() {
+        timer?.cancel()
+        timer = nil
+    }
+
+    private func sendChanges(_ snapshot: QueueSnapshot) {
+        if let lastSent, let update = ControlUpdate(from: lastSent, to: snapshot) { server.broadcast(update) }
+        lastSent = snapshot
+    }
+
+    /// The whole queue for a subscriber. The others get what changed up to this same snapshot first, so
+    /// every later update applies to what each of them holds.
+    private func fullUpdate() -> ControlUpdate {
+        let snapshot = manager.snapshot()
+        sendChanges(snapshot)
+        return ControlUpdate(full: snapshot)
+    }
+
+    // MARK: Requests (on the server's queue)
+
+    private func handle(_ request: ControlRequest) -> ControlReply {
+        var reply = ControlReply(id: request.id, ok: true)
+        switch request.verb {
+        case .list:
+            reply.items = manager.records()
+        case .subscribe:
+            break
+        case .add:
+            guard let specs = request.specs, !specs.isEmpty else { return failure(request, "add needs specs") }
+            let ids = manager.add(specs)
+            added.withLock { $0.formUnion(ids) }
+            reply.ids = ids.map(\.rawValue)
+        case .pause, .resume, .cancel, .retry, .remove:
+            let ids: [TransferID]
+            switch resolve(request) {
+            case let .success(found): ids = found
+            case let .failure(error): return failure(request, error.description)
+            }
+            for id in ids {
+                switch request.verb {
+                case .pause: manager.pause(id)
+                case .resume: manager.resume(id)
+                case .cancel: manager.cancel(id)
+                case .retry: manager.retry(id)
+                default: manager.remove(id, deletePartial: request.deletePart ?? false)
+                }
+            }
+        case .move:
+            guard let direction = request.move, request.ids?.count == 1 else { return failure(request, "move takes one id and a direction") }
+            guard case let .success(ids) = resolve(request) else { return failure(request, "no item #\(request.ids![0])") }
+            manager.move(ids[0], direction)
+        case .jobs:
+            guard let count = request.count, ConcurrencyCaps.range.contains(count) else {
+                return failure(request, "transfers at once: \(ConcurrencyCaps.range.lowerBound) to \(ConcurrencyCaps.range.upperBound)")
+            }
+            manager.setConcurrency(maxConcurrent: count)
+        case .limit:
+            guard case let .success(ids) = resolve(request), !ids.isEmpty else { return failure(request, "limit takes known ids") }
+            for id in ids { manager.setRateLimit(id, request.rate) }
+        case .limits:
+            manager.setGlobalLimits(download: request.download, upload: request.upload)
+        case .stop:
+            // After the reply has gone out.
+            server.queue.async { [onStop] in DispatchQueue.global().async { onStop() } }
+        }
+        if subscribers > 0 { startUpdates() }
+        return reply
+    }
+
+    private func failure(_ request: ControlRequest, _ message: String) -> ControlReply {
+        ControlReply(id: request.id, ok: false, error: message)
+    }
+
+    /// The ids a request names (every item with `all`); an unknown one is an error naming it.
+    private func resolve(_ request: ControlRequest) -> Result<[TransferID], ControlError> {
+        if request.all == true { return .success(manager.snapshot().items.map(\.id)) }
+        let ids = (request.ids ?? []).map(TransferID.init)
+        let unknown = ids.filter { manager.snapshot(of: $0) == nil }
+        guard unknown.isEmpty else {
+            return .failure(ControlError("no item " + unknown.map(\.description).joined(separator: ", ")))
+        }
+        return .success(ids)
+    }
+}

@@ -1,0 +1,107 @@
+import FerryCore
+import Foundation
+#if canImport(Glibc)
+import Glibc
+#endif
+import Synchronization
+
+/// What a headless ferry prints about its items, whether it runs them itself (HeadlessRun) or follows them
+/// in another engine (Follow): a line per state change and per attempt, progress at most once a second on
+/// stderr, the saved paths (or upload answers) on stdout at the end. Plain lines only: no escape sequences.
+final class Reporter: Sendable {
+    private let lastPrinted = Mutex<[TransferID: Int64]>([:])
+    private let lastAttemptShown = Mutex<[TransferID: Int]>([:])
+    let output = DispatchQueue(label: "ferry.output")
+
+    /// A line for the item's new state (once per attempt while it runs).
+    func stateChanged(_ item: TransferSnapshot) {
+        let name = TerminalSafe.sanitize(item.displayName)
+        let line: String
+        switch item.state {
+        case .running:
+            // One line per attempt: the engine also reports `running` while it checks and renames a finished file.
+            guard let attempt = item.attempts.last,
+                  lastAttemptShown.withLock({ $0.updateValue(attempt.number, forKey: item.id) }) != attempt.number
+            else { return }
+            line = attempt.fromOffset > 0
+                ? "\(item.id) \(name): resuming at \(ByteFormat.bytes(attempt.fromOffset)) (attempt \(attempt.number))"
+                : "\(item.id) \(name): \(item.spec.direction == .upload ? "uploading" : "downloading") (attempt \(attempt.number))"
+        case .waiting:
+            let wait = item.nextRetryAt.map { max(0, $0.timeIntervalSinceNow) } ?? 0
+            line = "\(item.id) \(name): retry \(item.retries)/\(item.maxRetries) in \(ByteFormat.duration(wait.rounded(.up))): \(TerminalSafe.sanitize(item.lastError ?? ""))"
+        case .completed where item.spec.direction == .upload:
+            let status = item.response.map { " (HTTP \($0.status))" } ?? ""
+            line = "\(item.id) \(name): done, \(ByteFormat.bytes(item.bytesDone)) sent\(status)"
+        case .completed:
+            line = "\(item.id) \(name): done, \(ByteFormat.bytes(item.bytesDone))"
+        case .failed:
+            line = "\(item.id) \(name): failed: \(TerminalSafe.sanitize(item.lastError ?? "unknown error"))"
+        case .queued, .paused, .cancelled:
+            line = "\(item.id) \(name): \(item.state.rawValue)"
+        }
+        output.async { printError(line) }
+    }
+
+    /// Progress of the running items among `items` (call once a second, on the output queue).
+    func progress(_ items: [TransferSnapshot]) {
+        for item in items where item.state == .running {
+            let changed = lastPrinted.withLock { last -> Bool in
+                defer { last[item.id] = item.bytesDone }
+                return last[item.id] != item.bytesDone
+            }
+            guard changed else { continue }
+            var line = "\(item.id) \(TerminalSafe.sanitize(item.displayName)): "
+            if let progress = item.progress, let total = item.bytesExpected {
+                line += "\(Int(progress * 100))% \(ByteFormat.bytes(item.bytesDone))/\(ByteFormat.bytes(total))"
+            } else {
+                line += ByteFormat.bytes(item.bytesDone)
+            }
+            if let rate = item.bytesPerSecond { line += " \(ByteFormat.rate(rate))" }
+            if let eta = item.eta { line += " ETA \(ByteFormat.duration(eta))" }
+            printError(line)
+        }
+    }
+
+    /// The end: saved paths (or upload answers) on stdout, failures on stderr. The exit status: 0 when every
+    /// one of `ids` succeeded, 1 otherwise (an id no longer in the queue was removed: a failure).
+    func results(_ snapshot: QueueSnapshot, ids: Set<TransferID>) -> Int32 {
+        var failed = 0
+        let present = Set(snapshot.items.map(\.id))
+        for item in snapshot.items where ids.contains(item.id) {
+            if item.state == .completed, let path = item.savedPath {
+                print(path)
+            } else if item.state == .completed, item.spec.direction == .upload {
+                writeResponseBody(item.response)
+            } else {
+                failed += 1
+                let reason = item.lastError ?? item.state.rawValue
+                printError("failed: \(TerminalSafe.redactedURL(item.spec.url)): \(TerminalSafe.sanitize(reason))")
+            }
+        }
+        for id in ids.subtracting(present).sorted() {
+            failed += 1
+            printError("failed: \(id) was removed from the queue")
+        }
+        fflush(nil)
+        if failed > 0 { printError("\(failed) of \(ids.count) transfers failed") }
+        return failed > 0 ? 1 : 0
+    }
+
+    /// The server's answer to an upload, on stdout: raw when piped (so it can go on to jq), made
+    /// terminal-safe when stdout is a terminal.
+    private func writeResponseBody(_ response: ServerResponse?) {
+        guard let response, !response.body.isEmpty else { return }
+        if isatty(STDOUT_FILENO) != 0 {
+            FileHandle.standardOutput.write(Data(TerminalSafe.sanitize(bytes: response.body, allowNewlines: true).utf8))
+        } else {
+            FileHandle.standardOutput.write(response.body)
+        }
+        if response.truncated {
+            printError("the response body was cut at \(ByteFormat.bytes(Int64(response.body.count))) of \(ByteFormat.bytes(response.bodyLength))")
+        }
+    }
+}
+
+func printError(_ line: String) {
+    FileHandle.standardError.write(Data(("ferry: " + line + "\n").utf8))
+}

@@ -1,0 +1,198 @@
+import FerryCore
+import Foundation
+import Testing
+import TestHTTPServer
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// The engine's control socket: who may connect, what a bad client gets, and that no client can cost the
+/// engine its memory or its transfers.
+@Suite struct ControlSocketTests {
+    let server: TestHTTPServer
+    let dir: TempDir
+    var directory: StateDirectory { StateDirectory(option: dir.path + "/state") }
+
+    init() throws {
+        server = try TestHTTPServer()
+        dir = try TempDir()
+    }
+
+    /// An engine serving the state directory in this process.
+    func serve() throws -> (TransferManager, EngineHost) {
+        try directory.prepare()
+        let manager = try TransferManager(configuration: testConfiguration(), store: InMemoryQueueStore())
+        let host = try EngineHost(manager: manager, directory: directory) {}
+        return (manager, host)
+    }
+
+    /// A raw connection with a receive timeout, for speaking bytes that ControlClient never would.
+    func rawConnection() throws -> Int32 {
+        let fd = try #require(UnixSocket.connect(path: directory.socketPath))
+        var timeout = timeval(tv_sec: 10, tv_usec: 0)
+        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
+        return fd
+    }
+
+    /// Everything the engine sends until it closes the connection (or the timeout).
+    func readToEnd(_ fd: Int32) -> (Data, closed: Bool) {
+        var data = Data()
+        var buffer = [UInt8](repeating: 0, count: 65536)
+        while true {
+            let n = read(fd, &buffer, buffer.count)
+            // A close with unread data on the engine's side arrives as ECONNRESET after what was sent.
+            if n == 0 || (n < 0 && errno == ECONNRESET) { return (data, true) }
+            if n < 0 { return (data, false) }
+            data.append(contentsOf: buffer[0..<n])
+        }
+    }
+
+    func send(_ fd: Int32, _ data: Data) {
+        _ = data.withUnsafeBytes { Glibc.send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+    }
+
+    @Test func theStateDirectoryAndTheSocketAreTheUsersAlone() throws {
+        // A directory made with looser modes is made private too.
+        try FileManager.default.createDirectory(atPath: directory.path, withIntermediateDirectories: true,
+                                                attributes: [.posixPermissions: 0o755])
+        let (manager, host) = try serve()
+        defer { host.close(); manager.shutdown() }
+        var st = stat()
+        #expect(stat(directory.path, &st) == 0 && st.st_mode & 0o7777 == 0o700)
+        #expect(stat(directory.socketPath, &st) == 0 && st.st_mode & S_IFMT == S_IFSOCK && st.st_mode & 0o7777 == 0o600)
+    }
+
+    @Test(arguments: [
+        ("\u{0}\u{FF}garbage\n", "not a JSON object"),
+        ("{\"v\":1,\"id\":7,\"verb\":\"explode\"}\n", "unknown verb 'explode'"),
+        ("{\"v\":1,\"id\":8,\"verb\":\"pause\",\"ids\":\"all of them\"}\n", "malformed pause request"),
+        ("{\"v\":99,\"id\":9,\"verb\":\"list\"}\n", "protocol version 99"),
+        ("[1,2,3]\n", "not a JSON object"),
+    ])
+    func aBadRequestGetsAnErrorAndItsConnectionCloses(_ frame: String, _ message: String) throws {
+        let (manager, host) = try serve()
+        defer { host.close(); manager.shutdown() }
+        let fd = try rawConnection()
+        defer { close(fd) }
+        send(fd, Data(frame.utf8))
+        let (data, closed) = readToEnd(fd)
+        #expect(closed, "the engine closes the connection")
+        let line = try #require(data.split(separator: 0x0A).first)
+        let reply = try #require(try JSONDecoder().decode(ControlMessage.self, from: Data(line)).reply)
+        #expect(!reply.ok)
+        #expect(reply.error?.contains(message) == true, "\(reply.error ?? "")")
+        // The engine goes on serving everyone else.
+        let client = try #require(ControlClient.connect(directory))
+        #expect(try client.request(ControlRequest(id: 0, verb: .list)).ok)
+    }
+
+    @Test func anOversizedRequestIsRefused() throws {
+        let (manager, host) = try serve()
+        defer { host.close(); manager.shutdown() }
+        let fd = try rawConnection()
+        defer { close(fd) }
+        let writer = Thread { [fd] in
+            // More than the cap, with no newline: the engine must not keep reading it into memory.
+            let chunk = Data(repeating: UInt8(ascii: "a"), count: 1 << 20)
+            for _ in 0..<(ControlProtocol.maxRequest >> 20) + 2 {
+                if chunk.withUnsafeBytes({ Glibc.send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }) < 0 { break }
+            }
+        }
+        writer.start()
+        let (data, closed) = readToEnd(fd)
+        #expect(closed)
+        let reply = try JSONDecoder().decode(ControlMessage.self, from: Data(data.split(separator: 0x0A).first ?? [])).reply
+        #expect(reply?.error?.contains("request longer than") == true)
+        #expect(try ControlClient.connect(directory).map { try $0.request(ControlRequest(id: 0, verb: .list)).ok } == true)
+    }
+
+    @Test func unknownIdsAreNamedAndNothingIsChanged() throws {
+        let (manager, host) = try serve()
+        defer { host.close(); manager.shutdown() }
+        server.route("/a", .serve(Resource(body: Data("a".utf8))))
+        var spec = TransferSpec(download: server.url("/a"), directory: dir.path)
+        spec.fileName = "a"
+        let client = try #require(ControlClient.connect(directory))
+        var add = ControlRequest(id: 0, verb: .add)
+        add.specs = [spec]
+        let id = try #require(try client.request(add).ids?.first)
+        var pause = ControlRequest(id: 0, verb: .pause)
+        pause.ids = [id, 41, 42]
+        let reply = try client.request(pause)
+        #expect(!reply.ok && reply.error == "no item #41, #42")
+        #expect(manager.snapshot(of: TransferID(id))?.state != .paused)
+    }
+
+    /// A subscriber that never reads while 8 transfers move: updates to it stop while its writes are pending,
+    /// the engine keeps serving another client, its RSS stays flat, and every transfer completes.
+    @Test func aClientThatNeverReadsCostsTheEngineNeitherMemoryNorTransfers() async throws {
+        let files = (0..<8).map { Resource.randomBytes(count: 3 << 20, seed: UInt64(70 + $0)) }
+        for (index, body) in files.enumerated() {
+            server.route("/f\(index)", .serve(Resource(body: body), ServeOptions(bytesPerSecond: 256 << 10)))
+        }
+        let downloads = dir.path + "/dl"
+        try FileManager.default.createDirectory(atPath: downloads, withIntermediateDirectories: true)
+        let engine = Process()
+        engine.executableURL = ferryExecutable()
+        engine.arguments = ["get", "--no-tui", "-j", "8", "-o", downloads] + (0..<8).map { server.url("/f\($0)").absoluteString }
+        engine.environment = isolatedEnvironment(stateDir: directory.path, configHome: dir.path + "/config")
+        engine.standardOutput = FileHandle.nullDevice
+        engine.standardError = FileHandle.nullDevice
+        try engine.run()
+        defer { if engine.isRunning { engine.terminate() } }
+        try await eventually("the engine listens") { ControlClient.connect(directory) != nil }
+        try await eventually("8 transfers move") {
+            (ControlClient.connect(directory).flatMap { try? $0.request(ControlRequest(id: 0, verb: .list)).items })?
+                .filter { $0.state == .running && $0.bytesDone > 0 }.count == 8
+        }
+        let baseline = residentBytes(engine.processIdentifier)
+
+        // The bad client: a small receive buffer, subscribes, never reads.
+        let stuck = try rawConnection()
+        defer { close(stuck) }
+        var small: Int32 = 4096
+        setsockopt(stuck, SOL_SOCKET, SO_RCVBUF, &small, socklen_t(MemoryLayout<Int32>.size))
+        send(stuck, Data("{\"v\":1,\"id\":1,\"verb\":\"subscribe\"}\n".utf8))
+
+        // A good one, served all along.
+        let good = try #require(ControlClient.connect(directory))
+        let updates = UpdateCount()
+        try good.subscribe(onUpdate: { _ in updates.add() }, onClose: { _ in })
+        var peak = baseline
+        var asked = 0
+        var answered = 0
+        while engine.isRunning {
+            peak = max(peak, residentBytes(engine.processIdentifier))
+            let reply = try? good.request(ControlRequest(id: 0, verb: .list))
+            // A reply missing because the engine just finished and closed is not a refusal.
+            if engine.isRunning || reply != nil {
+                asked += 1
+                if reply?.ok == true { answered += 1 }
+            }
+            try await Task.sleep(for: .milliseconds(200))
+        }
+        engine.waitUntilExit()
+        #expect(engine.terminationStatus == 0)
+        for (index, body) in files.enumerated() {
+            #expect(FileManager.default.contents(atPath: downloads + "/f\(index)") == body, "f\(index)")
+        }
+        print("control socket: RSS \(baseline >> 20) MiB -> peak \(peak >> 20) MiB; \(answered) of \(asked) lists answered, \(updates.value) updates to the good client")
+        #expect(peak - baseline < 10 << 20)
+        #expect(asked > 0 && answered == asked, "every request of the good client is answered")
+        #expect(updates.value > 0)
+    }
+
+    func residentBytes(_ pid: Int32) -> Int {
+        guard let status = try? String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8),
+              let line = status.split(separator: "\n").first(where: { $0.hasPrefix("VmRSS:") }),
+              let kib = Int(line.split(separator: " ", omittingEmptySubsequences: true)[1]) else { return 0 }
+        return kib << 10
+    }
+}
+
+final class UpdateCount: @unchecked Sendable {
+    private let lock = NSLock()
+    private var count = 0
+    func add() { lock.withLock { count += 1 } }
+    var value: Int { lock.withLock { count } }
+}

@@ -1,0 +1,97 @@
+import FerryCore
+import Foundation
+import Testing
+import TestHTTPServer
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// The background engine's life: it starts when a client needs one, exits by itself when idle with no client
+/// after the linger, and a new one resumes every running item after `ferry stop` or `kill -9`.
+@Suite struct EngineLifetimeTests {
+    let server: TestHTTPServer
+    let dir: TempDir
+    var state: String { dir.path + "/state" }
+    var downloads: String { dir.path + "/dl" }
+    var config: String { dir.path + "/ferry.toml" }
+    var directory: StateDirectory { StateDirectory(option: state) }
+
+    init() throws {
+        server = try TestHTTPServer()
+        dir = try TempDir()
+        try FileManager.default.createDirectory(atPath: dir.path + "/dl", withIntermediateDirectories: true)
+        try "[engine]\nlinger = 1\n".write(toFile: dir.path + "/ferry.toml", atomically: true, encoding: .utf8)
+    }
+
+    func ferry(_ arguments: [String]) async throws -> CommandResult {
+        try await runFerry(arguments + ["--config", config], stateDir: state)
+    }
+
+    /// The pid the last engine wrote into the lock file (it stays there after the engine is gone).
+    func enginePID() -> Int32? {
+        (try? String(contentsOfFile: state + "/engine.lock", encoding: .utf8)).flatMap { Int32($0.trimmingCharacters(in: .whitespacesAndNewlines)) }
+    }
+
+    func until(_ what: String, within seconds: Double = 30, _ condition: () async throws -> Bool) async throws {
+        let deadline = Date().addingTimeInterval(seconds)
+        while try await !condition() {
+            guard Date() < deadline else {
+                Issue.record("\(what): not within \(seconds) s")
+                throw Timeout()
+            }
+            try await Task.sleep(for: .milliseconds(50))
+        }
+    }
+
+    @Test func aDetachedEngineExitsByItselfWhenIdleWithNoClient() async throws {
+        server.route("/small", .serve(Resource(body: Data("small".utf8))))
+        let queued = try await ferry(["get", "--detach", "-o", downloads, server.url("/small").absoluteString])
+        #expect(queued.status == 0, "\(queued.stderr)")
+        #expect(queued.stdout == "#1\n", "--detach prints the ids and returns")
+        let pid = try #require(enginePID())
+        try await until("the download ends") { FileManager.default.contents(atPath: downloads + "/small") == Data("small".utf8) }
+        // Idle, no client: gone after the linger (1 s here), leaving no socket behind.
+        try await until("the engine exits") { kill(pid, 0) != 0 }
+        #expect(!FileManager.default.fileExists(atPath: directory.socketPath))
+        #expect(ControlClient.connect(directory) == nil)
+    }
+
+    @Test(arguments: ["stop", "kill -9"])
+    func aNewEngineResumesEveryRunningItem(_ ending: String) async throws {
+        let bodies = (0..<2).map { Resource.randomBytes(count: 3 << 20, seed: UInt64(90 + $0)) }
+        for (index, body) in bodies.enumerated() {
+            // The first answer stalls after 1 MiB and stays open: the engine is caught mid-download however
+            // long this test takes to get there.
+            let resource = Resource(body: body, etag: "\"r\(index)\"")
+            server.route("/r\(index)", [.serve(resource, ServeOptions(stallAfter: 1 << 20)), .serve(resource)])
+        }
+        let urls = (0..<2).map { server.url("/r\($0)").absoluteString }
+        #expect(try await ferry(["get", "--detach", "-o", downloads] + urls).status == 0)
+        let pid = try #require(enginePID())
+        try await until("both files stall at 1 MiB") { (0..<2).allSatisfy { size(downloads + "/r\($0).part") == 1 << 20 } }
+        if ending == "stop" {
+            let stop = try await ferry(["stop"])
+            #expect(stop.status == 0, "\(stop.stderr)")
+        } else {
+            kill(pid, SIGKILL)
+        }
+        try await until("the engine is gone") { kill(pid, 0) != 0 }
+        #expect((0..<2).allSatisfy { size(downloads + "/r\($0).part") == 1 << 20 }, "the .part files stay")
+
+        // The next client starts a new engine, which resumes both where their .part files end.
+        server.route("/nudge", .serve(Resource(body: Data("n".utf8))))
+        #expect(try await ferry(["get", "--detach", "-o", downloads, server.url("/nudge").absoluteString]).status == 0)
+        try await until("a new engine runs") { enginePID().map { $0 != pid && kill($0, 0) == 0 } ?? false }
+        try await until("both complete", within: 60) {
+            (0..<2).allSatisfy { FileManager.default.contents(atPath: downloads + "/r\($0)") == bodies[$0] }
+        }
+        for index in 0..<2 {
+            let requests = server.requests("/r\(index)")
+            #expect(requests.count == 2, "r\(index): one request before, one after")
+            #expect(requests.last?.header("Range") == "bytes=\(1 << 20)-", "r\(index) resumed where its .part file ends")
+        }
+        _ = try await ferry(["stop"])
+    }
+
+    func size(_ path: String) -> Int { ((try? FileManager.default.attributesOfItem(atPath: path))?[.size] as? Int) ?? 0 }
+}
