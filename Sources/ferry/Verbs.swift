@@ -29,32 +29,43 @@ struct ItemSelection: ParsableArguments {
 
 extension QueueMove: ExpressibleByArgument {}
 
-struct Pause: ParsableCommand {
+/// pause, resume, cancel, retry: ids or --all, through QueueVerb.
+protocol ItemVerbCommand: ParsableCommand {
+    static var verb: ControlVerb { get }
+    var selection: ItemSelection { get }
+    var common: CommonOptions { get }
+}
+
+extension ItemVerbCommand {
+    func run() throws { try QueueVerb.run(Self.verb, ids: selection.parsed(), all: selection.all, common) }
+}
+
+struct Pause: ItemVerbCommand {
     static let configuration = CommandConfiguration(abstract: "Pause items (their .part files stay).")
+    static let verb = ControlVerb.pause
     @OptionGroup var selection: ItemSelection
     @OptionGroup var common: CommonOptions
-    func run() throws { try QueueVerb.run(.pause, ids: selection.parsed(), all: selection.all, common) }
 }
 
-struct Resume: ParsableCommand {
+struct Resume: ItemVerbCommand {
     static let configuration = CommandConfiguration(abstract: "Queue paused items again; they continue where they stopped.")
+    static let verb = ControlVerb.resume
     @OptionGroup var selection: ItemSelection
     @OptionGroup var common: CommonOptions
-    func run() throws { try QueueVerb.run(.resume, ids: selection.parsed(), all: selection.all, common) }
 }
 
-struct Cancel: ParsableCommand {
+struct Cancel: ItemVerbCommand {
     static let configuration = CommandConfiguration(abstract: "Cancel items (their .part files stay for retry).")
+    static let verb = ControlVerb.cancel
     @OptionGroup var selection: ItemSelection
     @OptionGroup var common: CommonOptions
-    func run() throws { try QueueVerb.run(.cancel, ids: selection.parsed(), all: selection.all, common) }
 }
 
-struct Retry: ParsableCommand {
+struct Retry: ItemVerbCommand {
     static let configuration = CommandConfiguration(abstract: "Queue failed or cancelled items again with a fresh retry budget.")
+    static let verb = ControlVerb.retry
     @OptionGroup var selection: ItemSelection
     @OptionGroup var common: CommonOptions
-    func run() throws { try QueueVerb.run(.retry, ids: selection.parsed(), all: selection.all, common) }
 }
 
 struct Remove: ParsableCommand {
