@@ -137,7 +137,7 @@ import TestHTTPServer
             ((try? FileManager.default.attributesOfItem(atPath: partPath)[.size] as? Int) ?? 0) == 3 << 20
         }
         process.terminate()
-        process.waitUntilExit()
+        await exited(process)
         #expect(process.terminationStatus == 143)
         let size = try #require(FileManager.default.attributesOfItem(atPath: partPath)[.size] as? Int)
         #expect(size == 3 << 20)

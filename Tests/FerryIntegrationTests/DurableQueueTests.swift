@@ -39,7 +39,7 @@ import TestHTTPServer
         let part = downloads + "/crash.bin.part"
         try await eventually("the .part file has the first 3 MiB") { size(part) == 3 << 20 }
         kill(first.processIdentifier, SIGKILL)
-        first.waitUntilExit()
+        await exited(first)
         let partSize = size(part)
         #expect(partSize == 3 << 20)
 
@@ -82,7 +82,7 @@ import TestHTTPServer
         #expect(missing.status == 1)
         #expect(missing.stderr.contains("failed: \(server.url("/missing.txt").absoluteString): HTTP 404 Not Found"))
         #expect(missing.stdout.isEmpty)
-        engine.waitUntilExit()
+        await exited(engine)
         #expect(engine.terminationStatus == 0)
         #expect(FileManager.default.contents(atPath: downloads + "/slow.bin") == slow.body)
         #expect(server.requests("/small.txt").count == 1)

@@ -88,7 +88,7 @@ import TestHTTPServer
         let stop = try await verb(["stop"])
         #expect(stop.status == 0, "\(stop.stderr)")
         #expect(stop.stdout.contains("stopped the engine (pid \(engine.processIdentifier))"))
-        engine.waitUntilExit()
+        await exited(engine)
         #expect(FileManager.default.fileExists(atPath: downloads + "/a.bin.part"), "the .part file stays")
 
         // No engine: the verbs change the stored queue, `jobs` and `stop` say that nothing runs.

@@ -162,6 +162,17 @@ final class DataReader: @unchecked Sendable {
 
 func ferryExecutable() -> URL { builtExecutable("ferry") }
 
+/// Waits for `process` to exit on a thread of its own: Swift Testing runs tests on a pool with a thread
+/// per core, and two tests blocked in waitUntilExit (an engine may run for half a minute) stall all others.
+func exited(_ process: Process) async {
+    await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+        Thread.detachNewThread {
+            process.waitUntilExit()
+            continuation.resume()
+        }
+    }
+}
+
 /// Runs Tests/DelegateQueueProbe (a URLSession alone in a process) and reads the `name=number` fields it prints.
 func runProbe(_ arguments: [String]) async throws -> [String: Int] {
     let result = try await runFerry(arguments, executable: "DelegateQueueProbe")
