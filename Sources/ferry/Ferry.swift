@@ -7,8 +7,9 @@ struct Ferry: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "ferry",
         abstract: "A terminal upload/download manager with resume, retries and a durable queue.",
+        version: FerryVersion.text,
         subcommands: [Get.self, Put.self, List.self, Run.self, Pause.self, Resume.self, Cancel.self, Retry.self, Remove.self,
-                      Move.self, Jobs.self, Stop.self, BackgroundEngine.self]
+                      Move.self, Jobs.self, Stop.self, Version.self, BackgroundEngine.self]
     )
 
     /// Options that may come before the subcommand (`ferry --config F list`) as well as after it.
@@ -87,6 +88,12 @@ struct Ferry: AsyncParsableCommand {
             exit(withError: error)
         }
     }
+}
+
+/// `ferry version`: the same as `ferry --version`.
+struct Version: ParsableCommand {
+    static let configuration = CommandConfiguration(abstract: "Print the version, the Swift it was built with and the transport.")
+    func run() { print(FerryVersion.text) }
 }
 
 /// Options every subcommand takes.

@@ -24,6 +24,17 @@ import TestHTTPServer
         #expect(!result.stderr.contains("\u{1B}"))
     }
 
+    @Test(arguments: [["--version"], ["version"]])
+    func versionSaysTheVersionTheSwiftAndTheTransport(_ arguments: [String]) async throws {
+        let result = try await runFerry(arguments)
+        #expect(result.status == 0, "\(result.stderr)")
+        let lines = result.stdout.split(separator: "\n").map(String.init)
+        #expect(lines.count == 2, "\(result.stdout)")
+        #expect(lines.first == "ferry \(FerryVersion.number)")
+        #expect(lines.last?.hasPrefix("Swift 6.") == true)
+        #expect(lines.last?.contains("transport: libcurl/") == true)
+    }
+
     @Test func notFoundExitsOneWithTheStatusLineAfterOneRequest() async throws {
         server.route("/nope", .status(404))
         let result = try await runFerry(["get", "-o", dir.path, server.url("/nope").absoluteString])
