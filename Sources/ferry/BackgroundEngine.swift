@@ -52,7 +52,7 @@ struct BackgroundEngine: AsyncParsableCommand {
         while true {
             try? await Task.sleep(for: .seconds(min(2, max(0.2, linger / 4))))
             let busy = manager.snapshot().totals.count.contains { state, count in
-                count > 0 && [.running, .queued, .waiting].contains(state)
+                count > 0 && state.isPending
             }
             if busy || host.clients > 0 {
                 idleSince = nil

@@ -15,16 +15,17 @@ enum Follow {
     static func run(_ client: ControlClient, ids: Set<TransferID>) async -> Int32 {
         let reporter = Reporter()
         let seen = Mutex<[TransferID: Seen]>([:])
-        let ended = Mutex<CheckedContinuation<QueueSnapshot?, Never>?>(nil)
-        let outcome = Mutex<(snapshot: QueueSnapshot?, reason: String?)?>(nil)
+        // The end comes once, from the update that finishes the last item or from the connection closing;
+        // whichever of it and the waiter below comes second resumes the waiter.
+        let end = Mutex<(result: (snapshot: QueueSnapshot?, reason: String?)?, waiter: CheckedContinuation<Void, Never>?)>((nil, nil))
         let finish: @Sendable (QueueSnapshot?, String?) -> Void = { snapshot, reason in
-            let continuation = ended.withLock { slot -> CheckedContinuation<QueueSnapshot?, Never>? in
-                guard outcome.withLock({ $0 == nil }) else { return nil }
-                outcome.withLock { $0 = (snapshot, reason) }
-                defer { slot = nil }
-                return slot
+            let waiter = end.withLock { state -> CheckedContinuation<Void, Never>? in
+                guard state.result == nil else { return nil }
+                state.result = (snapshot, reason)
+                defer { state.waiter = nil }
+                return state.waiter
             }
-            continuation?.resume(returning: snapshot)
+            waiter?.resume()
         }
         let ticker = DispatchSource.makeTimerSource(queue: reporter.output)
         ticker.schedule(deadline: .now() + 1, repeating: 1)
@@ -47,18 +48,19 @@ enum Follow {
             printError("cannot follow the items: \(error)")
             return 1
         }
-        let snapshot = await withCheckedContinuation { (continuation: CheckedContinuation<QueueSnapshot?, Never>) in
-            let done = ended.withLock { slot -> QueueSnapshot?? in
-                if let result = outcome.withLock({ $0 }) { return .some(result.snapshot) }
-                slot = continuation
-                return nil
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            let ended = end.withLock { state -> Bool in
+                if state.result != nil { return true }
+                state.waiter = continuation
+                return false
             }
-            if let done { continuation.resume(returning: done) }
+            if ended { continuation.resume() }
         }
+        let (snapshot, reason) = end.withLock { $0.result! }
         reporter.output.sync {}
         client.close()
         guard let snapshot else {
-            printError("the engine went away before the transfers ended (\(outcome.withLock { $0?.reason } ?? "closed")); `ferry list` shows where they stand")
+            printError("the engine went away before the transfers ended (\(reason ?? "closed")); `ferry list` shows where they stand")
             return 1
         }
         return reporter.results(snapshot, ids: ids)

@@ -136,7 +136,7 @@ enum QueueVerb {
             try send(request, client)
         case let .engine(lock, store):
             defer { lock.release() }
-            try offline(verb, ids: ids, all: all, store: store, deletePart: deletePart, move: move)
+            try StoredQueueCommands.apply(verb, ids: ids, all: all, store: store, deletePart: deletePart, move: move)
         }
         let what = all ? "every item" : ids.map { "#\($0)" }.joined(separator: " ")
         print("\(verb == .move ? "moved \(move!.rawValue):" : Self.pastTense[verb] ?? verb.rawValue) \(what)")
@@ -152,49 +152,5 @@ enum QueueVerb {
         let reply = try client.request(request)
         guard reply.ok else { throw UsageError(reply.error ?? "the engine refused \(request.verb.rawValue)") }
         return reply
-    }
-
-    private static func offline(_ verb: ControlVerb, ids: [Int64], all: Bool, store: SQLiteQueueStore,
-                                deletePart: Bool, move: QueueMove?) throws {
-        let items = try store.loadAll()
-        let known = Dictionary(items.map { ($0.id.rawValue, $0) }, uniquingKeysWith: { a, _ in a })
-        let unknown = ids.filter { known[$0] == nil }
-        guard unknown.isEmpty else { throw UsageError("no item " + unknown.map { "#\($0)" }.joined(separator: ", ")) }
-        let chosen = all ? items : ids.compactMap { known[$0] }
-        if verb == .move, let move, let item = chosen.first {
-            var order = items.map(\.id)
-            let index = order.firstIndex(of: item.id)!
-            order.remove(at: index)
-            switch move {
-            case .up: order.insert(item.id, at: max(0, index - 1))
-            case .down: order.insert(item.id, at: min(order.count, index + 1))
-            case .top: order.insert(item.id, at: 0)
-            case .bottom: order.append(item.id)
-            }
-            try store.saveOrder(order)
-            return
-        }
-        for var item in chosen {
-            switch verb {
-            case .pause where [.queued, .running, .waiting].contains(item.state):
-                item.state = .paused
-            case .resume where item.state == .paused:
-                item.state = .queued
-            case .cancel where !item.state.isTerminal:
-                item.state = .cancelled
-                item.lastError = "cancelled"
-            case .retry where item.state == .failed || item.state == .cancelled:
-                item.state = .queued
-                item.retries = 0
-                item.lastError = nil
-            case .remove:
-                try store.remove(item.id)
-                if deletePart, item.state != .completed, let path = item.partPath { _ = unlink(path) }
-                continue
-            default:
-                continue
-            }
-            try store.save(item)
-        }
     }
 }

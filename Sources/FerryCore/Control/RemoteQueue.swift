@@ -45,7 +45,7 @@ public final class RemoteQueue: QueueControl {
     public func setConcurrency(maxConcurrent: Int) { send(.jobs) { $0.count = maxConcurrent } }
 
     public func pauseAll() {
-        let ids = snapshot().items.filter { [.running, .queued, .waiting].contains($0.state) }.map(\.id)
+        let ids = snapshot().items.filter(\.state.isPending).map(\.id)
         if !ids.isEmpty { send(.pause, ids: ids) }
     }
 

@@ -18,6 +18,9 @@ public enum TransferState: String, Sendable, Codable, CaseIterable, CodingKeyRep
 
     /// No further work will happen without a user command.
     public var isTerminal: Bool { self == .completed || self == .failed || self == .cancelled }
+
+    /// Running or still to run (queued, or waiting for a retry): what a pause stops, and work for an engine.
+    public var isPending: Bool { self == .running || self == .queued || self == .waiting }
 }
 
 /// One header the user asked to send (`-H 'Name: value'`).

@@ -72,7 +72,7 @@ private func perform(_ action: Action, _ stateIn: AppState, _ snapshot: QueueSna
         case .completed: note("\(item.id) is done")
         }
     case .togglePauseAll:
-        let anyMoving = snapshot.items.contains { [.running, .queued, .waiting].contains($0.state) }
+        let anyMoving = snapshot.items.contains { $0.state.isPending }
         if anyMoving { note("pausing everything"); return (state, [.pauseAll]) }
         if snapshot.items.contains(where: { $0.state == .paused }) { note("resuming everything"); return (state, [.resumeAll]) }
         note("nothing to pause or resume")

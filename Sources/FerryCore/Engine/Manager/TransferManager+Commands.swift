@@ -62,7 +62,6 @@ extension TransferManager {
             if !tasks.isEmpty { effects.append { tasks.forEach { $0.cancel() } } }
             core.queue.removeAll { $0 === transfer }
             core.settledPrefix = 0
-            core.removed.insert(id)
             core.removedNow.insert(id)
             core.orderChanged = true
             core.version &+= 1
@@ -81,14 +80,7 @@ extension TransferManager {
         mutate { core in
             guard let index = core.queue.firstIndex(where: { $0.id == id }) else { return ((), []) }
             let moved = core.queue.remove(at: index)
-            let target: Int
-            switch direction {
-            case .up: target = max(0, index - 1)
-            case .down: target = min(core.queue.count, index + 1)
-            case .top: target = 0
-            case .bottom: target = core.queue.count
-            }
-            core.queue.insert(moved, at: target)
+            core.queue.insert(moved, at: direction.target(from: index, among: core.queue.count))
             core.settledPrefix = 0
             core.orderChanged = true
             core.version &+= 1
@@ -107,7 +99,7 @@ extension TransferManager {
     }
 
     public func pauseAll() {
-        for item in snapshot().items where [.running, .queued, .waiting].contains(item.state) { pause(item.id) }
+        for item in snapshot().items where item.state.isPending { pause(item.id) }
     }
 
     public func resumeAll() {

@@ -27,8 +27,6 @@ public final class TransferManager: Sendable {
         var sampler: DispatchSourceTimer?
         var lastCheckpoint: TimeInterval = 0
         var shuttingDown = false
-        /// Removed here, perhaps not yet from the store: never adopted again.
-        var removed: Set<TransferID> = []
         /// Removed by the mutation under way (their waiters count them as finished).
         var removedNow: Set<TransferID> = []
         var shutdownSignal: DispatchSemaphore?

@@ -49,4 +49,14 @@ public enum Scheduler {
 
 public enum QueueMove: String, Sendable, Codable, CaseIterable {
     case up, down, top, bottom
+
+    /// Where an item taken out at `index` goes back in, among the `count` items left.
+    public func target(from index: Int, among count: Int) -> Int {
+        switch self {
+        case .up: max(0, index - 1)
+        case .down: min(count, index + 1)
+        case .top: 0
+        case .bottom: count
+        }
+    }
 }
