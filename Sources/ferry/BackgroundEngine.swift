@@ -32,7 +32,11 @@ struct BackgroundEngine: AsyncParsableCommand {
             store = queueStore
         }
         let relay = EventRelay()
-        let manager = try TransferManager(configuration: common.engineConfiguration(config), store: store) { _ in relay.forward() }
+        let hooks = HookRunner.make(settings: config.hooks, logPath: directory.logPath, store: store)
+        let manager = try TransferManager(configuration: common.engineConfiguration(config), store: store) { event in
+            hooks?.observe(event)
+            relay.forward()
+        }
         let host = try EngineHost(manager: manager, directory: directory) {
             Self.stop(manager, directory, reason: "stopped by a client")
         }

@@ -113,6 +113,29 @@ struct RateLimitOption: ParsableArguments {
     }
 }
 
+/// `--netrc-file` and `--no-netrc` of `get` and `put`: whose logins the queued items send.
+struct NetrcOption: ParsableArguments {
+    @Option(name: .customLong("netrc-file"), help: "Logins for hosts from FILE, in .netrc form (default: $NETRC, else ~/.netrc when it exists).")
+    var netrcFile: String?
+
+    @Flag(name: .customLong("no-netrc"), help: "Send no login from a .netrc file.")
+    var noNetrc = false
+
+    func validate() throws {
+        if noNetrc, netrcFile != nil { throw ValidationError("--netrc-file and --no-netrc cannot be used together") }
+    }
+
+    /// The file the items use (absolute), checked now: unreadable or malformed is a usage error naming it;
+    /// one that others can read gives a warning on stderr. nil: none.
+    func file(environment: [String: String] = ProcessInfo.processInfo.environment) throws(UsageError) -> String? {
+        guard !noNetrc, let path = netrcFile ?? Netrc.defaultPath(environment: environment) else { return nil }
+        let absolute = URL(fileURLWithPath: path).standardizedFileURL.path
+        let (_, warning) = try Netrc.check(path: absolute)
+        if let warning { printError("warning: \(warning)") }
+        return absolute
+    }
+}
+
 struct CommonOptions: ParsableArguments {
     @Option(name: .customLong("state-dir"), help: "Where the queue is kept (default: $FERRY_STATE_DIR, else $XDG_STATE_HOME/ferry).")
     var stateDir: String?
@@ -139,6 +162,11 @@ struct CommonOptions: ParsableArguments {
     var stateDirectory: StateDirectory { StateDirectory(option: stateDir) }
 
     func loadConfig() throws(ConfigError) -> Config { try Config.load(option: config) }
+
+    /// This process as a headless engine, with the config's hooks logging to the state directory's log.
+    func headlessRun(_ config: Config) -> HeadlessRun {
+        HeadlessRun(configuration: engineConfiguration(config), hooks: config.hooks, logPath: stateDirectory.logPath)
+    }
 
     /// The config file's settings with the command line's on top.
     func engineConfiguration(_ config: Config) -> EngineConfiguration {

@@ -30,6 +30,7 @@ struct Get: AsyncParsableCommand {
     var segments: Int?
 
     @OptionGroup var limit: RateLimitOption
+    @OptionGroup var netrc: NetrcOption
     @OptionGroup var detach: DetachOption
     @OptionGroup var common: CommonOptions
 
@@ -40,7 +41,11 @@ struct Get: AsyncParsableCommand {
         guard (1...64).contains(count) else { throw UsageError("--segments takes 1 to 64, got \(count)") }
         for index in specs.indices where count > 1 { specs[index].segments = count }
         let rate = try limit.rate()
-        for index in specs.indices { specs[index].rateLimit = rate }
+        let netrcFile = try netrc.file()
+        for index in specs.indices {
+            specs[index].rateLimit = rate
+            specs[index].netrcFile = netrcFile
+        }
         if !detach.detach, TerminalUIRun.wanted(noTUI: common.noTUI) {
             await TerminalUIRun.run(common, config: config, adding: specs)
         }

@@ -10,10 +10,15 @@ import Synchronization
 /// another `ferry get --no-tui` can hand it items and follow them.
 final class HeadlessRun: Sendable {
     private let configuration: EngineConfiguration
+    private let hooks: HookSettings
+    private let logPath: String
     private let reporter = Reporter()
 
-    init(configuration: EngineConfiguration) {
+    /// `hooks` run as items end, their output going to `logPath` (the state directory's engine log).
+    init(configuration: EngineConfiguration, hooks: HookSettings, logPath: String) {
         self.configuration = configuration
+        self.hooks = hooks
+        self.logPath = logPath
     }
 
     /// `specs` are added to the queue, and the run waits for them and for any items added through the socket
@@ -22,9 +27,11 @@ final class HeadlessRun: Sendable {
     func run(_ specs: [TransferSpec], store: any QueueStore, directory: StateDirectory?, lock: EngineLock?,
              includeQueued: Bool = false) async -> Int32 {
         let relay = EventRelay()
+        let hookRunner = HookRunner.make(settings: hooks, logPath: logPath, store: store)
         let manager: TransferManager
         do {
             manager = try TransferManager(configuration: configuration, store: store) { [reporter] event in
+                hookRunner?.observe(event)
                 reporter.stateChanged(event.snapshot)
                 relay.forward()
             }
@@ -68,6 +75,8 @@ final class HeadlessRun: Sendable {
         ticker.cancel()
         host?.close()
         manager.shutdown()
+        // The hooks of the items just ended run to their end (or their timeout) before this process goes.
+        hookRunner?.waitUntilIdle(timeout: hooks.timeout + 5)
         lock?.release()
         stop.forEach { $0.cancel() }
         reporter.output.sync {}

@@ -35,6 +35,7 @@ struct Put: AsyncParsableCommand {
     var field: String = "file"
 
     @OptionGroup var limit: RateLimitOption
+    @OptionGroup var netrc: NetrcOption
     @OptionGroup var detach: DetachOption
     @OptionGroup var common: CommonOptions
 
@@ -42,9 +43,10 @@ struct Put: AsyncParsableCommand {
         let config = try common.loadConfig()
         var spec = try makeSpec()
         spec.rateLimit = try limit.rate()
+        spec.netrcFile = try netrc.file()
         if spec.upload?.isRepeatable == false {
             // Standard input belongs to this process: it cannot be handed to another engine or resumed later.
-            let exitCode = await HeadlessRun(configuration: common.engineConfiguration(config))
+            let exitCode = await common.headlessRun(config)
                 .run([spec], store: InMemoryQueueStore(), directory: nil, lock: nil)
             throw ExitCode(exitCode)
         }

@@ -18,7 +18,7 @@ struct Run: AsyncParsableCommand {
             FileHandle.standardError.write(Data("ferry: the queue is already being worked on\(pid.map { " (pid \($0))" } ?? ""); `ferry` shows it\n".utf8))
             throw ExitCode.success
         case let .engine(lock, store):
-            let exitCode = await HeadlessRun(configuration: common.engineConfiguration(config))
+            let exitCode = await common.headlessRun(config)
                 .run([], store: store, directory: common.stateDirectory, lock: lock, includeQueued: true)
             throw ExitCode(exitCode)
         }

@@ -21,14 +21,14 @@ func submit(_ common: CommonOptions, config: Config, specs: [TransferSpec], deta
     }
     switch try EngineStartup.begin(common.stateDirectory) {
     case let .engine(lock, store):
-        let status = await HeadlessRun(configuration: common.engineConfiguration(config))
+        let status = await common.headlessRun(config)
             .run(specs, store: store, directory: common.stateDirectory, lock: lock)
         throw ExitCode(status)
     case let .running(client):
         if readsStandardInput {
             // Standard input is this process's: the upload runs here, on a queue of its own.
             client.close()
-            let status = await HeadlessRun(configuration: common.engineConfiguration(config))
+            let status = await common.headlessRun(config)
                 .run(specs, store: InMemoryQueueStore(), directory: nil, lock: nil)
             throw ExitCode(status)
         }

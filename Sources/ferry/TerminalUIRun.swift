@@ -53,7 +53,9 @@ enum TerminalUIRun {
             colorAllowed: config.color == .always || (config.color == .auto && (environment["NO_COLOR"] ?? "").isEmpty),
             term: environment["TERM"],
             forceASCII: config.ascii == .auto ? nil : config.ascii == .always,
-            framesPerSecond: config.refreshHz)
+            framesPerSecond: config.refreshHz,
+            netrcFile: Netrc.defaultPath(environment: environment).map { URL(fileURLWithPath: $0).standardizedFileURL.path },
+            bell: config.bell)
         // (Typed throws across MainActor.run crashes the 6.3.1 compiler: the error comes back as a value.)
         let failure = await MainActor.run { () -> String? in
             do {

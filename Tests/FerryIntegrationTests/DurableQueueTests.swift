@@ -111,9 +111,9 @@ import TestHTTPServer
     }
 
     @Test(arguments: [
-        ("[transfers]\nconcurrency = = 2\n", ":2:"),
-        ("[transfers]\nconcurrency = \"two\"\n", ":2: transfers.concurrency: expected a whole number"),
-        ("[transfers]\nspeed = 1\n", ":2: transfers.speed: unknown key"),
+        ("[transfers]\nconcurrency = = 2\n", ":2:15: transfers.concurrency: `concurrency = = 2`: expected a value after '='"),
+        ("[transfers]\nconcurrency = \"two\"\n", ":2:1: transfers.concurrency: expected a whole number"),
+        ("[transfers]\nconcurency = 1\n", ":2:1: transfers.concurency: unknown key; did you mean concurrency?"),
     ])
     func aBadConfigExitsTwoNamingTheProblem(_ text: String, _ expected: String) async throws {
         let file = dir.path + "/bad.toml"
@@ -162,6 +162,54 @@ import TestHTTPServer
         #expect(FileManager.default.contents(atPath: downloads + "/theirs.txt") == Data("theirs".utf8))
         let listed = try await runFerry(["list", "--json", "--config", file], stateDir: state)
         for text in [result.stdout, result.stderr, listed.stdout, listed.stderr] { #expect(!text.contains("TOP-SECRET")) }
+    }
+
+    /// A netrc login reaches the host it names (or, from `default`, the host the user named), never a host a
+    /// redirect leads to; it is never printed; a file others can read gets a warning.
+    @Test func aNetrcLoginIsSentToItsHostOnly() async throws {
+        let other = try TestHTTPServer()
+        defer { other.shutdown() }
+        server.route("/mine.txt", .serve(Resource(body: Data("mine".utf8))))
+        server.route("/away", .redirect(302, location: "http://localhost:\(other.port)/theirs.txt"))
+        other.route("/theirs.txt", .serve(Resource(body: Data("theirs".utf8))))
+        other.route("/direct.txt", .serve(Resource(body: Data("direct".utf8))))
+        let netrc = dir.path + "/netrc"
+        try "# logins\nmachine 127.0.0.1\n  login alice\n  password \"NETRC SECRET\"\ndefault login anon password GUESTPW\n"
+            .write(toFile: netrc, atomically: true, encoding: .utf8)
+        chmod(netrc, 0o600)
+        let result = try await runFerry(["get", "--netrc-file", netrc, "-o", downloads, "-j", "1",
+                                         server.url("/mine.txt").absoluteString, server.url("/away").absoluteString], stateDir: state)
+        #expect(result.status == 0, "\(result.stderr)")
+        #expect(!result.stderr.contains("warning"))
+        let alice = "Basic " + Data("alice:NETRC SECRET".utf8).base64EncodedString()
+        #expect(server.requests("/mine.txt").first?.header("Authorization") == alice)
+        #expect(server.requests("/away").first?.header("Authorization") == alice)
+        // Redirected to another host: neither alice's login nor the default one.
+        #expect(try #require(other.requests("/theirs.txt").first).header("Authorization") == nil)
+        #expect(FileManager.default.contents(atPath: downloads + "/theirs.txt") == Data("theirs".utf8))
+
+        // Named by the user, the other host gets the default login; $NETRC is read when no file is named,
+        // and a file others can read is used with a warning.
+        chmod(netrc, 0o644)
+        let direct = try await runFerry(["get", "-o", downloads, "http://localhost:\(other.port)/direct.txt"], stateDir: state,
+                                        environment: ["NETRC": netrc])
+        #expect(direct.status == 0, "\(direct.stderr)")
+        #expect(direct.stderr.contains("warning: \(netrc) can be read by other users"))
+        #expect(other.requests("/direct.txt").first?.header("Authorization") == "Basic " + Data("anon:GUESTPW".utf8).base64EncodedString())
+        // --no-netrc sends nothing.
+        let none = try await runFerry(["get", "--no-netrc", "-o", downloads, "-O", "again.txt", server.url("/mine.txt").absoluteString],
+                                      stateDir: state, environment: ["NETRC": netrc])
+        #expect(none.status == 0, "\(none.stderr)")
+        #expect(server.requests("/mine.txt").last?.header("Authorization") == nil)
+
+        let listed = try await runFerry(["list", "--json"], stateDir: state)
+        for text in [result.stdout, result.stderr, direct.stdout, direct.stderr, listed.stdout] {
+            #expect(!text.contains("NETRC SECRET") && !text.contains("GUESTPW"))
+        }
+        // A netrc file that cannot be used is named, and nothing is queued.
+        let missing = try await runFerry(["get", "--netrc-file", dir.path + "/nope", "-o", downloads, server.url("/mine.txt").absoluteString],
+                                         stateDir: state)
+        #expect(missing.status == 2 && missing.stderr == "ferry: cannot read netrc file \(dir.path)/nope\n")
     }
 
     @Test func aUserCredentialDoesNotFollowARedirectToAnotherHost() async throws {

@@ -123,6 +123,9 @@ func isolatedEnvironment(stateDir: String, configHome: String) -> [String: Strin
     environment["FERRY_STATE_DIR"] = stateDir
     environment["XDG_CONFIG_HOME"] = configHome
     environment.removeValue(forKey: "FERRY_CONFIG")
+    // Nor the user's ~/.netrc: a login from it would reach the test servers.
+    environment["HOME"] = configHome
+    environment.removeValue(forKey: "NETRC")
     // The machine's proxies and CAs must not steer the tests' requests to 127.0.0.1.
     for name in ["http_proxy", "https_proxy", "HTTPS_PROXY", "all_proxy", "ALL_PROXY", "no_proxy", "NO_PROXY",
                  "SSL_CERT_FILE", "SSL_CERT_DIR"] {

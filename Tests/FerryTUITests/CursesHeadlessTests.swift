@@ -66,3 +66,50 @@ import Glibc
         #expect(TerminalOpenError.unusable("xterm-kitty").description.contains("--no-tui"))
     }
 }
+
+/// `[ui] bell`: the rule for when it rings, and the byte real ncurses sends for it.
+@Suite(.serialized) struct QueueBellTests {
+    func snapshot(_ counts: [TransferState: Int]) -> QueueSnapshot {
+        var totals = QueueTotals()
+        totals.count = counts
+        return QueueSnapshot(version: 1, items: [], totals: totals, maxConcurrent: 4, maxPerHost: 4)
+    }
+
+    @Test func ringsOnceWhenTheQueueEmpties() {
+        var bell = QueueBell()
+        var ring = false
+        ring = bell.rings(for: snapshot([.completed: 2]))
+        #expect(!ring, "opening on a finished queue is no news")
+        ring = bell.rings(for: snapshot([.running: 1, .queued: 2]))
+        #expect(!ring)
+        ring = bell.rings(for: snapshot([.running: 1, .completed: 2]))
+        #expect(!ring)
+        ring = bell.rings(for: snapshot([.waiting: 1, .completed: 2]))
+        #expect(!ring, "a retry to come is work left")
+        ring = bell.rings(for: snapshot([.completed: 2, .failed: 1]))
+        #expect(ring)
+        ring = bell.rings(for: snapshot([.completed: 2, .failed: 1]))
+        #expect(!ring, "once")
+        ring = bell.rings(for: snapshot([.queued: 1, .completed: 3]))
+        #expect(!ring)
+        ring = bell.rings(for: snapshot([.paused: 1, .completed: 3]))
+        #expect(ring, "a pause of the last item empties it too")
+    }
+
+    @MainActor
+    @Test func theBellReachesTheTerminal() throws {
+        let path = FileManager.default.temporaryDirectory.appendingPathComponent("ferry-bell-\(getpid()).out").path
+        defer { unlink(path) }
+        let output = try #require(fopen(path, "w+"))
+        let input = try #require(fopen("/dev/null", "r"))
+        defer { fclose(output); fclose(input) }
+        let terminal = try CursesTerminal(term: "xterm-256color", output: output, input: input, colorAllowed: false, guardFD: nil)
+        defer { terminal.close() }
+        fflush(output)
+        let before = try Data(contentsOf: URL(fileURLWithPath: path))
+        terminal.bell()
+        fflush(output)
+        let after = try Data(contentsOf: URL(fileURLWithPath: path))
+        #expect(after.dropFirst(before.count).contains(0x07))
+    }
+}

@@ -49,6 +49,10 @@ public struct Config: Sendable, Equatable {
     public var linger = 300.0
     public var ascii = Mode.auto
     public var color = Mode.auto
+    /// Ring the terminal's bell when the queue empties.
+    public var bell = false
+    /// Commands run when an item ends (`[hooks]`).
+    public var hooks = HookSettings()
     public var hosts: [HostHeaders] = []
 
     public init() {}
@@ -94,13 +98,26 @@ public struct Config: Sendable, Equatable {
         return try parse(String(decoding: data, as: UTF8.self), file: path)
     }
 
+    /// Every key the file may hold, by table ("" for the top level): unknown ones are met with the nearest of these.
+    static let knownKeys: [String: [String]] = [
+        "": ["transfers", "retry", "network", "limits", "engine", "hooks", "ui", "hosts"],
+        "transfers": ["concurrency", "per_host", "download_dir", "segments"],
+        "retry": ["attempts", "base_delay", "max_delay", "max_retry_after", "uploads"],
+        "network": ["idle_timeout", "user_agent", "ca_file"],
+        "limits": ["download", "upload", "schedule"],
+        "engine": ["linger"],
+        "hooks": ["on_done", "on_failed", "timeout"],
+        "ui": ["refresh_hz", "ascii", "color", "bell"],
+        "hosts": ["match", "headers"],
+    ]
+
     /// Parses config text. Every error names the file, the line and the key.
     public static func parse(_ text: String, file: String) throws(ConfigError) -> Config {
         let root: TOMLTable
         do {
             root = try TOMLTable(string: text)
         } catch let error as TOMLParseError {
-            throw ConfigError("\(file):\(error.source.begin.line): \(error.description)")
+            throw ConfigSyntax.error(error, text: text, file: file)
         } catch {
             throw ConfigError("\(file): \(error)")
         }
@@ -170,6 +187,16 @@ public struct Config: Sendable, Equatable {
                     default: throw reader.unknown(key, name)
                     }
                 }
+            case "hooks":
+                let table = try reader.table(root, key)
+                for name in table.keys {
+                    switch name {
+                    case "on_done": config.hooks.onDone = try reader.command(table, key, name)
+                    case "on_failed": config.hooks.onFailed = try reader.command(table, key, name)
+                    case "timeout": config.hooks.timeout = try reader.seconds(table, key, name, positive: true)
+                    default: throw reader.unknown(key, name)
+                    }
+                }
             case "ui":
                 let table = try reader.table(root, key)
                 for name in table.keys {
@@ -177,6 +204,7 @@ public struct Config: Sendable, Equatable {
                     case "refresh_hz": config.refreshHz = try reader.int(table, key, name, min: 1, max: 60)
                     case "ascii": config.ascii = try reader.mode(table, key, name)
                     case "color": config.color = try reader.mode(table, key, name)
+                    case "bell": config.bell = try reader.bool(table, key, name)
                     default: throw reader.unknown(key, name)
                     }
                 }
@@ -206,21 +234,22 @@ private struct Reader {
         self.file = file
     }
 
-    /// The line where `key` is set inside `[table]` (or at the top when table is nil), for messages.
-    func line(_ table: String?, _ key: String) -> Int? {
+    /// The line and column where `key` is set inside `[table]` (or its header when table is nil), for messages.
+    func position(_ table: String?, _ key: String) -> (line: Int, column: Int)? {
         var current: String?
         for (index, raw) in lines.enumerated() {
+            let column = raw.prefix { $0 == " " || $0 == "\t" }.count + 1
             let line = raw.trimmingCharacters(in: .whitespaces)
             if line.hasPrefix("[") {
                 let name = line.trimmingCharacters(in: CharacterSet(charactersIn: "[] \t"))
                 current = String(name.split(separator: "#").first ?? "").trimmingCharacters(in: .whitespaces)
-                if table == nil && current == key { return index + 1 }
+                if table == nil && current == key { return (index + 1, column) }
                 continue
             }
             guard current == table else { continue }
             if let equals = line.firstIndex(of: "="),
                line[..<equals].trimmingCharacters(in: .whitespaces).trimmingCharacters(in: CharacterSet(charactersIn: "\"'")) == key {
-                return index + 1
+                return (index + 1, column)
             }
         }
         return nil
@@ -229,11 +258,41 @@ private struct Reader {
     func name(_ table: String?, _ key: String) -> String { table.map { "\($0).\(key)" } ?? key }
 
     func error(_ table: String?, _ key: String, _ message: String) -> ConfigError {
-        let at = line(table, key).map { ":\($0)" } ?? ""
+        let at = position(table, key).map { ":\($0.line):\($0.column)" } ?? ""
         return ConfigError("\(file)\(at): \(name(table, key)): \(message)")
     }
 
-    func unknown(_ table: String?, _ key: String) -> ConfigError { error(table, key, "unknown key") }
+    /// An unknown key, with the nearest known one when it is near enough to be a slip ("concurency").
+    func unknown(_ table: String?, _ key: String) -> ConfigError {
+        let known = Config.knownKeys[table ?? ""] ?? []
+        guard let nearest = ConfigSyntax.nearest(to: key, among: known) else { return error(table, key, "unknown key") }
+        return error(table, key, "unknown key; did you mean \(nearest)?")
+    }
+
+    /// A command line for a hook: a string split into words as a shell would (quotes, backslashes) but run
+    /// without one, or an array of words.
+    func command(_ table: TOMLTable, _ section: String, _ key: String) throws(ConfigError) -> [String] {
+        let words: [String]
+        if let array = table[key]?.array {
+            var collected: [String] = []
+            for element in array {
+                guard let word = element.string else { throw wrongType(section, key, expected: "a command line or an array of strings") }
+                collected.append(word)
+            }
+            words = collected
+        } else if let text = table[key]?.string {
+            do throws(UsageError) {
+                words = try HookSettings.words(text)
+            } catch {
+                throw self.error(section, key, error.description)
+            }
+        } else {
+            throw wrongType(section, key, expected: "a command line or an array of strings")
+        }
+        guard let program = words.first, !program.isEmpty else { throw error(section, key, "the command is empty") }
+        guard !words.contains(where: { $0.contains("\0") }) else { throw error(section, key, "the command holds a NUL") }
+        return words
+    }
 
     func wrongType(_ table: String?, _ key: String, expected: String) -> ConfigError {
         error(table, key, "expected \(expected)")

@@ -123,6 +123,9 @@ public struct TransferSpec: Sendable, Codable, Equatable {
     /// The item's bandwidth limit as asked when it was queued (`--limit-rate`), bytes per second; nil: none.
     /// The item's limit in force (changed live from the UI) is the item's own, kept in the store.
     public var rateLimit: Int64?
+    /// The netrc file whose login for the URL's host is sent (read by the engine at each attempt); nil: none.
+    /// The path only: the secret stays in the user's file, out of the queue's store.
+    public var netrcFile: String?
 
     public init(download url: URL, directory: String, fileName: String? = nil, sha256: String? = nil, headers: [HTTPHeader] = [],
                 segments: Int? = nil) {

@@ -80,6 +80,8 @@ public struct AppState: Sendable, Equatable {
     public var message: Message?
     /// Where `a` saves downloads.
     public var downloadDirectory: String
+    /// The netrc file items added here use (nil: none).
+    public var netrcFile: String?
     public var width: Int
     public var height: Int
 

@@ -188,7 +188,9 @@ private func submit(_ stateIn: AppState, _ promptIn: AppState.Prompt, _ snapshot
             let url = try InputValidation.url(text)
             state.prompt = nil
             state.message = .init(text: "added \(TerminalSafe.redactedURL(url))", isError: false)
-            return (state, [.add(TransferSpec(download: url, directory: state.downloadDirectory))])
+            var spec = TransferSpec(download: url, directory: state.downloadDirectory)
+            spec.netrcFile = state.netrcFile
+            return (state, [.add(spec)])
         case .uploadFile:
             guard !text.isEmpty else { throw UsageError("no file given") }
             let path = URL(fileURLWithPath: text).standardizedFileURL.path
@@ -202,7 +204,9 @@ private func submit(_ stateIn: AppState, _ promptIn: AppState.Prompt, _ snapshot
             let upload = UploadSpec(method: "PUT", body: .raw(.file(path: path), contentType: MIMETypes.type(forFileName: path)))
             state.prompt = nil
             state.message = .init(text: "added upload to \(TerminalSafe.redactedURL(url))", isError: false)
-            return (state, [.add(TransferSpec(upload: upload, to: url))])
+            var spec = TransferSpec(upload: upload, to: url)
+            spec.netrcFile = state.netrcFile
+            return (state, [.add(spec)])
         case let .itemLimit(id):
             let rate = try RateText.parse(text)
             state.prompt = nil

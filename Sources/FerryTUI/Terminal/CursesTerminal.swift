@@ -145,6 +145,12 @@ public final class CursesTerminal {
         doupdate()
     }
 
+    /// Rings the terminal's bell (or flashes it, where it has no bell).
+    public func bell() {
+        guard isOpen else { return }
+        _ = beep()
+    }
+
     /// The next key, or nil when none is waiting (never blocks).
     public func readEvent() -> TerminalEvent? {
         guard isOpen else { return nil }

@@ -21,10 +21,16 @@ public final class TerminalApp {
         public var forceASCII: Bool?
         /// At most this many frames a second (`[ui] refresh_hz`).
         public var framesPerSecond: Int
+        /// The netrc file of items added with `a` and `u` (the command line's default one); nil: none.
+        public var netrcFile: String?
+        /// Ring the terminal's bell when the queue empties (`[ui] bell`).
+        public var bell: Bool
 
         public init(downloadDirectory: String, colorAllowed: Bool, term: String?, forceASCII: Bool? = nil,
-                    framesPerSecond: Int = 10) {
+                    framesPerSecond: Int = 10, netrcFile: String? = nil, bell: Bool = false) {
             self.downloadDirectory = downloadDirectory
+            self.netrcFile = netrcFile
+            self.bell = bell
             self.colorAllowed = colorAllowed
             self.term = term
             self.forceASCII = forceASCII
@@ -38,6 +44,7 @@ public final class TerminalApp {
     /// Unicode bars and glyphs, or ASCII (the locale, unless the config forces one).
     private let unicode: Bool
     private var state: AppState
+    private var bell = QueueBell()
     private var sources: [any DispatchSourceProtocol] = []
     private let wakeup: TerminalWakeup?
     private let timer = DispatchSource.makeTimerSource(queue: .main)
@@ -84,6 +91,7 @@ public final class TerminalApp {
         self.wakeup = wakeup
         unicode = options.forceASCII.map { !$0 } ?? terminal.unicode
         state = AppState(downloadDirectory: options.downloadDirectory, width: terminal.width, height: terminal.height)
+        state.netrcFile = options.netrcFile
     }
 
     private func start() {
@@ -175,6 +183,7 @@ public final class TerminalApp {
             emptyReads = changed ? 0 : emptyReads + 1
             if emptyReads > 100 { finish(129, reason: nil) }
         }
+        if options.bell, bell.rings(for: snapshot) { terminal.bell() }
         let now = Date()
         let second = Int(now.timeIntervalSince1970)
         let ticking = Pace.wanted(snapshot, state) != .off

@@ -85,9 +85,9 @@ final class RangeRun: TaskRun {
         start.fileName.map { PartialFile.path(directory: start.spec.directory, name: $0) }
     }
 
-    func makeRequest(userAgent: String, timeout: TimeInterval, hostHeaders: [HostHeaders]) -> URLRequest {
+    func makeRequest(userAgent: String, timeout: TimeInterval, credentials: HostCredentials) -> URLRequest {
         var request = RequestHeaders.request(for: start.spec, method: "GET", userAgent: userAgent, timeout: timeout,
-                                             hostHeaders: hostHeaders)
+                                             credentials: credentials)
         if start.from > 0 || start.bounded {
             request.setValue("bytes=\(start.from)-\(start.end.map { String($0 - 1) } ?? "")", forHTTPHeaderField: "Range")
             if let ifRange = start.validators.ifRange { request.setValue(ifRange, forHTTPHeaderField: "If-Range") }

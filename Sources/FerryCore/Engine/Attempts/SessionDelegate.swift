@@ -10,11 +10,13 @@ import Synchronization
 final class SessionDelegate: NSObject, URLSessionDataDelegate, TransportDelegate, Sendable {
     private let runs = Mutex<[Int: (run: any TaskRun, limits: LimitMembership?)]>([:])
     private let hostHeaders: [HostHeaders]
+    let netrcFiles: NetrcFiles
     let transportSettings: TransportSettings
     let transportDelegateQueue: OperationQueue?
 
-    init(hostHeaders: [HostHeaders], transportSettings: TransportSettings, delegateQueue: OperationQueue) {
+    init(hostHeaders: [HostHeaders], netrcFiles: NetrcFiles, transportSettings: TransportSettings, delegateQueue: OperationQueue) {
         self.hostHeaders = hostHeaders
+        self.netrcFiles = netrcFiles
         self.transportSettings = transportSettings
         self.transportDelegateQueue = delegateQueue
     }
@@ -52,9 +54,15 @@ final class SessionDelegate: NSObject, URLSessionDataDelegate, TransportDelegate
         // Uploads never follow a redirect (re-sending a body the user did not aim there); the 3xx reaches
         // the run as the response. Downloads follow http(s) only.
         let scheme = request.url?.scheme?.lowercased()
-        guard !(run(for: task) is UploadRun), scheme == "http" || scheme == "https" else { return nil }
-        // Config headers belong to their host only; credentials do not cross to another host.
-        return RequestHeaders.forRedirect(request, from: task.originalRequest?.url, hostHeaders: hostHeaders)
+        guard let run = run(for: task) as? RangeRun, scheme == "http" || scheme == "https" else { return nil }
+        // Config headers and netrc logins belong to their host only; credentials do not cross to another host.
+        return RequestHeaders.forRedirect(request, from: task.originalRequest?.url,
+                                          credentials: credentials(for: run.start.spec))
+    }
+
+    /// The config's host headers and the item's netrc file (read again when it changed).
+    func credentials(for spec: TransferSpec) -> HostCredentials {
+        HostCredentials(hostHeaders: hostHeaders, netrc: spec.netrcFile.flatMap(netrcFiles.netrc(at:)))
     }
 
     func transportBody(for task: URLSessionTask) -> TransportBody? {

@@ -35,9 +35,9 @@ final class UploadRun: TaskRun {
     /// Standard input is read on a thread of its own (PipeBodySource) and sent chunked: its length is unknown.
     var readsStandardInput: Bool { plan.pieces == [.standardInput] }
 
-    func makeRequest(userAgent: String, timeout: TimeInterval, hostHeaders: [HostHeaders]) -> URLRequest {
+    func makeRequest(userAgent: String, timeout: TimeInterval, credentials: HostCredentials) -> URLRequest {
         var request = RequestHeaders.request(for: spec, method: spec.upload?.method ?? "PUT", userAgent: userAgent,
-                                             timeout: timeout, hostHeaders: hostHeaders)
+                                             timeout: timeout, credentials: credentials)
         if request.value(forHTTPHeaderField: "Content-Type") == nil { request.setValue(plan.contentType, forHTTPHeaderField: "Content-Type") }
         // A known length goes out as Content-Length (many endpoints refuse chunked bodies); standard input,
         // whose length is unknown, goes out chunked (CurlTransfer).

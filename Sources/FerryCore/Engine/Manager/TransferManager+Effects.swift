@@ -91,7 +91,7 @@ extension TransferManager {
         }
         let run = RangeRun(start: start, names: names, accepted: accepted, finish: report(to: id, serial: serial))
         let request = run.makeRequest(userAgent: configuration.userAgent, timeout: configuration.idleTimeout,
-                                      hostHeaders: configuration.hostHeaders)
+                                      credentials: delegate.credentials(for: transfer.spec))
         attach(run, serial: serial, to: transfer) { [session] in session.dataTask(with: request) }
     }
 
@@ -107,7 +107,7 @@ extension TransferManager {
         let run = UploadRun(spec: transfer.spec, plan: plan, standardInputPath: configuration.standardInputPath,
                             finish: report(to: transfer.id, serial: serial))
         let request = run.makeRequest(userAgent: configuration.userAgent, timeout: configuration.idleTimeout,
-                                      hostHeaders: configuration.hostHeaders)
+                                      credentials: delegate.credentials(for: transfer.spec))
         attach(run, serial: serial, to: transfer) { [session] in session.uploadTask(withStreamedRequest: request) }
         return nil
     }

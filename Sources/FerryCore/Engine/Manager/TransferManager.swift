@@ -114,7 +114,7 @@ public final class TransferManager: Sendable {
         // Serial (a concurrent queue reorders chunks) and bounded (chunks must not pile up in memory).
         let delegateQueue = BoundedDelegateQueue(limit: Self.delegateQueueLimit, name: "ferry.delegate")
         self.delegateQueue = delegateQueue
-        let delegate = SessionDelegate(hostHeaders: configuration.hostHeaders, transportSettings: configuration.transport,
+        let delegate = SessionDelegate(hostHeaders: configuration.hostHeaders, netrcFiles: NetrcFiles(), transportSettings: configuration.transport,
                                        delegateQueue: delegateQueue)
         self.delegate = delegate
         self.session = URLSession(configuration: sessionConfig, delegate: delegate, delegateQueue: delegateQueue)

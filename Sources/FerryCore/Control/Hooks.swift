@@ -1,0 +1,310 @@
+import Foundation
+#if canImport(Glibc)
+import Glibc
+#endif
+import Synchronization
+
+/// `[hooks]`: commands run when an item ends, as aria2's --on-download-complete.
+public struct HookSettings: Sendable, Equatable {
+    /// The program and its arguments run when an item completes; nil: none.
+    public var onDone: [String]?
+    /// The same when an item fails for good (after its retries).
+    public var onFailed: [String]?
+    /// Seconds a hook may run before it is stopped (SIGTERM, then SIGKILL 2 s later).
+    public var timeout = 60.0
+
+    public init() {}
+
+    public var isEmpty: Bool { onDone == nil && onFailed == nil }
+
+    /// Splits a command line into words as a shell would: blanks separate words, '...' keeps everything,
+    /// "..." keeps everything but \" \\ \$ \`, and a backslash outside quotes keeps the next character.
+    /// Nothing else of a shell: no variables, globs, pipes or redirections.
+    public static func words(_ text: String) throws(UsageError) -> [String] {
+        var words: [String] = []
+        var word = ""
+        var inWord = false
+        var chars = text[...]
+        while let c = chars.popFirst() {
+            switch c {
+            case " ", "\t", "\n", "\r":
+                if inWord { words.append(word); word = ""; inWord = false }
+            case "'":
+                inWord = true
+                guard let end = chars.firstIndex(of: "'") else { throw UsageError("a ' is not closed") }
+                word += chars[..<end]
+                chars = chars[chars.index(after: end)...]
+            case "\"":
+                inWord = true
+                var closed = false
+                while let d = chars.popFirst() {
+                    if d == "\"" { closed = true; break }
+                    if d == "\\", let next = chars.first, "\"\\$`".contains(next) {
+                        word.append(next)
+                        chars = chars.dropFirst()
+                    } else {
+                        word.append(d)
+                    }
+                }
+                guard closed else { throw UsageError("a \" is not closed") }
+            case "\\":
+                inWord = true
+                guard let next = chars.popFirst() else { throw UsageError("a \\ ends the command") }
+                word.append(next)
+            default:
+                inWord = true
+                word.append(c)
+            }
+        }
+        if inWord { words.append(word) }
+        return words
+    }
+}
+
+/// Runs the hooks of an engine: when an item's state becomes completed (or failed), its command starts in a
+/// process of its own, with no shell, the item described in environment variables, its output appended to
+/// the engine's log. The queue never waits for a hook: hooks start from the engine's event queue and are
+/// watched on threads of their own (at most `parallel` at once, the rest wait their turn in order); one that
+/// runs past the timeout is stopped with its process group.
+public final class HookRunner: Sendable {
+    public static let parallel = 4
+
+    private struct Job: Sendable {
+        var name: String
+        var command: [String]
+        var environment: [String: String]
+        var id: TransferID
+    }
+
+    private struct State {
+        var lastState: [TransferID: TransferState] = [:]
+        var pending: [Job] = []
+        var running = 0
+    }
+
+    private let settings: HookSettings
+    private let logPath: String?
+    private let state = Mutex(State())
+    private let idle = NSCondition()
+
+    /// `states`: the queue's items as the engine is about to load them (so an item already done before, then
+    /// moved or removed, runs no hook). `logPath`: where hooks' output and their exits are written
+    /// (nil: discarded).
+    public init(settings: HookSettings, logPath: String?, states: [TransferID: TransferState]) {
+        self.settings = settings
+        self.logPath = logPath
+        state.withLock { $0.lastState = states }
+        // An engine started by a client that ignores SIGCHLD (so it leaves no zombie) inherits the ignore,
+        // and then the kernel reaps hooks before waitpid can read how they ended.
+        if !settings.isEmpty { signal(SIGCHLD, SIG_DFL) }
+    }
+
+    /// The runner for an engine about to load `store`; nil when no hook is set.
+    public static func make(settings: HookSettings, logPath: String?, store: any QueueStore) -> HookRunner? {
+        guard !settings.isEmpty else { return nil }
+        let states = Dictionary(((try? store.loadAll()) ?? []).map { ($0.id, $0.state) }) { first, _ in first }
+        return HookRunner(settings: settings, logPath: logPath, states: states)
+    }
+
+    /// Feeds one engine event (from the manager's serial event queue).
+    public func observe(_ event: TransferEvent) {
+        let job: Job? = state.withLock { state in
+            let before = state.lastState.updateValue(event.state, forKey: event.id)
+            guard before != event.state else { return nil }
+            let name: String, command: [String]?
+            switch event.state {
+            case .completed: (name, command) = ("on_done", settings.onDone)
+            case .failed: (name, command) = ("on_failed", settings.onFailed)
+            default: return nil
+            }
+            guard let command else { return nil }
+            return Job(name: name, command: command, environment: Self.environment(for: event.snapshot), id: event.id)
+        }
+        guard let job else { return }
+        let start: Job? = state.withLock { state in
+            guard state.running < Self.parallel else {
+                state.pending.append(job)
+                return nil
+            }
+            state.running += 1
+            return job
+        }
+        if let start { launch(start) }
+    }
+
+    /// Waits until no hook runs or waits (a headless run does before it exits), at most `timeout` seconds.
+    public func waitUntilIdle(timeout: TimeInterval) {
+        let deadline = Date().addingTimeInterval(timeout)
+        idle.lock()
+        defer { idle.unlock() }
+        while state.withLock({ $0.running > 0 || !$0.pending.isEmpty }) {
+            guard idle.wait(until: deadline) else { return }
+        }
+    }
+
+    /// What a hook is told about its item. The URL loses its credentials; the rest is the engine's own.
+    static func environment(for item: TransferSnapshot) -> [String: String] {
+        var values = [
+            "FERRY_ID": String(item.id.rawValue),
+            "FERRY_DIRECTION": item.spec.direction.rawValue,
+            "FERRY_URL": TerminalSafe.redactedURL(item.spec.url),
+            "FERRY_STATUS": item.state == .completed ? "done" : "failed",
+            "FERRY_BYTES": String(item.bytesDone),
+        ]
+        switch item.spec.direction {
+        case .download:
+            if let path = item.savedPath ?? item.fileName.map({ item.spec.directory + "/" + $0 }) { values["FERRY_PATH"] = path }
+        case .upload:
+            switch item.spec.upload?.primarySource {
+            case let .file(path)?: values["FERRY_PATH"] = path
+            case .standardInput?: values["FERRY_PATH"] = "-"
+            case nil: break
+            }
+        }
+        if let status = item.lastStatus { values["FERRY_HTTP_STATUS"] = String(status) }
+        if item.state == .failed, let error = item.lastError { values["FERRY_ERROR"] = TerminalSafe.sanitize(error) }
+        return values
+    }
+
+    // MARK: Processes
+
+    private func launch(_ job: Job) {
+        let thread = Thread { [self] in
+            run(job)
+            let next: Job? = state.withLock { state in
+                guard !state.pending.isEmpty else {
+                    state.running -= 1
+                    return nil
+                }
+                return state.pending.removeFirst()
+            }
+            if let next {
+                launch(next)
+            } else {
+                idle.lock()
+                idle.broadcast()
+                idle.unlock()
+            }
+        }
+        thread.name = "ferry.hook"
+        thread.start()
+    }
+
+    private func run(_ job: Job) {
+        let label = "hook \(job.name) \(job.id)"
+        let started = Date()
+        let pid: pid_t
+        switch spawn(job) {
+        case let .success(child): pid = child
+        case let .failure(error):
+            log("\(label): cannot run \(TerminalSafe.sanitize(job.command[0])): \(error)")
+            return
+        }
+        log("\(label): started \(TerminalSafe.sanitize(job.command[0])) (pid \(pid))")
+        var status: Int32 = 0
+        var ended = false
+        var stopped = false
+        let deadline = started.addingTimeInterval(settings.timeout)
+        while !ended {
+            let result = waitpid(pid, &status, WNOHANG)
+            if result == pid || (result < 0 && errno != EINTR) {
+                ended = true
+                if result < 0 { status = -1 }
+                break
+            }
+            if Date() >= deadline && !stopped {
+                stopped = true
+                // The hook's whole process group: a script's children go with it.
+                kill(-pid, SIGTERM)
+                let grace = Date().addingTimeInterval(2)
+                while waitpid(pid, &status, WNOHANG) == 0, Date() < grace { usleep(20_000) }
+                kill(-pid, SIGKILL)
+                _ = waitpid(pid, &status, 0)
+                ended = true
+                break
+            }
+            usleep(20_000)
+        }
+        let seconds = String(format: "%.1f", Date().timeIntervalSince(started))
+        if stopped {
+            log("\(label): killed after \(seconds) s (timeout \(Self.format(settings.timeout)) s)")
+        } else if status == -1 {
+            log("\(label): ended after \(seconds) s (exit status unknown)")
+        } else if status & 0x7f == 0 {
+            log("\(label): exit \((status >> 8) & 0xff) after \(seconds) s")
+        } else {
+            log("\(label): ended by signal \(status & 0x7f) after \(seconds) s")
+        }
+    }
+
+    private static func format(_ seconds: Double) -> String {
+        seconds == seconds.rounded() ? String(Int(seconds)) : String(seconds)
+    }
+
+    private struct SpawnError: Error, CustomStringConvertible {
+        var code: Int32
+        var description: String { String(cString: strerror(code)) }
+    }
+
+    /// posix_spawn(p) with no shell: the hook in a process group of its own, default signal handling, standard
+    /// input from /dev/null, output appended to the log, and none of the engine's other descriptors.
+    private func spawn(_ job: Job) -> Result<pid_t, SpawnError> {
+        var actions = posix_spawn_file_actions_t()
+        posix_spawn_file_actions_init(&actions)
+        defer { posix_spawn_file_actions_destroy(&actions) }
+        posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
+        posix_spawn_file_actions_addopen(&actions, 1, logPath ?? "/dev/null", O_WRONLY | O_CREAT | O_APPEND, 0o600)
+        posix_spawn_file_actions_adddup2(&actions, 1, 2)
+        Self.closeFrom3(&actions)
+        var attributes = posix_spawnattr_t()
+        posix_spawnattr_init(&attributes)
+        defer { posix_spawnattr_destroy(&attributes) }
+        var all = sigset_t()
+        sigfillset(&all)
+        var none = sigset_t()
+        sigemptyset(&none)
+        posix_spawnattr_setsigdefault(&attributes, &all)
+        posix_spawnattr_setsigmask(&attributes, &none)
+        posix_spawnattr_setpgroup(&attributes, 0)
+        posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETSIGMASK))
+
+        var environment = ProcessInfo.processInfo.environment
+        environment.merge(job.environment) { $1 }
+        let argv = job.command.map { strdup($0) } + [nil]
+        let envp = environment.map { strdup("\($0.key)=\($0.value)") } + [nil]
+        defer {
+            argv.forEach { free($0) }
+            envp.forEach { free($0) }
+        }
+        var pid: pid_t = 0
+        let program = job.command[0]
+        let result = program.contains("/")
+            ? posix_spawn(&pid, program, &actions, &attributes, argv, envp)
+            : posix_spawnp(&pid, program, &actions, &attributes, argv, envp)
+        return result == 0 ? .success(pid) : .failure(SpawnError(code: result))
+    }
+
+    /// Closes every descriptor above 2 in the child (glibc 2.34's closefrom action, looked up at run time as
+    /// Swift's Glibc module does not declare it); without it, every descriptor not marked close-on-exec now.
+    private static func closeFrom3(_ actions: inout posix_spawn_file_actions_t) {
+        typealias CloseFrom = @convention(c) (UnsafeMutablePointer<posix_spawn_file_actions_t>, Int32) -> Int32
+        if let symbol = dlsym(UnsafeMutableRawPointer(bitPattern: 0), "posix_spawn_file_actions_addclosefrom_np") {
+            let closeFrom = unsafeBitCast(symbol, to: CloseFrom.self)
+            if closeFrom(&actions, 3) == 0 { return }
+        }
+        if let entries = try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/fd") {
+            for fd in entries.compactMap(Int32.init) where fd > 2 { _ = fcntl(fd, F_SETFD, FD_CLOEXEC) }
+        }
+    }
+
+    /// One line to the log (appended whole, so lines from several hooks do not interleave).
+    private func log(_ line: String) {
+        guard let logPath else { return }
+        let stamp = ISO8601DateFormatter().string(from: Date())
+        let fd = open(logPath, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0o600)
+        guard fd >= 0 else { return }
+        let text = "\(stamp) \(line)\n"
+        _ = text.withCString { write(fd, $0, strlen($0)) }
+        close(fd)
+    }
+}
