@@ -99,7 +99,7 @@ struct Version: ParsableCommand {
 /// Options every subcommand takes.
 /// `--limit-rate` of `get` and `put`: a bandwidth limit for each item they queue.
 struct RateLimitOption: ParsableArguments {
-    @Option(name: .customLong("limit-rate"), help: "Bandwidth limit per item, e.g. 500K, 2M, 1.5M (K = 1024; 0 = none).")
+    @Option(name: .customLong("limit-rate"), help: ArgumentHelp("Bandwidth limit per item, e.g. 500K, 2M, 1.5M (K = 1024; 0 = none).", valueName: "rate"))
     var limitRate: String?
 
     /// Bytes per second, nil for none; a bad value is a usage error naming it (exit 2).
@@ -115,7 +115,7 @@ struct RateLimitOption: ParsableArguments {
 
 /// `--netrc-file` and `--no-netrc` of `get` and `put`: whose logins the queued items send.
 struct NetrcOption: ParsableArguments {
-    @Option(name: .customLong("netrc-file"), help: "Logins for hosts from FILE, in .netrc form (default: $NETRC, else ~/.netrc when it exists).")
+    @Option(name: .customLong("netrc-file"), help: ArgumentHelp("Logins for hosts from FILE, in .netrc form (default: $NETRC, else ~/.netrc when it exists).", valueName: "file"))
     var netrcFile: String?
 
     @Flag(name: .customLong("no-netrc"), help: "Send no login from a .netrc file.")
@@ -137,19 +137,19 @@ struct NetrcOption: ParsableArguments {
 }
 
 struct CommonOptions: ParsableArguments {
-    @Option(name: .customLong("state-dir"), help: "Where the queue is kept (default: $FERRY_STATE_DIR, else $XDG_STATE_HOME/ferry).")
+    @Option(name: .customLong("state-dir"), help: ArgumentHelp("Where the queue is kept (default: $FERRY_STATE_DIR, else $XDG_STATE_HOME/ferry).", valueName: "dir"))
     var stateDir: String?
 
-    @Option(name: .customLong("config"), help: "Config file (default: $FERRY_CONFIG, else $XDG_CONFIG_HOME/ferry/config.toml).")
+    @Option(name: .customLong("config"), help: ArgumentHelp("Config file (default: $FERRY_CONFIG, else $XDG_CONFIG_HOME/ferry/config.toml).", valueName: "file"))
     var config: String?
 
     @Flag(name: .customLong("no-tui"), help: "Run without the terminal UI (implied when stdout is not a terminal).")
     var noTUI = false
 
-    @Option(name: .customShort("j"), help: "Transfers at once (default 4, or [transfers] concurrency).")
+    @Option(name: .customShort("j"), help: ArgumentHelp("Transfers at once (default 4, or [transfers] concurrency).", valueName: "n"))
     var jobs: Int?
 
-    @Option(name: .customLong("retries"), help: "Retries after a failed attempt (default 5, or [retry] attempts).")
+    @Option(name: .customLong("retries"), help: ArgumentHelp("Retries after a failed attempt (default 5, or [retry] attempts).", valueName: "n"))
     var retries: Int?
 
     func validate() throws {

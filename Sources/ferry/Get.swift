@@ -11,22 +11,22 @@ struct Get: AsyncParsableCommand {
     @Argument(help: "http or https URLs.")
     var urls: [String] = []
 
-    @Option(name: [.customShort("o"), .customLong("dir")], help: "Directory to save into (default: the current one; created when missing).")
+    @Option(name: [.customShort("o"), .customLong("dir")], help: ArgumentHelp("Directory to save into (default: the current one; created when missing).", valueName: "dir"))
     var directory: String?
 
-    @Option(name: [.customShort("O"), .customLong("output")], help: "File name to save a single URL under.")
+    @Option(name: [.customShort("O"), .customLong("output")], help: ArgumentHelp("File name to save a single URL under.", valueName: "name"))
     var outputName: String?
 
-    @Option(name: .customLong("sha256"), help: "Expected SHA-256 (hex) of a single download.")
+    @Option(name: .customLong("sha256"), help: ArgumentHelp("Expected SHA-256 (hex) of a single download.", valueName: "hex"))
     var sha256: String?
 
-    @Option(name: [.customShort("H"), .customLong("header")], help: "Extra request header, 'Name: value'. Repeatable.")
+    @Option(name: [.customShort("H"), .customLong("header")], help: ArgumentHelp("Extra request header, 'Name: value'. Repeatable.", valueName: "header"))
     var headers: [String] = []
 
-    @Option(name: [.customShort("i"), .customLong("input-file")], help: "Read URLs from FILE, one per line, '#' comments.")
+    @Option(name: [.customShort("i"), .customLong("input-file")], help: ArgumentHelp("Read URLs from FILE, one per line, '#' comments.", valueName: "file"))
     var inputFile: String?
 
-    @Option(name: .customLong("segments"), help: "Fetch a large file in N parallel ranges when the server allows (default 1, or [transfers] segments).")
+    @Option(name: .customLong("segments"), help: ArgumentHelp("Fetch a large file in N parallel ranges when the server allows (default 1, or [transfers] segments).", valueName: "n"))
     var segments: Int?
 
     @OptionGroup var limit: RateLimitOption

@@ -19,19 +19,19 @@ struct Put: AsyncParsableCommand {
     @Argument(help: "The http or https URL to send it to.")
     var url: String
 
-    @Option(name: [.customShort("X"), .customLong("method")], help: "PUT (default for a raw body) or POST (default with -F).")
+    @Option(name: [.customShort("X"), .customLong("method")], help: ArgumentHelp("PUT (default for a raw body) or POST (default with -F).", valueName: "method"))
     var method: String?
 
-    @Option(name: .customLong("content-type"), help: "Content type of FILE (default: by its extension).")
+    @Option(name: .customLong("content-type"), help: ArgumentHelp("Content type of FILE (default: by its extension).", valueName: "type"))
     var contentType: String?
 
-    @Option(name: [.customShort("H"), .customLong("header")], help: "Extra request header, 'Name: value'. Repeatable.")
+    @Option(name: [.customShort("H"), .customLong("header")], help: ArgumentHelp("Extra request header, 'Name: value'. Repeatable.", valueName: "header"))
     var headers: [String] = []
 
-    @Option(name: [.customShort("F"), .customLong("form")], help: "Form field name=value, or a file part name=@path[;type=mime]. Repeatable.")
+    @Option(name: [.customShort("F"), .customLong("form")], help: ArgumentHelp("Form field name=value, or a file part name=@path[;type=mime]. Repeatable.", valueName: "field"))
     var form: [String] = []
 
-    @Option(name: .customLong("field"), help: "With -F: the form field FILE is sent as (default 'file').")
+    @Option(name: .customLong("field"), help: ArgumentHelp("With -F: the form field FILE is sent as (default 'file').", valueName: "name"))
     var field: String = "file"
 
     @OptionGroup var limit: RateLimitOption

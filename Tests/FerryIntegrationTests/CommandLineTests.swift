@@ -35,6 +35,61 @@ import TestHTTPServer
         #expect(lines.last?.contains("transport: libcurl/") == true)
     }
 
+    /// The completion scripts argument-parser writes from ferry's definitions: each shell gets one, and bash's
+    /// completes subcommands and options (the hidden `engine` subcommand is not offered).
+    @Test func completionScriptsCompleteSubcommandsAndOptions() async throws {
+        for shell in ["bash", "zsh", "fish"] {
+            let script = try await runFerry(["--generate-completion-script", shell])
+            #expect(script.status == 0 && script.stdout.count > 1000, "\(shell): \(script.stderr)")
+            #expect(script.stdout.contains("netrc-file"), "\(shell)")
+        }
+        let bash = try await runFerry(["--generate-completion-script", "bash"])
+        let path = dir.path + "/ferry.bash"
+        try bash.stdout.write(toFile: path, atomically: true, encoding: .utf8)
+        func complete(_ words: [String]) async throws -> [String] {
+            let line = words.joined(separator: " ")
+            let program = """
+                source "$1"
+                COMP_WORDS=(\(words.map { "'\($0)'" }.joined(separator: " "))); COMP_CWORD=\(words.count - 1)
+                COMP_LINE='\(line)'; COMP_POINT=\(line.count)
+                _ferry ferry '\(words.last!)' '\(words[words.count - 2])'
+                printf '%s\\n' "${COMPREPLY[@]}"
+                """
+            let result = try await runProgram("/bin/bash", ["-c", program, "bash", path])
+            return result.split(separator: "\n").map(String.init)
+        }
+        #expect(try await complete(["ferry", "g"]) == ["get"])
+        #expect(try await complete(["ferry", "st"]) == ["stop"])
+        #expect(try await complete(["ferry", "en"]).isEmpty)
+        #expect(try await complete(["ferry", "get", "--netrc-f"]) == ["--netrc-file"])
+    }
+
+    /// docs/man/ferry.1 is made by scripts/manpage from the same definitions; a stale page (an option added
+    /// since) fails here.
+    @Test func theManPageNamesEverySubcommandAndOption() async throws {
+        let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+        let page = try String(contentsOf: root.appendingPathComponent("docs/man/ferry.1"), encoding: .utf8)
+        let dump = try await runFerry(["--experimental-dump-help"])
+        let json = try #require(try JSONSerialization.jsonObject(with: Data(dump.stdout.utf8)) as? [String: Any])
+        let command = try #require(json["command"] as? [String: Any])
+        var missing: [String] = []
+        func check(_ command: [String: Any]) {
+            for argument in command["arguments"] as? [[String: Any]] ?? [] where argument["shouldDisplay"] as? Bool != false {
+                for name in argument["names"] as? [[String: Any]] ?? [] where name["kind"] as? String == "long" {
+                    let option = name["name"] as? String ?? ""
+                    if !page.contains("Fl -\(option)"), !page.contains(", -\(option)") { missing.append("--\(option) of \(command["commandName"] ?? "")") }
+                }
+            }
+            for sub in command["subcommands"] as? [[String: Any]] ?? [] where sub["shouldDisplay"] as? Bool != false {
+                let name = sub["commandName"] as? String ?? ""
+                if !page.contains(".It Em \(name)") { missing.append("subcommand \(name)") }
+                check(sub)
+            }
+        }
+        check(command)
+        #expect(missing.isEmpty, "docs/man/ferry.1 is stale (run scripts/manpage): \(missing)")
+    }
+
     @Test func notFoundExitsOneWithTheStatusLineAfterOneRequest() async throws {
         server.route("/nope", .status(404))
         let result = try await runFerry(["get", "-o", dir.path, server.url("/nope").absoluteString])

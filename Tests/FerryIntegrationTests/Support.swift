@@ -198,3 +198,20 @@ func builtExecutable(_ name: String) -> URL {
     ]
     return candidates.first { FileManager.default.isExecutableFile(atPath: $0.path) } ?? candidates[0]
 }
+
+/// Runs a program (not ferry) to its end; its standard output. Its exit is awaited off the test pool.
+func runProgram(_ path: String, _ arguments: [String]) async throws -> String {
+    let scratch = try TempDir()
+    let outputPath = scratch.path + "/stdout"
+    _ = FileManager.default.createFile(atPath: outputPath, contents: nil)
+    let output = try FileHandle(forWritingTo: URL(fileURLWithPath: outputPath))
+    let process = Process()
+    process.executableURL = URL(fileURLWithPath: path)
+    process.arguments = arguments
+    process.standardOutput = output
+    process.standardInput = FileHandle.nullDevice
+    try process.run()
+    await exited(process)
+    try output.close()
+    return (try? String(contentsOfFile: outputPath, encoding: .utf8)) ?? ""
+}
