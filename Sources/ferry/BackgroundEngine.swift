@@ -53,12 +53,18 @@ struct BackgroundEngine: AsyncParsableCommand {
         // Idle means nothing running, queued or waiting for a retry.
         let linger = config.linger
         var idleSince: Date?
+        var storeWarned: String?
         while true {
             try? await Task.sleep(for: .seconds(min(2, max(0.2, linger / 4))))
+            if let failure = manager.storeFailure, failure != storeWarned {
+                Self.log("cannot save the queue: \(failure); the changes are kept and saved once it can be")
+            }
+            storeWarned = manager.storeFailure
             let busy = manager.snapshot().totals.count.contains { state, count in
                 count > 0 && state.isPending
             }
-            if busy || host.clients > 0 {
+            // A hook still running (or waiting its turn) keeps the engine, which watches its timeout.
+            if busy || host.clients > 0 || hooks?.isIdle == false {
                 idleSince = nil
                 continue
             }

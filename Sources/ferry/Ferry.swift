@@ -47,7 +47,8 @@ struct Ferry: AsyncParsableCommand {
         guard TerminalUIRun.wanted(noTUI: common.noTUI) else {
             throw UsageError("the queue UI needs a terminal; use ferry run, or ferry get/put with --no-tui, to work headless")
         }
-        await TerminalUIRun.run(common, config: config, adding: [])
+        let netrcFile = try NetrcOption().file()
+        await TerminalUIRun.run(common, config: config, adding: [], netrcFile: netrcFile)
     }
 
     /// What the user gave cannot be used (a usage error, a config file, a body file, the state directory):
@@ -130,9 +131,15 @@ struct NetrcOption: ParsableArguments {
     func file(environment: [String: String] = ProcessInfo.processInfo.environment) throws(UsageError) -> String? {
         guard !noNetrc, let path = netrcFile ?? Netrc.defaultPath(environment: environment) else { return nil }
         let absolute = URL(fileURLWithPath: path).standardizedFileURL.path
-        let (_, warning) = try Netrc.check(path: absolute)
-        if let warning { printError("warning: \(warning)") }
-        return absolute
+        do {
+            let (_, warning) = try Netrc.check(path: absolute)
+            if let warning { printError("warning: \(warning)") }
+            return absolute
+        } catch where netrcFile == nil {
+            // A file the user did not name here (~/.netrc, $NETRC) does not stop the transfer: it is left out.
+            printError("warning: \(error.description); its logins are not used")
+            return nil
+        }
     }
 }
 

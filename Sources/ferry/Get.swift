@@ -47,7 +47,7 @@ struct Get: AsyncParsableCommand {
             specs[index].netrcFile = netrcFile
         }
         if !detach.detach, TerminalUIRun.wanted(noTUI: common.noTUI) {
-            await TerminalUIRun.run(common, config: config, adding: specs)
+            await TerminalUIRun.run(common, config: config, adding: specs, netrcFile: netrcFile)
         }
         try await submit(common, config: config, specs: specs, detach: detach.detach)
     }

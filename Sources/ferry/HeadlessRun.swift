@@ -55,14 +55,33 @@ final class HeadlessRun: Sendable {
         let stop = Self.installSignalHandlers(manager, host: host)
         let ticker = DispatchSource.makeTimerSource(queue: reporter.output)
         ticker.schedule(deadline: .now() + 1, repeating: 1)
-        ticker.setEventHandler { [reporter] in reporter.progress(manager.snapshot().items) }
+        let storeWarned = Mutex<String?>(nil)
+        ticker.setEventHandler { [reporter] in
+            reporter.progress(manager.snapshot().items)
+            // A queue that cannot be saved (a full disk) is said once per distinct reason.
+            if let failure = manager.storeFailure, storeWarned.withLock({ $0 }) != failure {
+                storeWarned.withLock { $0 = failure }
+                printError("warning: cannot save the queue: \(failure); the changes are kept and saved once it can be")
+            }
+        }
         ticker.resume()
 
         var waitFor = Set<TransferID>()
         if includeQueued {
             waitFor = Set(manager.snapshot().items.filter { !$0.state.isTerminal && $0.state != .paused }.map(\.id))
         }
-        let own = manager.add(specs)
+        let own: [TransferID]
+        do {
+            own = try manager.addSaved(specs)
+        } catch {
+            printError(error.description)
+            ticker.cancel()
+            host?.close()
+            manager.shutdown()
+            lock?.release()
+            stop.forEach { $0.cancel() }
+            return 2
+        }
         waitFor.formUnion(own)
         // Items added through the socket while this engine ran are finished too before it exits: whoever added
         // them may be following them.
@@ -75,9 +94,10 @@ final class HeadlessRun: Sendable {
         ticker.cancel()
         host?.close()
         manager.shutdown()
-        // The hooks of the items just ended run to their end (or their timeout) before this process goes.
-        hookRunner?.waitUntilIdle(timeout: hooks.timeout + 5)
+        // The queue is free for another engine at once; the hooks of the items just ended run to their end
+        // (each to its timeout at most) before this process goes.
         lock?.release()
+        hookRunner?.waitUntilIdle()
         stop.forEach { $0.cancel() }
         reporter.output.sync {}
         return reporter.results(manager.snapshot(), ids: includeQueued ? waitFor : Set(own))

@@ -27,10 +27,11 @@ struct List: ParsableCommand {
             return
         }
         let items: [StoredTransfer]
+        let store = try directory.openStore()
         do {
-            items = try directory.openStore().loadAll()
+            items = try store.loadAll()
         } catch {
-            throw StateError("cannot read the queue at \(directory.databasePath): \(error)")
+            throw StateError("cannot read the queue: \(SQLiteQueueStore.words(error, path: directory.databasePath))")
         }
         try show(items)
     }

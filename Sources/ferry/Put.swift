@@ -43,7 +43,8 @@ struct Put: AsyncParsableCommand {
         let config = try common.loadConfig()
         var spec = try makeSpec()
         spec.rateLimit = try limit.rate()
-        spec.netrcFile = try netrc.file()
+        let netrcFile = try netrc.file()
+        spec.netrcFile = netrcFile
         if spec.upload?.isRepeatable == false {
             // Standard input belongs to this process: it cannot be handed to another engine or resumed later.
             let exitCode = await common.headlessRun(config)
@@ -51,7 +52,7 @@ struct Put: AsyncParsableCommand {
             throw ExitCode(exitCode)
         }
         if !detach.detach, TerminalUIRun.wanted(noTUI: common.noTUI) {
-            await TerminalUIRun.run(common, config: config, adding: [spec])
+            await TerminalUIRun.run(common, config: config, adding: [spec], netrcFile: netrcFile)
         }
         try await submit(common, config: config, specs: [spec], detach: detach.detach)
     }

@@ -14,7 +14,8 @@ enum TerminalUIRun {
 
     /// Opens the UI on the queue of the running engine (started in the background when none runs), after
     /// handing it `specs`.
-    static func run(_ common: CommonOptions, config: Config, adding specs: [TransferSpec]) async -> Never {
+    /// `netrcFile`: the netrc file items added in the UI use (the command line's choice).
+    static func run(_ common: CommonOptions, config: Config, adding specs: [TransferSpec], netrcFile: String?) async -> Never {
         let environment = ProcessInfo.processInfo.environment
         setlocale(LC_ALL, "")
         do {
@@ -54,7 +55,7 @@ enum TerminalUIRun {
             term: environment["TERM"],
             forceASCII: config.ascii == .auto ? nil : config.ascii == .always,
             framesPerSecond: config.refreshHz,
-            netrcFile: Netrc.defaultPath(environment: environment).map { URL(fileURLWithPath: $0).standardizedFileURL.path },
+            netrcFile: netrcFile,
             bell: config.bell)
         // (Typed throws across MainActor.run crashes the 6.3.1 compiler: the error comes back as a value.)
         let failure = await MainActor.run { () -> String? in

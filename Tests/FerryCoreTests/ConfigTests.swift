@@ -155,6 +155,11 @@ import Testing
         let error = message(text)
         #expect(error.contains("hosts.headers"))
         #expect(!error.contains("TOPSECRET"))
+        // Bug (review): a syntax error on a headers line showed the line, secret and all.
+        let broken = message("[[hosts]]\nmatch = \"h\"\nheaders = { Authorization = \"Bearer TOPSECRET\"\n")
+        #expect(broken.hasPrefix("/etc/ferry.toml:3:"), "\(broken)")
+        #expect(broken.contains("hosts.headers: `headers = …`"), "\(broken)")
+        #expect(!broken.contains("TOPSECRET"))
     }
 
     @Test func hostMatching() {

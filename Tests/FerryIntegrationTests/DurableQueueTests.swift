@@ -212,6 +212,26 @@ import TestHTTPServer
         #expect(missing.status == 2 && missing.stderr == "ferry: cannot read netrc file \(dir.path)/nope\n")
     }
 
+    /// Bug (review): a redirect from A to B and back to A carried B's netrc login to A, as the rule compared
+    /// each hop with the first one only. Each hop now gets its own host's login.
+    @Test func aRedirectBackHomeCarriesNoOtherHostsLogin() async throws {
+        let other = try TestHTTPServer()
+        defer { other.shutdown() }
+        server.route("/start", .redirect(302, location: "http://localhost:\(other.port)/bounce"))
+        other.route("/bounce", .redirect(302, location: server.url("/final").absoluteString))
+        server.route("/final", .serve(Resource(body: Data("final".utf8))))
+        let netrc = dir.path + "/netrc"
+        try "machine 127.0.0.1 login alice password ALICEPW\nmachine localhost login bob password BOBPW\n"
+            .write(toFile: netrc, atomically: true, encoding: .utf8)
+        chmod(netrc, 0o600)
+        let result = try await runFerry(["get", "--netrc-file", netrc, "-o", downloads, server.url("/start").absoluteString], stateDir: state)
+        #expect(result.status == 0, "\(result.stderr)")
+        func basic(_ pair: String) -> String { "Basic " + Data(pair.utf8).base64EncodedString() }
+        #expect(server.requests("/start").first?.header("Authorization") == basic("alice:ALICEPW"))
+        #expect(other.requests("/bounce").first?.header("Authorization") == basic("bob:BOBPW"))
+        #expect(server.requests("/final").first?.header("Authorization") == basic("alice:ALICEPW"))
+    }
+
     @Test func aUserCredentialDoesNotFollowARedirectToAnotherHost() async throws {
         let other = try TestHTTPServer()
         defer { other.shutdown() }

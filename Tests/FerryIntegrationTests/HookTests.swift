@@ -92,6 +92,14 @@ import Glibc
         #expect(log.components(separatedBy: "ended by signal 9").count - 1 == 3, "\(log)")
     }
 
+    /// A process that runs: it exists and is not a zombie (where nothing reaps orphans, a dead one stays one).
+    func alive(_ pid: Int32) -> Bool {
+        guard kill(pid, 0) == 0 else { return false }
+        let stat = (try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8)) ?? ""
+        guard let close = stat.range(of: ") ", options: .backwards) else { return false }
+        return stat[close.upperBound...].first != "Z"
+    }
+
     /// The pids of the hooks the log says were started.
     var started: [Int32] {
         log.split(separator: "\n").compactMap { line in
@@ -120,8 +128,8 @@ import Glibc
         #expect(children.count == 1, "\(log)")
         // (Signalled with their hook; init reaps them a moment later.)
         let deadline = Date().addingTimeInterval(10)
-        while children.contains(where: { kill($0, 0) == 0 }), Date() < deadline { try await Task.sleep(for: .milliseconds(50)) }
-        for pid in children { #expect(kill(pid, 0) != 0, "child \(pid) still runs") }
+        while children.contains(where: alive), Date() < deadline { try await Task.sleep(for: .milliseconds(50)) }
+        for pid in children { #expect(!alive(pid), "child \(pid) still runs") }
     }
 
     /// A background engine is started by a client that ignores SIGCHLD (so it leaves no zombie); the engine

@@ -9,8 +9,11 @@ enum ConfigSyntax {
         let column = max(1, Int(error.source.begin.column))
         let lines = text.split(separator: "\n", omittingEmptySubsequences: false).map(String.init)
         let line = lineNumber <= lines.count ? lines[lineNumber - 1].trimmingCharacters(in: .whitespaces) : ""
-        let shown = TerminalSafe.sanitize(String(line.prefix(80)))
         let key = keyName(line: line, before: lines.prefix(lineNumber - 1))
+        // A [[hosts]] line may hold a secret header value: only its key is shown.
+        let secret = key?.hasPrefix("hosts.") == true || (key == nil && line.contains("=") && table(before: lines.prefix(lineNumber - 1)) == "hosts")
+        let visible = secret ? (line.split(separator: "=", maxSplits: 1).first.map { $0.trimmingCharacters(in: .whitespaces) + " = …" } ?? "…") : line
+        let shown = TerminalSafe.sanitize(String(visible.prefix(80)))
         let explanation = explain(error.description, line: line)
         return ConfigError("\(file):\(lineNumber):\(column): \(key.map { "\($0): " } ?? "")`\(shown)`: \(explanation)")
     }
@@ -20,11 +23,15 @@ enum ConfigSyntax {
         guard !line.hasPrefix("["), let equals = line.firstIndex(of: "=") else { return nil }
         let key = line[..<equals].trimmingCharacters(in: .whitespaces)
         guard !key.isEmpty, key.allSatisfy({ $0.isLetter || $0.isNumber || $0 == "_" || $0 == "-" || $0 == "." }) else { return nil }
-        let header = before.last { $0.trimmingCharacters(in: .whitespaces).hasPrefix("[") }
-        guard let header else { return TerminalSafe.sanitize(key) }
+        guard let name = table(before: before), !name.isEmpty else { return TerminalSafe.sanitize(key) }
+        return TerminalSafe.sanitize("\(name).\(key)")
+    }
+
+    /// The table of the last header above a line; nil at the top level.
+    static func table(before: ArraySlice<String>) -> String? {
+        guard let header = before.last(where: { $0.trimmingCharacters(in: .whitespaces).hasPrefix("[") }) else { return nil }
         let table = header.trimmingCharacters(in: .whitespaces).split(separator: "#").first.map(String.init) ?? ""
-        let name = table.trimmingCharacters(in: CharacterSet(charactersIn: "[] \t"))
-        return TerminalSafe.sanitize(name.isEmpty ? key : "\(name).\(key)")
+        return table.trimmingCharacters(in: CharacterSet(charactersIn: "[] \t"))
     }
 
     /// toml++'s description, said in words where we know the case; its own text otherwise.
@@ -44,6 +51,7 @@ enum ConfigSyntax {
         if description.contains("control characters") || description.contains("parsing string") && description.contains("end of input") {
             return "a quoted string is not closed on its line"
         }
+        if description.contains("closing '}'") { return "an inline table { ... } must close with '}' on its own line" }
         if description.contains("expected '='") { return "expected '=' between the key and its value" }
         if description.contains("expected a comment or whitespace") {
             return "unexpected \(saw ?? "text") after the value: one value per line; \(words)"

@@ -24,10 +24,11 @@ public struct Netrc: Sendable, Equatable {
         machines[host.lowercased()] ?? (orDefault ? fallback : nil)
     }
 
-    /// Parses the text; an error names the file and line but never a secret.
+    /// Parses the text; an error names the file and line but never a secret. Words it does not know (`port`,
+    /// a program's own keywords) are skipped with their value, as wget does.
     public static func parse(_ text: String, file: String) throws(UsageError) -> Netrc {
         var netrc = Netrc()
-        let tokens = try tokenize(text, file: file)
+        let tokens = try tokenize(withoutMacros(text), file: file)
         var index = 0
         // The entry being read: its host (nil for `default`) and what it has so far.
         var current: (host: String?, isDefault: Bool, login: String?, password: String?)?
@@ -47,14 +48,14 @@ public struct Netrc: Sendable, Equatable {
         func value(after token: Token) throws(UsageError) -> String {
             index += 1
             guard index < tokens.count else {
-                throw UsageError("\(file):\(token.line): '\(token.text)' needs a value after it")
+                throw UsageError("\(file):\(token.line): '\(TerminalSafe.sanitize(String(token.text.prefix(40))))' needs a value after it")
             }
             return tokens[index].text
         }
 
         while index < tokens.count {
             let token = tokens[index]
-            switch token.text {
+            switch token.text.lowercased() {
             case "machine":
                 close()
                 current = (try value(after: token).lowercased(), false, nil, nil)
@@ -69,15 +70,9 @@ public struct Netrc: Sendable, Equatable {
                 let password = try value(after: token)
                 guard current != nil else { throw UsageError("\(file):\(token.line): 'password' outside a machine entry") }
                 current?.password = password
-            case "account":
-                _ = try value(after: token)
-            case "macdef":
-                // A macro: its name, then every line up to a blank one (the tokenizer marks the end).
-                close()
-                _ = try value(after: token)
-                while index + 1 < tokens.count, !tokens[index + 1].afterBlankLine { index += 1 }
             default:
-                throw UsageError("\(file):\(token.line): unknown word '\(TerminalSafe.sanitize(String(token.text.prefix(40))))' (expected machine, default, login, password, account or macdef)")
+                // account, port, or a word of another program's: skipped with its value.
+                _ = try value(after: token)
             }
             index += 1
         }
@@ -85,22 +80,40 @@ public struct Netrc: Sendable, Equatable {
         return netrc
     }
 
+    /// The text without its `macdef` blocks: a macro runs from its `macdef NAME` to the next empty line, and
+    /// its lines are commands for ftp, never tokens (quotes in them do not open words).
+    static func withoutMacros(_ text: String) -> String {
+        var kept: [Substring] = []
+        var inMacro = false
+        for line in text.split(separator: "\n", omittingEmptySubsequences: false) {
+            if inMacro {
+                if line.allSatisfy({ $0 == " " || $0 == "\t" || $0 == "\r" }) { inMacro = false }
+                kept.append("")  // line numbers stay true
+                continue
+            }
+            let words = line.split(whereSeparator: { $0 == " " || $0 == "\t" })
+            if let at = words.firstIndex(where: { $0.lowercased() == "macdef" }), !line.trimmingCharacters(in: .whitespaces).hasPrefix("#") {
+                kept.append(Substring(words[..<at].joined(separator: " ")))
+                inMacro = true
+            } else {
+                kept.append(line)
+            }
+        }
+        return kept.joined(separator: "\n")
+    }
+
     struct Token {
         var text: String
         var line: Int
-        /// A blank line came between this token and the one before it (where a macdef ends).
-        var afterBlankLine: Bool
     }
 
     static func tokenize(_ text: String, file: String) throws(UsageError) -> [Token] {
         var tokens: [Token] = []
         var line = 1
-        var blank = false
         var scalars = Array(text.unicodeScalars)[...]
         var lineHasToken = false
         while let c = scalars.first {
             if c == "\n" {
-                if !lineHasToken { blank = true }
                 line += 1
                 lineHasToken = false
                 scalars.removeFirst()
@@ -122,6 +135,8 @@ public struct Netrc: Sendable, Equatable {
                 var closed = false
                 while let next = scalars.popFirst() {
                     if next == "\"" { closed = true; break }
+                    // A quoted word ends with its line (curl's rule): a lone quote cannot swallow later entries.
+                    if next == "\n" { break }
                     if next == "\\", let escaped = scalars.popFirst() {
                         switch escaped {
                         case "n": word.append("\n")
@@ -131,7 +146,6 @@ public struct Netrc: Sendable, Equatable {
                         }
                         continue
                     }
-                    if next == "\n" { line += 1 }
                     word.append(next)
                 }
                 guard closed else { throw UsageError("\(file):\(startLine): a quoted word is not closed") }
@@ -141,8 +155,7 @@ public struct Netrc: Sendable, Equatable {
                     scalars.removeFirst()
                 }
             }
-            tokens.append(Token(text: String(word), line: startLine, afterBlankLine: blank))
-            blank = false
+            tokens.append(Token(text: String(word), line: startLine))
             lineHasToken = true
         }
         return tokens
@@ -159,6 +172,11 @@ public struct Netrc: Sendable, Equatable {
     /// Reads and checks `path` for a command about to queue items that use it: an unreadable or malformed
     /// file is an error naming it; one that others may read gives a warning (returned), as curl gives.
     public static func check(path: String) throws(UsageError) -> (netrc: Netrc, warning: String?) {
+        var kind = stat()
+        if stat(path, &kind) == 0, kind.st_mode & S_IFMT != S_IFREG {
+            // The engine reads it again at each attempt: a pipe or a device would be gone or empty by then.
+            throw UsageError("netrc file \(path) is not a regular file")
+        }
         guard let data = FileManager.default.contents(atPath: path) else { throw UsageError("cannot read netrc file \(path)") }
         let netrc = try parse(String(decoding: data, as: UTF8.self), file: path)
         var info = stat()

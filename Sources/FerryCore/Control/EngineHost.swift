@@ -114,7 +114,12 @@ public final class EngineHost: @unchecked Sendable {
             break
         case .add:
             guard let specs = request.specs, !specs.isEmpty else { return failure(request, "add needs specs") }
-            let ids = manager.add(specs)
+            let ids: [TransferID]
+            do {
+                ids = try manager.addSaved(specs)
+            } catch {
+                return failure(request, error.description)
+            }
             added.withLock { $0.formUnion(ids) }
             reply.ids = ids.map(\.rawValue)
         case .pause, .resume, .cancel, .retry, .remove:

@@ -132,12 +132,21 @@ public final class HookRunner: Sendable {
         if let start { launch(start) }
     }
 
-    /// Waits until no hook runs or waits (a headless run does before it exits), at most `timeout` seconds.
-    public func waitUntilIdle(timeout: TimeInterval) {
-        let deadline = Date().addingTimeInterval(timeout)
+    /// No hook runs or waits its turn.
+    public var isIdle: Bool { state.withLock { $0.running == 0 && $0.pending.isEmpty } }
+
+    /// Waits until no hook runs or waits (a headless run does before it exits). Every hook ends by its
+    /// timeout, so this ends too; `timeout` bounds it further (nil: no bound).
+    public func waitUntilIdle(timeout: TimeInterval? = nil) {
+        let deadline = timeout.map { Date().addingTimeInterval($0) }
         idle.lock()
         defer { idle.unlock() }
-        while state.withLock({ $0.running > 0 || !$0.pending.isEmpty }) {
+        while !isIdle {
+            // (Foundation traps on wait(until: .distantFuture): no deadline is a plain wait.)
+            guard let deadline else {
+                idle.wait()
+                continue
+            }
             guard idle.wait(until: deadline) else { return }
         }
     }
@@ -192,7 +201,9 @@ public final class HookRunner: Sendable {
 
     private func run(_ job: Job) {
         let label = "hook \(job.name) \(job.id)"
-        let started = Date()
+        // The monotonic clock: a change of the wall clock neither kills a hook early nor spares it.
+        let started = DispatchTime.now()
+        func elapsed() -> Double { Double(DispatchTime.now().uptimeNanoseconds - started.uptimeNanoseconds) / 1e9 }
         let pid: pid_t
         switch spawn(job) {
         case let .success(child): pid = child
@@ -204,7 +215,6 @@ public final class HookRunner: Sendable {
         var status: Int32 = 0
         var ended = false
         var stopped = false
-        let deadline = started.addingTimeInterval(settings.timeout)
         while !ended {
             let result = waitpid(pid, &status, WNOHANG)
             if result == pid || (result < 0 && errno != EINTR) {
@@ -212,12 +222,12 @@ public final class HookRunner: Sendable {
                 if result < 0 { status = -1 }
                 break
             }
-            if Date() >= deadline && !stopped {
+            if elapsed() >= settings.timeout && !stopped {
                 stopped = true
                 // The hook's whole process group: a script's children go with it.
                 kill(-pid, SIGTERM)
-                let grace = Date().addingTimeInterval(2)
-                while waitpid(pid, &status, WNOHANG) == 0, Date() < grace { usleep(20_000) }
+                let grace = elapsed() + 2
+                while waitpid(pid, &status, WNOHANG) == 0, elapsed() < grace { usleep(20_000) }
                 kill(-pid, SIGKILL)
                 _ = waitpid(pid, &status, 0)
                 ended = true
@@ -225,7 +235,7 @@ public final class HookRunner: Sendable {
             }
             usleep(20_000)
         }
-        let seconds = String(format: "%.1f", Date().timeIntervalSince(started))
+        let seconds = String(format: "%.1f", elapsed())
         if stopped {
             log("\(label): killed after \(seconds) s (timeout \(Self.format(settings.timeout)) s)")
         } else if status == -1 {

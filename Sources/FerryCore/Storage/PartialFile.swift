@@ -18,6 +18,8 @@ final class PartialFile {
     private(set) var written: Int64
     /// For a segment: where the next write lands (positioned writes into a preallocated file).
     private var position: Int64?
+    /// The size the file will have when complete, when known: a full disk's message says what is missing.
+    var expectedSize: Int64?
 
     /// Opens (creating when missing) a partial file and positions at its end.
     convenience init(openingOrCreating path: String, bufferSize: Int) throws(TransferFailure) {
@@ -86,8 +88,10 @@ final class PartialFile {
                 ?? write(fd, bytes.baseAddress! + offset, bytes.count - offset)
             if n < 0 {
                 if errno == EINTR { continue }
-                let reason = errno == ENOSPC ? "disk full" : String(cString: strerror(errno))
-                throw .local("cannot write \(path): \(reason)")
+                if errno == ENOSPC || errno == EDQUOT {
+                    throw .local(DiskSpace.fullMessage(writing: path, needed: expectedSize.map { $0 - written }))
+                }
+                throw .local("cannot write \(path): \(String(cString: strerror(errno)))")
             }
             offset += n
             written += Int64(n)

@@ -13,7 +13,7 @@ public final class SQLiteQueueStore: QueueStore {
     }
 
     static let eventsKept = 20
-    private let pool: DatabasePool
+    let pool: DatabasePool
 
     /// What this process knows each item's row holds, so a save needs no read first: the state last
     /// written (an event is logged when it changes) and how many events the item has (pruned past 20).
@@ -28,15 +28,49 @@ public final class SQLiteQueueStore: QueueStore {
     private let known = Mutex<[Int64: Known]>([:])
     private let encoder = JSONEncoder()
 
+    private let path: String
+
     /// Opens (creating and migrating as needed) the queue database at `path`.
-    public init(path: String) throws {
+    public init(path: String) throws(StateError) {
+        self.path = path
         var configuration = Configuration()
         configuration.busyMode = .timeout(10)
         configuration.prepareDatabase { db in
             try db.execute(sql: "PRAGMA synchronous = NORMAL")
         }
-        pool = try DatabasePool(path: path, configuration: configuration)
-        try Self.migrator.migrate(pool)
+        do {
+            pool = try DatabasePool(path: path, configuration: configuration)
+            try Self.migrator.migrate(pool)
+        } catch {
+            throw StateError("cannot open the queue: \(Self.words(error, path: path))")
+        }
+    }
+
+    /// What went wrong with the database, in words, with what to do where there is something to do.
+    public static func words(_ error: Error, path: String) -> String {
+        guard let error = error as? DatabaseError else { return "\(error)" }
+        let directory = (path as NSString).deletingLastPathComponent
+        switch error.resultCode {
+        case .SQLITE_FULL:
+            return "the disk holding \(directory) is full"
+        case .SQLITE_NOTADB, .SQLITE_CORRUPT:
+            return "\(path) is damaged (not a queue database); move it aside to start a new queue: mv \(path) \(path).damaged"
+        case .SQLITE_READONLY, .SQLITE_PERM, .SQLITE_CANTOPEN, .SQLITE_AUTH:
+            return "cannot write \(path) (its permissions, or a read-only filesystem)"
+        case .SQLITE_IOERR:
+            return "input/output error on \(path)"
+        default:
+            return "\(path): \(error.message ?? error.description)"
+        }
+    }
+
+    /// Runs a write; its error in words (StateError).
+    private func writing<T>(_ body: (Database) throws -> T) throws(StateError) -> T {
+        do {
+            return try pool.write(body)
+        } catch {
+            throw StateError(Self.words(error, path: path))
+        }
     }
 
     /// The schema, one migration per release that changed it; never edit a shipped migration.
@@ -96,7 +130,7 @@ public final class SQLiteQueueStore: QueueStore {
     }
 
     public func add(_ specs: [TransferSpec]) throws -> [StoredTransfer] {
-        try pool.write { db in
+        try writing { db in
             var position = try Int.fetchOne(db, sql: "SELECT COALESCE(MAX(position), -1) + 1 FROM transfer") ?? 0
             let now = Date().timeIntervalSince1970
             var added: [StoredTransfer] = []
@@ -124,7 +158,7 @@ public final class SQLiteQueueStore: QueueStore {
     /// downloads makes thousands of these: each item costs one UPDATE, plus an INSERT when its state changed.
     public func save(_ items: [StoredTransfer]) throws {
         guard !items.isEmpty else { return }
-        try pool.write { db in
+        try writing { db in
             let now = Date().timeIntervalSince1970
             let update = try db.cachedStatement(sql: """
                 UPDATE transfer SET state = ?, fileName = ?, savedPath = ?, etag = ?, lastModified = ?, totalLength = ?,

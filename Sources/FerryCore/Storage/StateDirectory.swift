@@ -47,10 +47,6 @@ public struct StateDirectory: Sendable {
     }
 
     public func openStore() throws(StateError) -> SQLiteQueueStore {
-        do {
-            return try SQLiteQueueStore(path: databasePath)
-        } catch {
-            throw StateError("cannot open the queue at \(databasePath): \(error)")
-        }
+        try SQLiteQueueStore(path: databasePath)
     }
 }

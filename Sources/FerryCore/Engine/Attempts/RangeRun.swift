@@ -114,6 +114,7 @@ final class RangeRun: TaskRun {
             do throws(TransferFailure) {
                 if let failure = try apply(verdict, &s) { return failure }
                 if s.file == nil { s.file = try openFile(&s, http: http) }
+                if !start.bounded { s.file?.expectedSize = s.total }
                 s.validators.totalLength = s.total ?? s.validators.totalLength
                 return nil
             } catch {

@@ -56,7 +56,7 @@ final class SessionDelegate: NSObject, URLSessionDataDelegate, TransportDelegate
         let scheme = request.url?.scheme?.lowercased()
         guard let run = run(for: task) as? RangeRun, scheme == "http" || scheme == "https" else { return nil }
         // Config headers and netrc logins belong to their host only; credentials do not cross to another host.
-        return RequestHeaders.forRedirect(request, from: task.originalRequest?.url,
+        return RequestHeaders.forRedirect(request, previous: response.url ?? task.currentRequest?.url,
                                           credentials: credentials(for: run.start.spec))
     }
 

@@ -18,6 +18,11 @@ final class StoreWriter: Sendable {
     private let interval: TimeInterval
     private let queue = DispatchQueue(label: "ferry.store")
     private let pending = Mutex(Pending())
+    private let failure = Mutex<String?>(nil)
+
+    /// Why the last write failed (the queue on disk is as last committed; the changes wait and are written
+    /// again a second later); nil once a write succeeds.
+    var lastFailure: String? { failure.withLock { $0 } }
 
     init(store: any QueueStore, interval: TimeInterval) {
         self.store = store
@@ -70,7 +75,23 @@ final class StoreWriter: Sendable {
             defer { pending = Pending(lastWrite: .now()) }
             return (pending.sequence.compactMap { pending.records[$0] }, pending.order)
         }
-        if !records.isEmpty { try? store.save(records) }
-        if let order { try? store.saveOrder(order) }
+        do {
+            if !records.isEmpty { try store.save(records) }
+            if let order { try store.saveOrder(order) }
+            failure.withLock { $0 = nil }
+        } catch {
+            failure.withLock { $0 = "\(error)" }
+            // Kept for the next try, in their order; a newer record of an item queued meanwhile wins.
+            let schedule = pending.withLock { pending -> Bool in
+                for record in records.reversed() where pending.records[record.id] == nil {
+                    pending.sequence.insert(record.id, at: 0)
+                    pending.records[record.id] = record
+                }
+                if pending.order == nil { pending.order = order }
+                defer { pending.scheduled = true }
+                return !pending.scheduled
+            }
+            if schedule { queue.asyncAfter(deadline: .now() + 1) { self.writePending() } }
+        }
     }
 }

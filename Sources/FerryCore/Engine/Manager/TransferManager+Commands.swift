@@ -11,6 +11,23 @@ extension TransferManager {
         add([spec])[0]
     }
 
+    /// Queues transfers at the end of the queue, saved to the store together; when the store refuses them
+    /// (a full disk, a damaged file), nothing is queued and the error says why.
+    public func addSaved(_ specs: [TransferSpec]) throws(StateError) -> [TransferID] {
+        let stored: [StoredTransfer]
+        do {
+            stored = try store.add(specs)
+        } catch let error as StateError {
+            throw StateError("cannot add to the queue: \(error.description); nothing was queued")
+        } catch {
+            throw StateError("cannot add to the queue: \(error); nothing was queued")
+        }
+        return append(stored)
+    }
+
+    /// Why the engine cannot save the queue now (it keeps the changes and tries again); nil when it can.
+    public var storeFailure: String? { storeWriter.lastFailure }
+
     /// Queues transfers at the end of the queue, saved to the store together (all or none).
     @discardableResult
     public func add(_ specs: [TransferSpec]) -> [TransferID] {
@@ -28,7 +45,11 @@ extension TransferManager {
                 }
             }
         }
-        return mutate { core in
+        return append(stored, storeError: storeError)
+    }
+
+    private func append(_ stored: [StoredTransfer], storeError: String? = nil) -> [TransferID] {
+        mutate { core in
             for record in stored {
                 let transfer = adopt(record)
                 transfer.lastError = storeError

@@ -41,9 +41,8 @@ extension TransferManager {
             case .truncatePart:
                 if let path = partPath(transfer) { _ = truncate(path, 0) }
             case let .preallocate(size):
-                guard let path = partPath(transfer), truncate(path, 0) == 0, truncate(path, off_t(size)) == 0 else {
-                    let path = partPath(transfer) ?? transfer.spec.directory
-                    pending = transfer.fileProblem("cannot prepare \(path): \(String(cString: strerror(errno)))")[...]
+                if let problem = Self.preallocate(partPath(transfer), size: size, directory: transfer.spec.directory) {
+                    pending = transfer.fileProblem(problem)[...]
                     continue
                 }
             case let .wake(after, token):
@@ -69,6 +68,23 @@ extension TransferManager {
             }
         }
         return out
+    }
+
+    /// The ranges' file at its full size, its blocks reserved (so a full disk shows now, not halfway through
+    /// a range); a filesystem that cannot reserve gets a sparse file. nil, or what went wrong.
+    private static func preallocate(_ path: String?, size: Int64, directory: String) -> String? {
+        guard let path else { return "cannot prepare a file in \(directory): no name" }
+        guard truncate(path, 0) == 0 else { return "cannot prepare \(path): \(String(cString: strerror(errno)))" }
+        let fd = open(path, O_WRONLY | O_CLOEXEC)
+        guard fd >= 0 else { return "cannot prepare \(path): \(String(cString: strerror(errno)))" }
+        defer { close(fd) }
+        let reserved = posix_fallocate(fd, 0, off_t(size))
+        if reserved == ENOSPC || reserved == EDQUOT {
+            _ = ftruncate(fd, 0)
+            return DiskSpace.fullMessage(writing: path, needed: size)
+        }
+        if reserved != 0, ftruncate(fd, off_t(size)) != 0 { return "cannot prepare \(path): \(String(cString: strerror(errno)))" }
+        return nil
     }
 
     private func partPath(_ transfer: Transfer) -> String? {

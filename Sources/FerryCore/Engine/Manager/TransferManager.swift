@@ -148,8 +148,8 @@ public final class TransferManager: Sendable {
     /// the backpressure in place.
     @discardableResult
     func mutate<R: Sendable>(_ body: (inout Core) -> (R, [Effect])) -> R {
-        let (result, effects, events, finished) = core.withLock {
-            core -> (R, [Effect], [TransferEvent], [CheckedContinuation<Void, Never>]) in
+        let (result, effects, finished) = core.withLock {
+            core -> (R, [Effect], [CheckedContinuation<Void, Never>]) in
             let (result, effects) = body(&core)
             core.recheckSettledPrefix()
             core.syncSlotHolders()
@@ -166,12 +166,14 @@ public final class TransferManager: Sendable {
             if !records.isEmpty || order != nil { storeWriter.enqueue(records, order: order) }
             let finished = self.takeFinishedWaiters(&core, changed: changed.union(core.removedNow))
             core.removedNow.removeAll()
-            return (result, effects, events, finished)
+            // Queued under the lock: events reach the listener in the order the changes were made (a listener
+            // that follows states, such as the hooks, must never see an older state after a newer one).
+            if let onEvent = self.onEvent, !events.isEmpty {
+                eventQueue.async { events.forEach(onEvent) }
+            }
+            return (result, effects, finished)
         }
         effects.forEach { $0() }
-        if let onEvent, !events.isEmpty {
-            eventQueue.async { events.forEach(onEvent) }
-        }
         // Waiters wake only after this change's events are queued, so a waiter that drains the
         // event queue (as shutdown does) sees every event up to the one that finished its items.
         finished.forEach { $0.resume() }

@@ -44,21 +44,30 @@ enum RequestHeaders {
     }
 
     /// The request for the next hop of a redirect: config headers are recomputed for the new host, and
-    /// credentials are dropped when the host changes (corelibs copies every header of the first request).
-    static func forRedirect(_ request: URLRequest, from original: URL?, credentials: HostCredentials) -> URLRequest {
+    /// credentials are dropped when the hop leaves the previous hop's origin (another host, port or scheme:
+    /// curl's rule too, so https to http on one host sends no password in clear) and then come only from the
+    /// new host's own netrc entry (corelibs copies every header of the hop before).
+    static func forRedirect(_ request: URLRequest, previous: URL?, credentials: HostCredentials) -> URLRequest {
         var next = request
         let hostHeaders = credentials.hostHeaders
         let configNames = Set(hostHeaders.flatMap { $0.headers.map { $0.name.lowercased() } })
-        let changedHost = original?.host?.lowercased() != request.url?.host?.lowercased()
+        let leaves = !sameOrigin(previous, request.url)
         for name in (next.allHTTPHeaderFields ?? [:]).keys {
             let lower = name.lowercased()
-            if configNames.contains(lower) || (changedHost && credentialNames.contains(lower)) {
+            if configNames.contains(lower) || (leaves && credentialNames.contains(lower)) {
                 next.setValue(nil, forHTTPHeaderField: name)
             }
         }
         applyHostHeaders(hostHeaders, to: &next)
         applyNetrc(credentials.netrc, orDefault: false, to: &next)
         return next
+    }
+
+    /// Same scheme, host and port (a missing port is the scheme's default).
+    static func sameOrigin(_ a: URL?, _ b: URL?) -> Bool {
+        guard let a, let b else { return false }
+        func port(_ url: URL) -> Int? { url.port ?? (url.scheme?.lowercased() == "https" ? 443 : url.scheme?.lowercased() == "http" ? 80 : nil) }
+        return a.scheme?.lowercased() == b.scheme?.lowercased() && a.host?.lowercased() == b.host?.lowercased() && port(a) == port(b)
     }
 
     /// Basic credentials from the netrc for the request's host, unless the request already carries an
