@@ -76,6 +76,18 @@ import Glibc
         #expect(try store.loadAll()[0].state == .failed)
     }
 
+    /// The queue keeps URLs with credentials and users' headers: its files are its owner's only.
+    @Test func theQueueFilesAreTheOwnersOnly() throws {
+        defer { cleanup() }
+        let store = try SQLiteQueueStore(path: dir + "/queue.sqlite")
+        _ = try store.add([spec(1)])
+        for suffix in ["", "-wal", "-shm"] {
+            var info = stat()
+            try #require(stat(dir + "/queue.sqlite" + suffix, &info) == 0)
+            #expect(info.st_mode & 0o777 == 0o600, "queue.sqlite\(suffix)")
+        }
+    }
+
     @Test func aDamagedStoreIsNamedWithWhatToDo() throws {
         defer { cleanup() }
         let path = dir + "/queue.sqlite"

@@ -54,8 +54,41 @@ import TestHTTPServer
         try await finish(manager, [id], within: 20)
         let item = try #require(manager.snapshot(of: id))
         #expect(item.state == .failed)
-        #expect(item.lastError?.contains("timed out: nothing from 127.0.0.1:\(server.port) for 1 s") == true,
+        #expect(item.lastError?.contains("timed out: nothing (or under 10 B/s) from 127.0.0.1:\(server.port) for 1 s") == true,
                 "\(item.lastError ?? "")")
+    }
+
+    /// Bug (torture run): a server trickling a byte a second held the slot for ever (curl's low-speed
+    /// check was at 1 B/s). Under 10 B/s for the idle timeout now ends the attempt, and the message says so.
+    @Test func aTrickleEndsTheAttemptAfterTheIdleTimeout() async throws {
+        var options = ServeOptions()
+        options.bytesPerSecond = 2
+        server.route("/trickle", .serve(Resource(body: Data(repeating: 0x74, count: 1000)), options))
+        var configuration = testConfiguration()
+        configuration.idleTimeout = 2
+        configuration.retry.maxRetries = 0
+        let manager = try TransferManager(configuration: configuration)
+        defer { manager.shutdown() }
+        let id = manager.add(TransferSpec(download: server.url("/trickle"), directory: dir.path))
+        try await finish(manager, [id], within: 30)
+        let item = try #require(manager.snapshot(of: id))
+        #expect(item.state == .failed)
+        #expect(item.lastError?.contains("timed out: nothing (or under 10 B/s) from 127.0.0.1:\(server.port) for 2 s") == true,
+                "\(item.lastError ?? "")")
+    }
+
+    /// Bug (torture run): a header line past curl's limit was reported as "Out of memory".
+    @Test func aHugeHeaderIsNamed() async throws {
+        server.route("/bigheader", .status(200, headers: [("X-Big", String(repeating: "b", count: 1 << 20))], body: Data("ok".utf8)))
+        var configuration = testConfiguration()
+        configuration.retry.maxRetries = 0
+        let manager = try TransferManager(configuration: configuration)
+        defer { manager.shutdown() }
+        let id = manager.add(TransferSpec(download: server.url("/bigheader"), directory: dir.path))
+        try await finish(manager, [id], within: 30)
+        let item = try #require(manager.snapshot(of: id))
+        #expect(item.state == .failed)
+        #expect(item.lastError?.contains("sent a response header too large to read (over 100 KiB)") == true, "\(item.lastError ?? "")")
     }
 }
 

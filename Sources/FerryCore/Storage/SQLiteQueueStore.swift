@@ -40,6 +40,9 @@ public final class SQLiteQueueStore: QueueStore {
         }
         do {
             pool = try DatabasePool(path: path, configuration: configuration)
+            // The queue holds URLs with their credentials and the users' headers: readable by its owner only
+            // (SQLite gives the -wal and -shm files the database's mode).
+            for suffix in ["", "-wal", "-shm"] { _ = chmod(path + suffix, 0o600) }
             try Self.migrator.migrate(pool)
         } catch {
             throw StateError("cannot open the queue: \(Self.words(error, path: path))")

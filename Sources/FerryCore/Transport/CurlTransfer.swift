@@ -41,6 +41,9 @@ final class CurlTransfer: @unchecked Sendable {
     /// delegate queue); past it the transfer pauses, libcurl stops reading its socket and TCP slows the sender.
     static let maxBytesInFlight = 2 << 20
     static let maxRedirects = 20
+    /// Bytes a second under which a transfer counts as stalled for the idle timeout (bandwidth limits pause
+    /// the transfer instead of slowing it under this: curl does not judge a paused transfer's speed).
+    static let stallRate = 10
 
     let delivery: Delivery
     private let transport: CurlTransport
@@ -140,10 +143,11 @@ final class CurlTransfer: @unchecked Sendable {
         set(FERRY_CURLOPT_FOLLOWLOCATION, 0)
         set(FERRY_CURLOPT_SUPPRESS_CONNECT_HEADERS, 1)
         _ = ferry_curl_easy_setopt_pointer(handle, FERRY_CURLOPT_ERRORBUFFER, errorBuffer)
-        // The idle timeout: no byte for this long ends the attempt (as URLSession's request timeout did).
+        // The idle timeout: no byte for this long, or a trickle under `stallRate` (a byte a second would
+        // otherwise hold a slot for ever), ends the attempt.
         let idle = max(1, Int(request.timeoutInterval.rounded(.up)))
         set(FERRY_CURLOPT_CONNECTTIMEOUT, idle)
-        set(FERRY_CURLOPT_LOW_SPEED_LIMIT, 1)
+        set(FERRY_CURLOPT_LOW_SPEED_LIMIT, Self.stallRate)
         set(FERRY_CURLOPT_LOW_SPEED_TIME, idle)
         // Proxies as curl reads them from the environment, but stated here: an empty proxy means none.
         set(FERRY_CURLOPT_PROXY, settings.proxy(for: url) ?? "")

@@ -22,7 +22,7 @@ enum TransportError {
             return (.cannotConnectToHost, "cannot connect to \(host) (\(String(cString: strerror(osError)).lowercased()))")
         case FERRY_CURLE_OPERATION_TIMEDOUT:
             let seconds = Int(idleTimeout.rounded())
-            return (.timedOut, "timed out: nothing from \(host) for \(seconds) s (the idle timeout): \(detail)")
+            return (.timedOut, "timed out: nothing (or under \(CurlTransfer.stallRate) B/s) from \(host) for \(seconds) s (the idle timeout): \(detail)")
         case FERRY_CURLE_PEER_FAILED_VERIFICATION, FERRY_CURLE_SSL_CACERT_BADFILE, FERRY_CURLE_SSL_ISSUER_ERROR:
             return (.serverCertificateUntrusted,
                     "TLS: the certificate of \(host) is not trusted (\(detail)); for a private CA set SSL_CERT_FILE or [network] ca_file")
@@ -41,6 +41,9 @@ enum TransportError {
             return (.badServerResponse, "\(host) sent something that is not HTTP: \(detail)")
         case FERRY_CURLE_BAD_CONTENT_ENCODING:
             return (.cannotDecodeContentData, "\(host) sent a body that cannot be decoded: \(detail)")
+        case FERRY_CURLE_OUT_OF_MEMORY:
+            // What a response header past curl's limit (100 KiB) gives, more often than a real shortage.
+            return (.badServerResponse, "\(host) sent a response header too large to read (over 100 KiB), or memory ran out: \(detail)")
         case FERRY_CURLE_READ_ERROR, FERRY_CURLE_ABORTED_BY_CALLBACK:
             return (.cannotOpenFile, bodyFailure ?? "the body could not be read: \(detail)")
         default:
