@@ -17,7 +17,23 @@ extension TransferManager {
             var st = stat()
             if stat(PartialFile.path(directory: transfer.spec.directory, name: name), &st) == 0 { partSize = Int64(st.st_size) }
         }
+        if partSize == nil, let size = Self.finishedBeforeACrash(transfer) {
+            return carryOut(transfer.foundFinished(name: transfer.fileName!, size: size), for: transfer, &core)
+        }
         return carryOut(transfer.start(partSize: partSize), for: transfer, &core)
+    }
+
+    /// A download whose `.part` file is gone while its final file is there, at the size the server gave and
+    /// written since its last attempt began: the engine stopped (a crash, kill -9) between the rename and
+    /// the store's record of it. Its size, or nil when that is not the case.
+    private static func finishedBeforeACrash(_ transfer: Transfer) -> Int64? {
+        guard transfer.spec.direction == .download, let name = transfer.fileName,
+              let total = transfer.validators.totalLength, let started = transfer.attempts.first?.startedAt else { return nil }
+        var st = stat()
+        guard stat(transfer.spec.directory + "/" + name, &st) == 0, st.st_mode & S_IFMT == S_IFREG,
+              Int64(st.st_size) == total,
+              Double(st.st_mtim.tv_sec) >= started.timeIntervalSince1970 - 2 else { return nil }
+        return total
     }
 
     /// Under the lock: attempts are made and attached here, files prepared; what must wait for the lock to be
@@ -103,6 +119,10 @@ extension TransferManager {
             accepted = { [weak self] name, validators, rangeable in
                 guard let self else { return }
                 self.event(id) { $0.accepted(serial: serial, fileName: name, validators: validators, rangeable: rangeable) }
+                // The name just claimed (its `.part` file exists now) and the size the server gave reach the
+                // store at once, not with the next batch: after a crash, a restart finds the `.part` (or the
+                // finished file) under its name instead of claiming "name (1)" beside it.
+                self.storeWriter.flush()
             }
         }
         let run = RangeRun(start: start, names: names, accepted: accepted, finish: report(to: id, serial: serial))

@@ -214,6 +214,17 @@ extension Transfer {
         }
     }
 
+    /// The file was finished before the engine stopped (renamed from its `.part`, the store not yet told):
+    /// the item is complete as it is, nothing is fetched again and no second copy is made.
+    func foundFinished(name: String, size: Int64) -> [Effect] {
+        fileName = name
+        savedPath = spec.directory + "/" + name
+        state = .completed
+        lastError = nil
+        bytesDone = size
+        return []
+    }
+
     /// After a failed attempt: wait and go again, or give up.
     func retryOrFail(_ failure: TransferFailure, progressed: Bool) -> [Effect] {
         if progressed, bytesDone > highWater {
