@@ -18,6 +18,8 @@ let package = Package(
         .package(url: "https://github.com/vapor/multipart-kit", from: "4.7.1"),
         .package(url: "https://github.com/groue/GRDB.swift", from: "7.10.0"),
         .package(url: "https://github.com/LebJe/TOMLKit", from: "0.6.0"),
+        // Tests only: generated inputs for the parsers (the torture run's fuzzing campaign).
+        .package(url: "https://github.com/x-sheep/swift-property-based", from: "2.0.1"),
     ],
     targets: [
         // libcurl 7.x, opened at run time (no development headers needed): the transport under URLSession.
@@ -68,7 +70,10 @@ let package = Package(
         .executableTarget(name: "URLSessionFloor", path: "Tests/URLSessionFloor"),
         // Runs a URLSession with ferry's delegate queue alone in a process, as ferry does (DelegateQueueTests).
         .executableTarget(name: "DelegateQueueProbe", dependencies: ["FerryCore"], path: "Tests/DelegateQueueProbe"),
-        .testTarget(name: "FerryCoreTests", dependencies: ["FerryCore"]),
+        .testTarget(name: "FerryCoreTests", dependencies: [
+            "FerryCore",
+            .product(name: "PropertyBased", package: "swift-property-based"),
+        ]),
         .testTarget(name: "FerryTUITests", dependencies: ["FerryTUI", "FerryCore", "CNcurses"]),
         .testTarget(
             name: "FerryIntegrationTests",

@@ -61,7 +61,7 @@ struct Put: AsyncParsableCommand {
         let target = try InputValidation.url(url)
         var extraHeaders: [HTTPHeader] = []
         for text in headers { extraHeaders.append(try InputValidation.header(text)) }
-        let source = try Self.source(file)
+        let source = try InputValidation.uploadSource(file)
         let body: UploadSpec.Body
         let defaultMethod: String
         if form.isEmpty {
@@ -72,7 +72,7 @@ struct Put: AsyncParsableCommand {
             let fileName = file == "-" ? "stdin" : URL(fileURLWithPath: file).lastPathComponent
             let type = contentType ?? (file == "-" ? MIMETypes.fallback : MIMETypes.type(forFileName: file))
             var parts: [FormPart] = [.file(name: field, source: source, fileName: fileName, contentType: type)]
-            for text in form { parts.append(try Self.formPart(text)) }
+            for text in form { parts.append(try InputValidation.formPart(text)) }
             body = .multipart(parts)
             defaultMethod = "POST"
         }
@@ -81,35 +81,5 @@ struct Put: AsyncParsableCommand {
         let upload = UploadSpec(method: verb, body: body)
         _ = try BodyPlan.make(for: upload)  // every file checked before anything is sent
         return TransferSpec(upload: upload, to: target, headers: extraHeaders)
-    }
-
-    static func source(_ path: String) throws(BodyError) -> UploadSource {
-        if path == "-" { return .standardInput }
-        _ = try BodyPlan.checkedFileLength(path)
-        return .file(path: URL(fileURLWithPath: path).standardizedFileURL.path)
-    }
-
-    /// `name=value`, or `name=@path[;type=mime]` for a file part (curl's -F syntax, without its quoting).
-    static func formPart(_ text: String) throws -> FormPart {
-        guard let equals = text.firstIndex(of: "="), equals != text.startIndex else {
-            throw UsageError("bad -F '\(TerminalSafe.sanitize(text))': expected name=value or name=@file")
-        }
-        let name = String(text[..<equals])
-        let value = String(text[text.index(after: equals)...])
-        guard value.hasPrefix("@") else { return .field(name: name, value: value) }
-        var path = String(value.dropFirst())
-        var type: String?
-        if let semicolon = path.range(of: ";type=", options: .backwards) {
-            type = String(path[semicolon.upperBound...])
-            path = String(path[..<semicolon.lowerBound])
-        }
-        guard !path.isEmpty else { throw UsageError("bad -F '\(TerminalSafe.sanitize(text))': no file after '@'") }
-        if let type, type.isEmpty || type.contains(where: { $0 == "\r" || $0 == "\n" }) {
-            throw UsageError("bad -F '\(TerminalSafe.sanitize(text))': empty or invalid type")
-        }
-        let source = try source(path)
-        let fileName = path == "-" ? "stdin" : URL(fileURLWithPath: path).lastPathComponent
-        return .file(name: name, source: source, fileName: fileName,
-                     contentType: type ?? (path == "-" ? MIMETypes.fallback : MIMETypes.type(forFileName: path)))
     }
 }

@@ -79,6 +79,17 @@ import Testing
         #expect(!message("[ui]\ncolor = \u{1B}[2J\n").contains("\u{1B}"))
     }
 
+    /// Bug (fuzzing): these headers tripped an assertion in toml++ that aborted ferry (toml++ #301).
+    @Test func headersThatCrashedTheTOMLParserAreRefusedInWords() {
+        for text in ["[[[1]]]", "[[[a]]]", "[[[]]", "[[=", "x = 1\n  [ [a]\n", "[[\u{1B}]]"] {
+            let error = message(text)
+            #expect(error.contains("expected a table name after '['"), "\(error)")
+            #expect(!error.contains("\u{1B}"))
+        }
+        #expect(message("[[[1]]]") == "/etc/ferry.toml:1:3: `[[[1]]]`: expected a table name after '['")
+        #expect(message("[ \"ui\" ]\nbell = true\n") == "no error")
+    }
+
     @Test func aWrongTypeNamesLineAndKey() {
         let text = "[retry]\nuploads = true\n\n[transfers]\n  concurrency = \"four\"\n"
         #expect(message(text) == "/etc/ferry.toml:5:3: transfers.concurrency: expected a whole number")

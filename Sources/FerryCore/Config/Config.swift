@@ -113,6 +113,7 @@ public struct Config: Sendable, Equatable {
 
     /// Parses config text. Every error names the file, the line and the key.
     public static func parse(_ text: String, file: String) throws(ConfigError) -> Config {
+        try ConfigSyntax.precheck(text, file: file)
         let root: TOMLTable
         do {
             root = try TOMLTable(string: text)

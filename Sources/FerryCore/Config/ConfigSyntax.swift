@@ -4,6 +4,124 @@ import TOMLKit
 /// Config messages in words: a TOML syntax error becomes "file:line:column: `the line`: what was expected",
 /// and an unknown key is met with the nearest known one.
 enum ConfigSyntax {
+    /// What TOMLKit's parser (toml++ 3.x) must not be given: a place where a key must start (a table header's
+    /// name, a key after a '.', a key in an inline table) holding neither a bare-key character nor a quote
+    /// breaks a precondition of its key parser, an assertion that aborts the process (toml++ #301; fuzzing
+    /// found `[[[1]]]`, `[`+a combining accent, `[` at the end of a line, `{ =`). Such text is refused here,
+    /// in words, before toml++ sees it. A small scanner: strings and comments are skipped, keys are checked.
+    static func precheck(_ text: String, file: String) throws(ConfigError) {
+        let scalars = Array(text.unicodeScalars)
+        var i = 0
+        var line = 1
+        var lineStart = 0
+        var braces: [UnicodeScalar] = []  // open '{' and '[' of values
+        var atLineStart = true
+
+        func fail(_ what: String) -> ConfigError {
+            var end = lineStart
+            while end < scalars.count, scalars[end] != "\n" { end += 1 }
+            var shown = String.UnicodeScalarView()
+            shown.append(contentsOf: scalars[lineStart..<end])
+            let line = TerminalSafe.sanitize(String(String(shown).trimmingCharacters(in: .whitespaces).prefix(80)))
+            return ConfigError("\(file):\(lineNumber):\(i - lineStart + 1): `\(line)`: \(what)")
+        }
+        var lineNumber: Int { line }
+        func isBlank(_ c: UnicodeScalar) -> Bool { c == " " || c == "\t" }
+        func startsKey(_ c: UnicodeScalar) -> Bool {
+            (c.isASCII && (CharacterSet.alphanumerics.contains(c) || c == "_" || c == "-")) || c == "\"" || c == "'"
+        }
+        func skipBlanks() { while i < scalars.count, isBlank(scalars[i]) { i += 1 } }
+        /// A key (dotted, bare or quoted) must start here.
+        func key(_ what: String) throws(ConfigError) {
+            while true {
+                skipBlanks()
+                guard i < scalars.count, startsKey(scalars[i]) else { throw fail(what) }
+                if scalars[i] == "\"" || scalars[i] == "'" {
+                    try string()
+                } else {
+                    while i < scalars.count, scalars[i].isASCII, CharacterSet.alphanumerics.contains(scalars[i]) || scalars[i] == "_" || scalars[i] == "-" { i += 1 }
+                }
+                skipBlanks()
+                guard i < scalars.count, scalars[i] == "." else { return }
+                i += 1
+            }
+        }
+        /// A string starting at i ('...', "...", and their triple forms); i ends after it.
+        func string() throws(ConfigError) {
+            let quote = scalars[i]
+            let triple = i + 2 < scalars.count && scalars[i + 1] == quote && scalars[i + 2] == quote
+            i += triple ? 3 : 1
+            while i < scalars.count {
+                let c = scalars[i]
+                if c == "\\" && quote == "\"" { i += 2; continue }
+                if c == "\n" {
+                    guard triple else { return }  // toml++ says an unclosed string in words
+                    line += 1
+                    lineStart = i + 1
+                }
+                if c == quote {
+                    if !triple { i += 1; return }
+                    if i + 2 < scalars.count, scalars[i + 1] == quote, scalars[i + 2] == quote { i += 3; return }
+                }
+                i += 1
+            }
+        }
+
+        while i < scalars.count {
+            let c = scalars[i]
+            if c == "\n" {
+                line += 1
+                i += 1
+                lineStart = i
+                atLineStart = braces.isEmpty || braces.last == "["
+                continue
+            }
+            if isBlank(c) || c == "\r" { i += 1; continue }
+            if c == "#" {
+                while i < scalars.count, scalars[i] != "\n" { i += 1 }
+                continue
+            }
+            if atLineStart && braces.isEmpty {
+                atLineStart = false
+                if c == "[" {
+                    i += 1
+                    if i < scalars.count, scalars[i] == "[" { i += 1 }
+                    try key("expected a table name after '['")
+                    continue
+                }
+                if startsKey(c) {
+                    try key("expected a key")
+                    continue
+                }
+                continue  // toml++ words what else a line may start with
+            }
+            atLineStart = false
+            switch c {
+            case "\"", "'":
+                try string()
+                continue
+            case "{":
+                braces.append("{")
+                i += 1
+                skipBlanks()
+                if i < scalars.count, scalars[i] == "}" { continue }
+                try key("expected a key in the inline table after '{'")
+                continue
+            case ",":
+                i += 1
+                if braces.last == "{" { try key("expected a key in the inline table after ','") }
+                continue
+            case "[":
+                braces.append("[")
+            case "]", "}":
+                _ = braces.popLast()
+            default:
+                break
+            }
+            i += 1
+        }
+    }
+
     static func error(_ error: TOMLParseError, text: String, file: String) -> ConfigError {
         let lineNumber = max(1, Int(error.source.begin.line))
         let column = max(1, Int(error.source.begin.column))

@@ -69,4 +69,36 @@ public enum InputValidation {
         }
         return header
     }
+
+    /// What `ferry put` sends: a file (checked now) or standard input (`-`).
+    public static func uploadSource(_ path: String) throws(BodyError) -> UploadSource {
+        if path == "-" { return .standardInput }
+        _ = try BodyPlan.checkedFileLength(path)
+        return .file(path: URL(fileURLWithPath: path).standardizedFileURL.path)
+    }
+
+    /// A `-F` argument: `name=value`, or `name=@path[;type=mime]` for a file part (curl's -F syntax,
+    /// without its quoting). Errors name the argument.
+    public static func formPart(_ text: String) throws -> FormPart {
+        guard let equals = text.firstIndex(of: "="), equals != text.startIndex else {
+            throw UsageError("bad -F '\(TerminalSafe.sanitize(text))': expected name=value or name=@file")
+        }
+        let name = String(text[..<equals])
+        let value = String(text[text.index(after: equals)...])
+        guard value.hasPrefix("@") else { return .field(name: name, value: value) }
+        var path = String(value.dropFirst())
+        var type: String?
+        if let semicolon = path.range(of: ";type=", options: .backwards) {
+            type = String(path[semicolon.upperBound...])
+            path = String(path[..<semicolon.lowerBound])
+        }
+        guard !path.isEmpty else { throw UsageError("bad -F '\(TerminalSafe.sanitize(text))': no file after '@'") }
+        if let type, type.isEmpty || type.contains(where: { $0 == "\r" || $0 == "\n" }) {
+            throw UsageError("bad -F '\(TerminalSafe.sanitize(text))': empty or invalid type")
+        }
+        let source = try uploadSource(path)
+        let fileName = path == "-" ? "stdin" : URL(fileURLWithPath: path).lastPathComponent
+        return .file(name: name, source: source, fileName: fileName,
+                     contentType: type ?? (path == "-" ? MIMETypes.fallback : MIMETypes.type(forFileName: path)))
+    }
 }

@@ -1,6 +1,7 @@
 import Foundation
 
-/// Rates and checkpoints, only while something runs: every 0.2 s the rates, once a second the buffered
+/// Rates and checkpoints, only while something runs: every 0.2 s the rates and the ranges of segmented
+/// downloads (their buffers to disk, what is done to the store), once a second single streams' buffered
 /// bytes to disk and their count to the store.
 extension TransferManager {
     private static let samplePeriod: Double = 0.2
@@ -36,16 +37,19 @@ extension TransferManager {
                 core.sampler?.cancel()
                 core.sampler = nil
             }
-            guard now - core.lastCheckpoint >= 1 else { return nil }
-            core.lastCheckpoint = now
-            let busy = core.items.values.filter(\.busy)
-            // Segmented downloads store which ranges are done (what was flushed before now: a record never
-            // claims more than the file holds), queued under the lock like every record, so that it cannot
-            // overtake a newer one; the others only a byte count.
-            let records = busy.filter { $0.segments != nil }.map { $0.record() }
+            // Segmented downloads store which ranges are done at every sample (what was flushed at the one
+            // before: a record never claims more than the file holds), queued under the lock like every record
+            // so that it cannot overtake a newer one. A restart after a crash finds no more than two samples'
+            // worth missing (the torture run measured 858 MiB fetched twice at 500 MB/s with a second between
+            // checkpoints). Single streams resume from the `.part` file's size: a byte count once a second.
+            let segmented = core.items.values.filter { $0.busy && $0.segments != nil }
+            let records = segmented.map { $0.record() }
             if !records.isEmpty { storeWriter.enqueue(records, order: nil) }
-            let checkpoints = busy.filter { $0.segments == nil }.map { ($0.id, $0.currentBytes) }
-            return (checkpoints, busy.flatMap(\.runs))
+            let segmentRuns = segmented.flatMap(\.runs)
+            guard now - core.lastCheckpoint >= 1 else { return ([], segmentRuns) }
+            core.lastCheckpoint = now
+            let singles = core.items.values.filter { $0.busy && $0.segments == nil }
+            return (singles.map { ($0.id, $0.currentBytes) }, segmentRuns + singles.flatMap(\.runs))
         }
         guard let due else { return }
         due.runs.forEach { $0.flushToDisk() }
