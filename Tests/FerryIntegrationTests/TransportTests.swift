@@ -58,20 +58,25 @@ import TestHTTPServer
                 "\(item.lastError ?? "")")
     }
 
+    /// The item for `path` after one attempt and no retry.
+    func failedOnce(_ path: String, idleTimeout: TimeInterval = 60) async throws -> TransferSnapshot {
+        var configuration = testConfiguration()
+        configuration.idleTimeout = idleTimeout
+        configuration.retry.maxRetries = 0
+        let manager = try TransferManager(configuration: configuration)
+        defer { manager.shutdown() }
+        let id = manager.add(TransferSpec(download: server.url(path), directory: dir.path))
+        try await finish(manager, [id], within: 30)
+        return try #require(manager.snapshot(of: id))
+    }
+
     /// Bug (torture run): a server trickling a byte a second held the slot for ever (curl's low-speed
     /// check was at 1 B/s). Under 10 B/s for the idle timeout now ends the attempt, and the message says so.
     @Test func aTrickleEndsTheAttemptAfterTheIdleTimeout() async throws {
         var options = ServeOptions()
         options.bytesPerSecond = 2
         server.route("/trickle", .serve(Resource(body: Data(repeating: 0x74, count: 1000)), options))
-        var configuration = testConfiguration()
-        configuration.idleTimeout = 2
-        configuration.retry.maxRetries = 0
-        let manager = try TransferManager(configuration: configuration)
-        defer { manager.shutdown() }
-        let id = manager.add(TransferSpec(download: server.url("/trickle"), directory: dir.path))
-        try await finish(manager, [id], within: 30)
-        let item = try #require(manager.snapshot(of: id))
+        let item = try await failedOnce("/trickle", idleTimeout: 2)
         #expect(item.state == .failed)
         #expect(item.lastError?.contains("timed out: nothing (or under 10 B/s) from 127.0.0.1:\(server.port) for 2 s") == true,
                 "\(item.lastError ?? "")")
@@ -80,13 +85,7 @@ import TestHTTPServer
     /// Bug (torture run): a header line past curl's limit was reported as "Out of memory".
     @Test func aHugeHeaderIsNamed() async throws {
         server.route("/bigheader", .status(200, headers: [("X-Big", String(repeating: "b", count: 1 << 20))], body: Data("ok".utf8)))
-        var configuration = testConfiguration()
-        configuration.retry.maxRetries = 0
-        let manager = try TransferManager(configuration: configuration)
-        defer { manager.shutdown() }
-        let id = manager.add(TransferSpec(download: server.url("/bigheader"), directory: dir.path))
-        try await finish(manager, [id], within: 30)
-        let item = try #require(manager.snapshot(of: id))
+        let item = try await failedOnce("/bigheader")
         #expect(item.state == .failed)
         #expect(item.lastError?.contains("sent a response header too large to read (over 100 KiB)") == true, "\(item.lastError ?? "")")
     }

@@ -15,7 +15,10 @@ public final class NameClaims: Sendable {
 
     /// Claims `directory/name` or the first free `name (n).ext`, creating its `.part` file.
     /// Returns the chosen base name and the open descriptor of the new `.part` file.
-    func claim(directory: String, name: String) throws(TransferFailure) -> (name: String, fd: Int32) {
+    /// `beforeCreating` learns each candidate just before its `.part` file is created (so the queue can
+    /// record the name first: a crash can then never leave a `.part` file the queue does not know).
+    func claim(directory: String, name: String,
+               beforeCreating: (String) -> Void = { _ in }) throws(TransferFailure) -> (name: String, fd: Int32) {
         for n in 0..<Self.maxAttempts {
             let candidate = n == 0 ? name : FileNaming.numbered(name, n)
             guard FileNaming.resolvesInside(directory: directory, name: candidate) else {
@@ -32,6 +35,7 @@ public final class NameClaims: Sendable {
                 release(directory: directory, name: candidate)
                 continue
             }
+            beforeCreating(candidate)
             let fd = open(finalPath + PartialFile.suffix, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0o644)
             if fd >= 0 { return (candidate, fd) }
             let err = errno

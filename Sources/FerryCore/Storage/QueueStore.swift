@@ -53,6 +53,9 @@ public protocol QueueStore: Sendable {
     func save(_ items: [StoredTransfer]) throws
     func saveOrder(_ ids: [TransferID]) throws
     func checkpoint(_ id: TransferID, bytesDone: Int64) throws
+    /// The name a download is about to claim (before its `.part` file exists) and what the server said of
+    /// the file, so that a restart after a crash finds its `.part` file (or the finished file) by name.
+    func recordClaim(_ id: TransferID, fileName: String, validators: Validators) throws
     func remove(_ id: TransferID) throws
 }
 
@@ -109,6 +112,13 @@ public final class InMemoryQueueStore: QueueStore {
 
     public func checkpoint(_ id: TransferID, bytesDone: Int64) throws {
         state.withLock { $0.items[id]?.bytesDone = bytesDone }
+    }
+
+    public func recordClaim(_ id: TransferID, fileName: String, validators: Validators) throws {
+        state.withLock {
+            $0.items[id]?.fileName = fileName
+            $0.items[id]?.validators = validators
+        }
     }
 
     public func remove(_ id: TransferID) throws { _ = state.withLock { $0.items.removeValue(forKey: id) } }

@@ -224,6 +224,16 @@ public final class SQLiteQueueStore: QueueStore {
         }
     }
 
+    public func recordClaim(_ id: TransferID, fileName: String, validators: Validators) throws {
+        try writing { db in
+            try db.execute(sql: """
+                UPDATE transfer SET fileName = ?, etag = ?, lastModified = ?, totalLength = ?, updatedAt = ?
+                WHERE id = ? AND state IN ('running', 'queued', 'waiting', 'paused')
+                """, arguments: [fileName, validators.etag, validators.lastModified, validators.totalLength,
+                                 Date().timeIntervalSince1970, id.rawValue])
+        }
+    }
+
     public func remove(_ id: TransferID) throws {
         try pool.write { db in
             try db.execute(sql: "DELETE FROM event WHERE transferId = ?", arguments: [id.rawValue])

@@ -52,6 +52,8 @@ final class RangeRun: TaskRun {
     /// attempt ends, or a crash would orphan the `.part` file. `rangeable`: a whole-file answer from a server
     /// that offers byte ranges with a validator (the download could be segmented).
     private let accepted: (@Sendable (_ fileName: String, _ validators: Validators, _ rangeable: Bool) -> Void)?
+    /// Told each name about to be claimed, before its `.part` file exists (the queue records it durably).
+    private let claiming: (@Sendable (_ fileName: String, _ validators: Validators) -> Void)?
     private let finish: @Sendable (AttemptReport) -> Void
     private let state: Mutex<State>
     /// Bytes of the range done before this attempt's body (0 again after a start over).
@@ -60,10 +62,12 @@ final class RangeRun: TaskRun {
     private let expected = Atomic<Int64>(-1)
 
     init(start: Start, names: NameClaims,
+         claiming: (@Sendable (String, Validators) -> Void)? = nil,
          accepted: (@Sendable (String, Validators, Bool) -> Void)? = nil,
          finish: @escaping @Sendable (AttemptReport) -> Void) {
         self.start = start
         self.names = names
+        self.claiming = claiming
         self.accepted = accepted
         self.finish = finish
         var initial = State(onDisk: start.from - start.rangeStart)
@@ -173,7 +177,11 @@ final class RangeRun: TaskRun {
         let name = FileNaming.chooseName(explicit: start.spec.fileName,
                                          contentDisposition: http.value(forHTTPHeaderField: "Content-Disposition"),
                                          url: http.url ?? start.spec.url)
-        let claim = try names.claim(directory: start.spec.directory, name: name)
+        var validators = s.validators
+        validators.totalLength = s.total
+        let claim = try names.claim(directory: start.spec.directory, name: name) { candidate in
+            claiming?(candidate, validators)
+        }
         s.fileName = claim.name
         return PartialFile(path: PartialFile.path(directory: start.spec.directory, name: claim.name), fd: claim.fd,
                            bufferSize: start.bufferSize)

@@ -63,6 +63,15 @@ final class StoreWriter: Sendable {
         queue.async { try? store.remove(id) }
     }
 
+    /// Records a download's name before its `.part` file is created, after every change queued before it
+    /// (an older record of the item, without the name, must not overwrite it). Blocks until written.
+    func recordClaim(_ id: TransferID, fileName: String, validators: Validators) {
+        queue.sync {
+            writePending()
+            try? store.recordClaim(id, fileName: fileName, validators: validators)
+        }
+    }
+
     /// Writes what is pending now, after everything queued before it (a write waiting for its interval would
     /// come too late at shutdown).
     func flush() {

@@ -119,13 +119,16 @@ extension TransferManager {
             accepted = { [weak self] name, validators, rangeable in
                 guard let self else { return }
                 self.event(id) { $0.accepted(serial: serial, fileName: name, validators: validators, rangeable: rangeable) }
-                // The name just claimed (its `.part` file exists now) and the size the server gave reach the
-                // store at once, not with the next batch: after a crash, a restart finds the `.part` (or the
-                // finished file) under its name instead of claiming "name (1)" beside it.
-                self.storeWriter.flush()
             }
         }
-        let run = RangeRun(start: start, names: names, accepted: accepted, finish: report(to: id, serial: serial))
+        // The name a first attempt claims reaches the store before its `.part` file exists, not with the next
+        // batch: after a crash a restart finds the `.part` (or the finished file) under its name instead of
+        // claiming "name (1)" beside it.
+        let claiming: @Sendable (String, Validators) -> Void = { [storeWriter] name, validators in
+            storeWriter.recordClaim(id, fileName: name, validators: validators)
+        }
+        let run = RangeRun(start: start, names: names, claiming: attempt.end == nil ? claiming : nil, accepted: accepted,
+                           finish: report(to: id, serial: serial))
         let request = run.makeRequest(userAgent: configuration.userAgent, timeout: configuration.idleTimeout,
                                       credentials: delegate.credentials(for: transfer.spec))
         attach(run, serial: serial, to: transfer) { [session] in session.dataTask(with: request) }
