@@ -47,7 +47,8 @@ struct Ferry: AsyncParsableCommand {
         guard TerminalUIRun.wanted(noTUI: common.noTUI) else {
             throw UsageError("the queue UI needs a terminal; use ferry run, or ferry get/put with --no-tui, to work headless")
         }
-        let netrcFile = try NetrcOption().file()
+        // (An unparsed NetrcOption() would trap on its first property: argument-parser's wrappers hold no value.)
+        let netrcFile = try NetrcOption.file(named: nil, off: false)
         await TerminalUIRun.run(common, config: config, adding: [], netrcFile: netrcFile)
     }
 
@@ -129,6 +130,12 @@ struct NetrcOption: ParsableArguments {
     /// The file the items use (absolute), checked now: unreadable or malformed is a usage error naming it;
     /// one that others can read gives a warning on stderr. nil: none.
     func file(environment: [String: String] = ProcessInfo.processInfo.environment) throws(UsageError) -> String? {
+        try Self.file(named: netrcFile, off: noNetrc, environment: environment)
+    }
+
+    /// The same for a command without these options (the UI alone): the default file, if any.
+    static func file(named netrcFile: String?, off noNetrc: Bool,
+                     environment: [String: String] = ProcessInfo.processInfo.environment) throws(UsageError) -> String? {
         guard !noNetrc, let path = netrcFile ?? Netrc.defaultPath(environment: environment) else { return nil }
         let absolute = URL(fileURLWithPath: path).standardizedFileURL.path
         do {
