@@ -15,6 +15,12 @@ extension TransferManager {
         return timer
     }
 
+    /// Whether a running transfer is checkpointed at a sample `sinceLast` seconds after the last checkpoint
+    /// of single streams: a segmented download at every sample, a single stream once a second.
+    static func checkpointDue(segmented: Bool, sinceLast: Double) -> Bool {
+        segmented || sinceLast >= 1
+    }
+
     private func sample() {
         let now = Double(DispatchTime.now().uptimeNanoseconds) / 1e9
         let due = core.withLock { core -> (checkpoints: [(TransferID, Int64)], runs: [any TaskRun])? in
@@ -42,11 +48,12 @@ extension TransferManager {
             // so that it cannot overtake a newer one. A restart after a crash finds no more than two samples'
             // worth missing (the torture run measured 858 MiB fetched twice at 500 MB/s with a second between
             // checkpoints). Single streams resume from the `.part` file's size: a byte count once a second.
-            let segmented = core.items.values.filter { $0.busy && $0.segments != nil }
+            let sinceLast = now - core.lastCheckpoint
+            let segmented = core.items.values.filter { $0.busy && $0.segments != nil && Self.checkpointDue(segmented: true, sinceLast: sinceLast) }
             let records = segmented.map { $0.record() }
             if !records.isEmpty { storeWriter.enqueue(records, order: nil) }
             let segmentRuns = segmented.flatMap(\.runs)
-            guard now - core.lastCheckpoint >= 1 else { return ([], segmentRuns) }
+            guard Self.checkpointDue(segmented: false, sinceLast: sinceLast) else { return ([], segmentRuns) }
             core.lastCheckpoint = now
             let singles = core.items.values.filter { $0.busy && $0.segments == nil }
             return (singles.map { ($0.id, $0.currentBytes) }, segmentRuns + singles.flatMap(\.runs))
