@@ -109,6 +109,11 @@ final class RangeRun: TaskRun {
         let header: (String) -> String? = { http.value(forHTTPHeaderField: $0) }
         let verdict = ResumeRule.evaluate(status: http.statusCode, header: header, requestedOffset: start.from,
                                           requestedEnd: start.end, knownTotal: start.knownTotal)
+        // A first attempt claims its name (and the queue records it, a store write) before the lock: the lock
+        // is taken by snapshot readers under the engine's own lock, which must never wait for the disk.
+        let preclaim = claimFirst(verdict, http: http)
+        var used = false
+        defer { if !used, case let .success(claim)? = preclaim { release(claim) } }
         let failure: AttemptOutcome? = state.withLock { s in
             guard !s.gotResponse else { return nil }
             s.gotResponse = true
@@ -117,6 +122,13 @@ final class RangeRun: TaskRun {
             s.validators = Validators(etag: header("ETag"), lastModified: header("Last-Modified"))
             do throws(TransferFailure) {
                 if let failure = try apply(verdict, &s) { return failure }
+                if s.file == nil, let preclaim {
+                    let claim = try preclaim.get()
+                    used = true
+                    s.fileName = claim.name
+                    s.file = PartialFile(path: PartialFile.path(directory: start.spec.directory, name: claim.name),
+                                         fd: claim.fd, bufferSize: start.bufferSize)
+                }
                 if s.file == nil { s.file = try openFile(&s, http: http) }
                 if !start.bounded { s.file?.expectedSize = s.total }
                 s.validators.totalLength = s.total ?? s.validators.totalLength
@@ -174,17 +186,40 @@ final class RangeRun: TaskRun {
             if start.bounded { return try PartialFile(segmentOf: path, at: start.from, bufferSize: start.bufferSize) }
             return try PartialFile(openingOrCreating: path, bufferSize: start.bufferSize)
         }
+        // (A first attempt's name is claimed before the lock: claimFirst.)
+        throw .local("no file to write for \(start.spec.url.lastPathComponent)")
+    }
+
+    /// On a first attempt whose answer will be written, the name claimed (its `.part` file created) after
+    /// the queue has recorded it; nil when this attempt writes into a file it already has, or writes nothing.
+    private func claimFirst(_ verdict: ResumeRule.Verdict, http: HTTPURLResponse) -> Result<(name: String, fd: Int32), TransferFailure>? {
+        guard partPath == nil, !start.bounded else { return nil }
+        let total: Int64?
+        switch verdict {
+        case let .startOver(t): total = t
+        case let .append(_, t): total = t
+        case .alreadyComplete, .discardAndRestart, .failure: return nil
+        }
+        guard !state.withLock({ $0.gotResponse }) else { return nil }
         let name = FileNaming.chooseName(explicit: start.spec.fileName,
                                          contentDisposition: http.value(forHTTPHeaderField: "Content-Disposition"),
                                          url: http.url ?? start.spec.url)
-        var validators = s.validators
-        validators.totalLength = s.total
-        let claim = try names.claim(directory: start.spec.directory, name: name) { candidate in
-            claiming?(candidate, validators)
+        let validators = Validators(etag: http.value(forHTTPHeaderField: "ETag"),
+                                    lastModified: http.value(forHTTPHeaderField: "Last-Modified"), totalLength: total)
+        do throws(TransferFailure) {
+            return .success(try names.claim(directory: start.spec.directory, name: name) { candidate in
+                claiming?(candidate, validators)
+            })
+        } catch {
+            return .failure(error)
         }
-        s.fileName = claim.name
-        return PartialFile(path: PartialFile.path(directory: start.spec.directory, name: claim.name), fd: claim.fd,
-                           bufferSize: start.bufferSize)
+    }
+
+    /// A claim made but not used (the attempt ended another way): its empty `.part` file and its name go.
+    private func release(_ claim: (name: String, fd: Int32)) {
+        close(claim.fd)
+        unlink(PartialFile.path(directory: start.spec.directory, name: claim.name))
+        names.release(directory: start.spec.directory, name: claim.name)
     }
 
     private func stop(_ task: URLSessionTask, _ outcome: AttemptOutcome) {
