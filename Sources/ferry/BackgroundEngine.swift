@@ -53,13 +53,9 @@ struct BackgroundEngine: AsyncParsableCommand {
         // Idle means nothing running, queued or waiting for a retry.
         let linger = config.linger
         var idleSince: Date?
-        var storeWarned: String?
         while true {
             try? await Task.sleep(for: .seconds(min(2, max(0.2, linger / 4))))
-            if let failure = manager.storeFailure, failure != storeWarned {
-                Self.log("cannot save the queue: \(failure); the changes are kept and saved once it can be")
-            }
-            storeWarned = manager.storeFailure
+            if let notice = manager.newStoreFailureNotice() { Self.log(notice) }
             let busy = manager.snapshot().totals.count.contains { state, count in
                 count > 0 && state.isPending
             }

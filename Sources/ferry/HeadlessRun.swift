@@ -55,14 +55,9 @@ final class HeadlessRun: Sendable {
         let stop = Self.installSignalHandlers(manager, host: host)
         let ticker = DispatchSource.makeTimerSource(queue: reporter.output)
         ticker.schedule(deadline: .now() + 1, repeating: 1)
-        let storeWarned = Mutex<String?>(nil)
         ticker.setEventHandler { [reporter] in
             reporter.progress(manager.snapshot().items)
-            // A queue that cannot be saved (a full disk) is said once per distinct reason.
-            if let failure = manager.storeFailure, storeWarned.withLock({ $0 }) != failure {
-                storeWarned.withLock { $0 = failure }
-                printError("warning: cannot save the queue: \(failure); the changes are kept and saved once it can be")
-            }
+            if let notice = manager.newStoreFailureNotice() { printError("warning: \(notice)") }
         }
         ticker.resume()
 
@@ -70,15 +65,19 @@ final class HeadlessRun: Sendable {
         if includeQueued {
             waitFor = Set(manager.snapshot().items.filter { !$0.state.isTerminal && $0.state != .paused }.map(\.id))
         }
+        /// No more serving: the queue is free for another engine at once.
+        func stopServing() {
+            ticker.cancel()
+            host?.close()
+            manager.shutdown()
+            lock?.release()
+        }
         let own: [TransferID]
         do {
             own = try manager.addSaved(specs)
         } catch {
             printError(error.description)
-            ticker.cancel()
-            host?.close()
-            manager.shutdown()
-            lock?.release()
+            stopServing()
             stop.forEach { $0.cancel() }
             return 2
         }
@@ -91,12 +90,8 @@ final class HeadlessRun: Sendable {
             if more.isEmpty { break }
             waitFor.formUnion(more)
         }
-        ticker.cancel()
-        host?.close()
-        manager.shutdown()
-        // The queue is free for another engine at once; the hooks of the items just ended run to their end
-        // (each to its timeout at most) before this process goes.
-        lock?.release()
+        stopServing()
+        // The hooks of the items just ended run to their end (each to its timeout at most) before this process goes.
         hookRunner?.waitUntilIdle()
         stop.forEach { $0.cancel() }
         reporter.output.sync {}

@@ -242,8 +242,7 @@ private struct Reader {
             let column = raw.prefix { $0 == " " || $0 == "\t" }.count + 1
             let line = raw.trimmingCharacters(in: .whitespaces)
             if line.hasPrefix("[") {
-                let name = line.trimmingCharacters(in: CharacterSet(charactersIn: "[] \t"))
-                current = String(name.split(separator: "#").first ?? "").trimmingCharacters(in: .whitespaces)
+                current = ConfigSyntax.tableName(header: line)
                 if table == nil && current == key { return (index + 1, column) }
                 continue
             }

@@ -147,8 +147,13 @@ enum ConfigSyntax {
 
     /// The table of the last header above a line; nil at the top level.
     static func table(before: ArraySlice<String>) -> String? {
-        guard let header = before.last(where: { $0.trimmingCharacters(in: .whitespaces).hasPrefix("[") }) else { return nil }
-        let table = header.trimmingCharacters(in: .whitespaces).split(separator: "#").first.map(String.init) ?? ""
+        before.last(where: { $0.trimmingCharacters(in: .whitespaces).hasPrefix("[") }).map(tableName(header:))
+    }
+
+    /// The table a header line opens: `[name]`, `[[name]]`, with or without a comment after it.
+    static func tableName(header: String) -> String {
+        let line = header.trimmingCharacters(in: .whitespaces)
+        let table = line.split(separator: "#").first.map(String.init) ?? ""
         return table.trimmingCharacters(in: CharacterSet(charactersIn: "[] \t"))
     }
 

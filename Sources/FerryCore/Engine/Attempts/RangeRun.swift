@@ -122,14 +122,10 @@ final class RangeRun: TaskRun {
             s.validators = Validators(etag: header("ETag"), lastModified: header("Last-Modified"))
             do throws(TransferFailure) {
                 if let failure = try apply(verdict, &s) { return failure }
-                if s.file == nil, let preclaim {
-                    let claim = try preclaim.get()
-                    used = true
-                    s.fileName = claim.name
-                    s.file = PartialFile(path: PartialFile.path(directory: start.spec.directory, name: claim.name),
-                                         fd: claim.fd, bufferSize: start.bufferSize)
+                if s.file == nil {
+                    s.file = try openFile(&s, claimed: preclaim)
+                    used = preclaim != nil
                 }
-                if s.file == nil { s.file = try openFile(&s, http: http) }
                 if !start.bounded { s.file?.expectedSize = s.total }
                 s.validators.totalLength = s.total ?? s.validators.totalLength
                 return nil
@@ -179,15 +175,17 @@ final class RangeRun: TaskRun {
         base.store(0, ordering: .relaxed)
     }
 
-    /// The range's file: the preallocated one at `from` (bounded), the `.part` file at its end, or a newly
-    /// claimed name on a first attempt.
-    private func openFile(_ s: inout State, http: HTTPURLResponse) throws(TransferFailure) -> PartialFile {
+    /// The range's file: the preallocated one at `from` (bounded), the `.part` file at its end, or on a first
+    /// attempt the one claimed before the lock (claimFirst).
+    private func openFile(_ s: inout State, claimed: Result<(name: String, fd: Int32), TransferFailure>?) throws(TransferFailure) -> PartialFile {
         if let path = partPath {
             if start.bounded { return try PartialFile(segmentOf: path, at: start.from, bufferSize: start.bufferSize) }
             return try PartialFile(openingOrCreating: path, bufferSize: start.bufferSize)
         }
-        // (A first attempt's name is claimed before the lock: claimFirst.)
-        throw .local("no file to write for \(start.spec.url.lastPathComponent)")
+        guard let claim = try claimed?.get() else { throw .local("no file to write for \(start.spec.url.lastPathComponent)") }
+        s.fileName = claim.name
+        return PartialFile(path: PartialFile.path(directory: start.spec.directory, name: claim.name), fd: claim.fd,
+                           bufferSize: start.bufferSize)
     }
 
     /// On a first attempt whose answer will be written, the name claimed (its `.part` file created) after

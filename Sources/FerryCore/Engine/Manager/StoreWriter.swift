@@ -18,11 +18,20 @@ final class StoreWriter: Sendable {
     private let interval: TimeInterval
     private let queue = DispatchQueue(label: "ferry.store")
     private let pending = Mutex(Pending())
-    private let failure = Mutex<String?>(nil)
+    private let failure = Mutex<(reason: String?, told: String?)>((nil, nil))
 
     /// Why the last write failed (the queue on disk is as last committed; the changes wait and are written
     /// again a second later); nil once a write succeeds.
-    var lastFailure: String? { failure.withLock { $0 } }
+    var lastFailure: String? { failure.withLock { $0.reason } }
+
+    /// The failure of the moment, once per distinct reason (for a message to the user); nil otherwise.
+    func takeNewFailure() -> String? {
+        failure.withLock { state in
+            guard let reason = state.reason, reason != state.told else { return nil }
+            state.told = reason
+            return reason
+        }
+    }
 
     init(store: any QueueStore, interval: TimeInterval) {
         self.store = store
@@ -87,9 +96,9 @@ final class StoreWriter: Sendable {
         do {
             if !records.isEmpty { try store.save(records) }
             if let order { try store.saveOrder(order) }
-            failure.withLock { $0 = nil }
+            failure.withLock { $0 = (nil, nil) }
         } catch {
-            failure.withLock { $0 = "\(error)" }
+            failure.withLock { $0.reason = "\(error)" }
             // Kept for the next try, in their order; a newer record of an item queued meanwhile wins.
             let schedule = pending.withLock { pending -> Bool in
                 for record in records.reversed() where pending.records[record.id] == nil {

@@ -25,8 +25,10 @@ extension TransferManager {
         return append(stored)
     }
 
-    /// Why the engine cannot save the queue now (it keeps the changes and tries again); nil when it can.
-    public var storeFailure: String? { storeWriter.lastFailure }
+    /// A sentence for the user when the queue cannot be saved, once per distinct reason; nil otherwise.
+    public func newStoreFailureNotice() -> String? {
+        storeWriter.takeNewFailure().map { "cannot save the queue: \($0); the changes are kept and saved once it can be" }
+    }
 
     /// Queues transfers at the end of the queue, saved to the store together (all or none).
     @discardableResult

@@ -192,13 +192,7 @@ extension Transfer {
         endFinishing()
         switch result {
         case let .success((name, size)):
-            fileName = name
-            savedPath = spec.directory + "/" + name
-            state = .completed
-            lastError = nil
-            bytesDone = size
-            if validators.totalLength == nil { validators.totalLength = size }
-            return []
+            return foundFinished(name: name, size: size)
         case let .failure(failure):
             if case .integrity = failure { restartFromZero = true }
             if var attempt = attempts.popLast() {
@@ -216,12 +210,14 @@ extension Transfer {
 
     /// The file was finished before the engine stopped (renamed from its `.part`, the store not yet told):
     /// the item is complete as it is, nothing is fetched again and no second copy is made.
+    /// (Also the end of every successful finish.)
     func foundFinished(name: String, size: Int64) -> [Effect] {
         fileName = name
         savedPath = spec.directory + "/" + name
         state = .completed
         lastError = nil
         bytesDone = size
+        if validators.totalLength == nil { validators.totalLength = size }
         return []
     }
 
