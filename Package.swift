@@ -73,6 +73,8 @@ let package = Package(
         .testTarget(name: "FerryCoreTests", dependencies: [
             "FerryCore",
             .product(name: "PropertyBased", package: "swift-property-based"),
+            // An older schema written directly (the migration test).
+            .product(name: "GRDB", package: "GRDB.swift"),
         ]),
         .testTarget(name: "FerryTUITests", dependencies: ["FerryTUI", "FerryCore", "CNcurses"]),
         .testTarget(
@@ -86,6 +88,8 @@ let package = Package(
                 .product(name: "NIOSSL", package: "swift-nio-ssl"),
                 // An independent multipart parser, to check what ferry's encoder produced.
                 .product(name: "MultipartKit", package: "multipart-kit"),
+                // The queue's database opened directly, to damage it as a disk or another version could.
+                .product(name: "GRDB", package: "GRDB.swift"),
             ]
         ),
     ],

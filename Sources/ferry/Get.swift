@@ -32,6 +32,7 @@ struct Get: AsyncParsableCommand {
     @OptionGroup var limit: RateLimitOption
     @OptionGroup var netrc: NetrcOption
     @OptionGroup var detach: DetachOption
+    @OptionGroup var force: ForceOption
     @OptionGroup var common: CommonOptions
 
     func run() async throws {
@@ -47,9 +48,9 @@ struct Get: AsyncParsableCommand {
             specs[index].netrcFile = netrcFile
         }
         if !detach.detach, TerminalUIRun.wanted(noTUI: common.noTUI) {
-            await TerminalUIRun.run(common, config: config, adding: specs, netrcFile: netrcFile)
+            await TerminalUIRun.run(common, config: config, adding: specs, force: force.force, netrcFile: netrcFile)
         }
-        try await submit(common, config: config, specs: specs, detach: detach.detach)
+        try await submit(common, config: config, specs: specs, detach: detach.detach, force: force.force)
     }
 
     /// Every input is checked before anything is queued or created.

@@ -21,16 +21,19 @@ final class HeadlessRun: Sendable {
         self.logPath = logPath
     }
 
-    /// `specs` are added to the queue, and the run waits for them and for any items added through the socket
-    /// meanwhile (plus, with `includeQueued`, everything already queued). Returns the exit status: 0 when every
-    /// waited-for item succeeded, 1 otherwise. Without a directory (a private queue) no socket is served.
+    /// `specs` are added to the queue as one batch (a transfer already queued is reused unless `force`), and
+    /// the run works on them and waits for them and for any items added or resumed through the socket
+    /// meanwhile; every other item keeps its state and its `.part` file. With `includeQueued` (`ferry run`)
+    /// it works through the whole queue. Returns the exit status: 0 when every waited-for item succeeded, 1
+    /// otherwise. Without a directory (a private queue) no socket is served.
     func run(_ specs: [TransferSpec], store: any QueueStore, directory: StateDirectory?, lock: EngineLock?,
-             includeQueued: Bool = false) async -> Int32 {
+             includeQueued: Bool = false, force: Bool = false) async -> Int32 {
         let relay = EventRelay()
         let hookRunner = HookRunner.make(settings: hooks, logPath: logPath, store: store)
         let manager: TransferManager
         do {
-            manager = try TransferManager(configuration: configuration, store: store) { [reporter] event in
+            manager = try TransferManager(configuration: configuration, store: store,
+                                          scope: includeQueued ? .everything : .ownItems) { [reporter] event in
                 hookRunner?.observe(event)
                 reporter.stateChanged(event.snapshot)
                 relay.forward()
@@ -74,7 +77,14 @@ final class HeadlessRun: Sendable {
         }
         let own: [TransferID]
         do {
-            own = try manager.addSaved(specs)
+            if specs.isEmpty {
+                own = []
+            } else {
+                let batch = try manager.makeBatch(command: typedCommand())
+                let added = try manager.addSaved(specs, batch: batch.id, reuse: !force)
+                reporter.added(added)
+                own = added.map(\.id)
+            }
         } catch {
             printError(error.description)
             stopServing()
@@ -86,7 +96,7 @@ final class HeadlessRun: Sendable {
         // them may be following them.
         while true {
             await manager.waitUntilFinished(waitFor)
-            let more = (host?.added.withLock { $0 } ?? []).subtracting(waitFor)
+            let more = (host?.asked.withLock { $0 } ?? []).subtracting(waitFor)
             if more.isEmpty { break }
             waitFor.formUnion(more)
         }

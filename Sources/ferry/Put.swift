@@ -37,6 +37,7 @@ struct Put: AsyncParsableCommand {
     @OptionGroup var limit: RateLimitOption
     @OptionGroup var netrc: NetrcOption
     @OptionGroup var detach: DetachOption
+    @OptionGroup var force: ForceOption
     @OptionGroup var common: CommonOptions
 
     func run() async throws {
@@ -52,9 +53,9 @@ struct Put: AsyncParsableCommand {
             throw ExitCode(exitCode)
         }
         if !detach.detach, TerminalUIRun.wanted(noTUI: common.noTUI) {
-            await TerminalUIRun.run(common, config: config, adding: [spec], netrcFile: netrcFile)
+            await TerminalUIRun.run(common, config: config, adding: [spec], force: force.force, netrcFile: netrcFile)
         }
-        try await submit(common, config: config, specs: [spec], detach: detach.detach)
+        try await submit(common, config: config, specs: [spec], detach: detach.detach, force: force.force)
     }
 
     func makeSpec() throws -> TransferSpec {

@@ -42,6 +42,25 @@ final class Reporter: Sendable {
         output.async { printError(line) }
     }
 
+    /// A line for each spec of the command that found its transfer in the queue already (nothing for new items).
+    func added(_ items: [AddedItem]) {
+        for item in items where item.how != .added {
+            let name = "\(item.id) \(TerminalSafe.sanitize(item.name ?? ""))"
+            let before = item.before?.rawValue ?? "queued"
+            switch item.how {
+            case .added: continue
+            case .alreadyQueued: printError("\(name): already in the queue (\(before)); not added again")
+            case .resumed: printError("\(name): already in the queue (\(before)); resuming it")
+            case .alreadyDone:
+                if let path = item.savedPath {
+                    printError("already done: \(TerminalSafe.sanitize(path)) (\(item.id); --force fetches a new copy)")
+                } else {
+                    printError("\(name): already sent (--force sends it again)")
+                }
+            }
+        }
+    }
+
     /// Progress of the running items among `items` (call once a second, on the output queue).
     func progress(_ items: [TransferSnapshot]) {
         for item in items where item.state == .running {

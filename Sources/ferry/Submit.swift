@@ -8,21 +8,38 @@ struct DetachOption: ParsableArguments {
     var detach = false
 }
 
+/// `--force` of `get` and `put`.
+struct ForceOption: ParsableArguments {
+    @Flag(name: .customLong("force"), help: "Queue a new copy even when the same transfer is already in the queue or done (a download gets a new name).")
+    var force = false
+}
+
+/// What the user typed, kept with the batch the command queues (credentials in URLs left out).
+func typedCommand() -> String {
+    (["ferry"] + CommandLine.arguments.dropFirst().map { word in
+        guard word.contains("@"), let url = URL(string: word), url.user != nil else { return word }
+        return TerminalSafe.redactedURL(url)
+    }).joined(separator: " ")
+}
+
 /// `get` and `put` without the UI: this process becomes the engine and works until its items are done, or,
 /// when an engine runs, hands them to it and follows them to the end (or, with --detach, returns at once).
-func submit(_ common: CommonOptions, config: Config, specs: [TransferSpec], detach: Bool) async throws {
+/// Either way only this command's items run: the rest of the queue stays as it is. A transfer already in
+/// the queue is reused (one line says so) unless `force`.
+func submit(_ common: CommonOptions, config: Config, specs: [TransferSpec], detach: Bool, force: Bool) async throws {
     let readsStandardInput = specs.contains { $0.upload?.primarySource == .standardInput }
     if detach {
         guard !readsStandardInput else { throw UsageError("--detach cannot hand over an upload from standard input: this process reads it") }
         let client = try EngineStartup.attach(common)
-        let ids = try add(specs, to: client)
-        print(ids.map(\.description).joined(separator: " "))
+        let added = try add(specs, to: client, force: force)
+        Reporter().added(added.items)
+        print(added.items.map(\.id.description).joined(separator: " "))
         return
     }
     switch try EngineStartup.begin(common.stateDirectory) {
     case let .engine(lock, store):
         let status = await common.headlessRun(config)
-            .run(specs, store: store, directory: common.stateDirectory, lock: lock)
+            .run(specs, store: store, directory: common.stateDirectory, lock: lock, force: force)
         throw ExitCode(status)
     case let .running(client):
         if readsStandardInput {
@@ -32,16 +49,20 @@ func submit(_ common: CommonOptions, config: Config, specs: [TransferSpec], deta
                 .run(specs, store: InMemoryQueueStore(), directory: nil, lock: nil)
             throw ExitCode(status)
         }
-        let ids = try add(specs, to: client)
+        let added = try add(specs, to: client, force: force)
+        let ids = added.items.map(\.id)
         printError("handed \(ids.count) item(s) to the running engine: \(ids.map(\.description).joined(separator: " "))")
+        Reporter().added(added.items)
         throw ExitCode(await Follow.run(client, ids: Set(ids)))
     }
 }
 
-/// Queues `specs` with the engine behind `client`; their ids.
-func add(_ specs: [TransferSpec], to client: ControlClient) throws -> [TransferID] {
-    var request = ControlRequest(id: 0, verb: .add)
-    request.specs = specs
-    let reply = try QueueVerb.send(request, client)
-    return (reply.ids ?? []).map(TransferID.init)
+/// Queues `specs` with the engine behind `client` as one batch (in parts, whatever their number).
+func add(_ specs: [TransferSpec], to client: ControlClient, force: Bool = false) throws -> (batch: Int64, items: [AddedItem]) {
+    do {
+        return try client.add(specs, command: typedCommand(), force: force)
+    } catch where error.refused {
+        // Refused (a full disk, a bad request): the engine's words, exit 2.
+        throw UsageError(error.description)
+    }
 }

@@ -15,7 +15,8 @@ enum TerminalUIRun {
     /// Opens the UI on the queue of the running engine (started in the background when none runs), after
     /// handing it `specs`.
     /// `netrcFile`: the netrc file items added in the UI use (the command line's choice).
-    static func run(_ common: CommonOptions, config: Config, adding specs: [TransferSpec], netrcFile: String?) async -> Never {
+    static func run(_ common: CommonOptions, config: Config, adding specs: [TransferSpec], force: Bool = false,
+                    netrcFile: String?) async -> Never {
         let environment = ProcessInfo.processInfo.environment
         setlocale(LC_ALL, "")
         do {
@@ -30,7 +31,7 @@ enum TerminalUIRun {
         var ids: [TransferID] = []
         do {
             client = try EngineStartup.attach(common)
-            if !specs.isEmpty { ids = try add(specs, to: client) }
+            if !specs.isEmpty { ids = try add(specs, to: client, force: force).items.map(\.id) }
         } catch {
             printError(String(describing: error))
             exit(error is UsageError ? 2 : 1)

@@ -5,7 +5,7 @@ import Foundation
 import Glibc
 #endif
 
-/// Item ids as `ferry list` prints them (`#3` or `3`), or `--all`.
+/// Item ids as `ferry list` prints them (`#3` or `3`), or `--all`, or the items in some states and/or one batch.
 struct ItemSelection: ParsableArguments {
     @Argument(help: "Item ids as `ferry list` prints them (#3 or 3).")
     var ids: [String] = []
@@ -13,11 +13,22 @@ struct ItemSelection: ParsableArguments {
     @Flag(name: .customLong("all"), help: "Every item in the queue.")
     var all = false
 
-    func parsed() throws(UsageError) -> [Int64] {
-        guard all != !ids.isEmpty else { throw UsageError(all ? "give ids or --all, not both" : "no item given (ids as `ferry list` prints them, or --all)") }
+    @Option(name: .customLong("state"), help: ArgumentHelp("The items in these states, comma-separated (queued, running, waiting, paused, completed or done, failed, cancelled).", valueName: "states"))
+    var states: String?
+
+    @Option(name: .customLong("batch"), help: ArgumentHelp("The items of this batch (the command that queued them; `ferry list` shows it).", valueName: "id"))
+    var batch: Int64?
+
+    func parsed() throws(UsageError) -> Selection {
+        let filtered = all || states != nil || batch != nil
+        guard ids.isEmpty || !filtered else { throw UsageError("give ids, or --all, --state and --batch, not both") }
+        guard !ids.isEmpty || filtered else {
+            throw UsageError("no item given (ids as `ferry list` prints them, --all, --state STATES or --batch ID)")
+        }
         var parsed: [Int64] = []
         for text in ids { parsed += try Self.parse(id: text) }
-        return parsed
+        return Selection(ids: parsed, all: all, states: try states.map { (text: String) throws(UsageError) in try Selection.states(text) },
+                         batch: batch)
     }
 
     static func parse(id text: String) throws(UsageError) -> [Int64] {
@@ -37,7 +48,7 @@ protocol ItemVerbCommand: ParsableCommand {
 }
 
 extension ItemVerbCommand {
-    func run() throws { try QueueVerb.run(Self.verb, ids: selection.parsed(), all: selection.all, common) }
+    func run() throws { try QueueVerb.run(Self.verb, selection.parsed(), common) }
 }
 
 struct Pause: ItemVerbCommand {
@@ -74,7 +85,7 @@ struct Remove: ParsableCommand {
     @Flag(name: .customLong("delete-part"), help: "Also delete their .part files.")
     var deletePart = false
     @OptionGroup var common: CommonOptions
-    func run() throws { try QueueVerb.run(.remove, ids: selection.parsed(), all: selection.all, common, deletePart: deletePart) }
+    func run() throws { try QueueVerb.run(.remove, selection.parsed(), common, deletePart: deletePart) }
 }
 
 struct Move: ParsableCommand {
@@ -83,7 +94,7 @@ struct Move: ParsableCommand {
     @Argument(help: "up, down, top or bottom.") var direction: QueueMove
     @OptionGroup var common: CommonOptions
     func run() throws {
-        try QueueVerb.run(.move, ids: ItemSelection.parse(id: id), all: false, common, move: direction)
+        try QueueVerb.run(.move, Selection(ids: ItemSelection.parse(id: id)), common, move: direction)
     }
 }
 
@@ -123,28 +134,63 @@ struct Stop: ParsableCommand {
 /// pause, resume, cancel, retry, remove and move: through the running engine, or on the stored queue when
 /// none runs (the lock is held meanwhile, so no engine starts halfway).
 enum QueueVerb {
-    static func run(_ verb: ControlVerb, ids: [Int64], all: Bool, _ common: CommonOptions,
+    static func run(_ verb: ControlVerb, _ selection: Selection, _ common: CommonOptions,
                     deletePart: Bool = false, move: QueueMove? = nil) throws {
         _ = try common.loadConfig()  // a broken config is reported by every command
+        let outcome: CommandOutcome
         switch try EngineStartup.begin(common.stateDirectory) {
         case let .running(client):
             var request = ControlRequest(id: 0, verb: verb)
-            request.ids = ids.isEmpty ? nil : ids
-            request.all = all ? true : nil
+            request.selection = selection
             request.deletePart = deletePart ? true : nil
             request.move = move
-            try send(request, client)
+            outcome = try send(request, client).outcome ?? CommandOutcome()
         case let .engine(lock, store):
             defer { lock.release() }
-            try StoredQueueCommands.apply(verb, ids: ids, all: all, store: store, deletePart: deletePart, move: move)
+            outcome = try StoredQueueCommands.apply(verb, selection, store: store, deletePart: deletePart, move: move)
         }
-        let what = all ? "every item" : ids.map { "#\($0)" }.joined(separator: " ")
-        print("\(verb == .move ? "moved \(move!.rawValue):" : Self.pastTense[verb] ?? verb.rawValue) \(what)")
+        if verb == .move {
+            print("moved \(move!.rawValue): \(selection.ids?.map { "#\($0)" }.joined(separator: " ") ?? "")")
+        } else {
+            print(sentence(verb, outcome, selection: selection))
+        }
     }
 
     private static let pastTense: [ControlVerb: String] = [
-        .pause: "paused", .resume: "resumed", .cancel: "cancelled", .retry: "queued again", .remove: "removed",
+        .pause: "paused", .resume: "resumed", .cancel: "cancelled", .retry: "retried", .remove: "removed",
     ]
+
+    /// `retried 3 (#4 #9 #12); #2 is done, left as it is`: what a verb changed and what it left, in words.
+    static func sentence(_ verb: ControlVerb, _ outcome: CommandOutcome, selection: Selection) -> String {
+        let done = pastTense[verb] ?? verb.rawValue
+        var parts: [String] = []
+        if outcome.changed.isEmpty {
+            parts.append(outcome.left.isEmpty ? "no item \(describe(selection)); nothing \(done)" : "nothing \(done)")
+        } else {
+            parts.append("\(done) \(outcome.changed.count) (\(list(outcome.changed)))")
+        }
+        let byState = Dictionary(grouping: outcome.left, by: \.state)
+        for state in TransferState.allCases {
+            guard let left = byState[state] else { continue }
+            let ids = list(left.map(\.id))
+            parts.append(left.count == 1 ? "\(ids) is \(state.word), left as it is" : "\(ids) are \(state.word), left as they are")
+        }
+        return parts.joined(separator: "; ")
+    }
+
+    /// `#4 #9 #12`, the first 10 and how many more.
+    private static func list(_ ids: [TransferID]) -> String {
+        let shown = ids.prefix(10).map(\.description).joined(separator: " ")
+        return ids.count > 10 ? "\(shown) and \(ids.count - 10) more" : shown
+    }
+
+    /// The items a selection asked for, for "no item ...".
+    private static func describe(_ selection: Selection) -> String {
+        var words: [String] = []
+        if let states = selection.states { words.append("is " + states.map(\.word).joined(separator: " or ")) }
+        if let batch = selection.batch { words.append("in batch \(batch)") }
+        return words.isEmpty ? "in the queue" : words.joined(separator: " and ")
+    }
 
     /// A refused request is a usage error (exit 2: an unknown id, a bad value); a broken connection is not.
     @discardableResult

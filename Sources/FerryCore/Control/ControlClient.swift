@@ -36,6 +36,53 @@ public final class ControlClient: Sendable {
         try connection.request(request)
     }
 
+    /// Queues `specs` with the engine in one new batch for `command`, in as many requests as it takes
+    /// (each well under the engine's request limit, so no list is too long). With `force`, always new items;
+    /// otherwise a transfer already in the queue is reused. What became of each spec, in order, and the batch.
+    /// A refusal (a full disk...) is a ControlError in the engine's words; parts sent before it stay queued.
+    public func add(_ specs: [TransferSpec], command: String, force: Bool) throws(ControlError) -> (batch: Int64, items: [AddedItem]) {
+        var batch: Int64?
+        var items: [AddedItem] = []
+        items.reserveCapacity(specs.count)
+        for part in Self.parts(of: specs) {
+            var request = ControlRequest(id: 0, verb: .add)
+            request.specs = Array(specs[part])
+            request.batch = batch
+            request.command = batch == nil ? command : nil
+            request.force = force ? true : nil
+            let reply = try self.request(request)
+            guard reply.ok, let added = reply.added, added.count == part.count else {
+                throw ControlError(reply.error ?? "the engine did not queue the items", refused: true)
+            }
+            batch = reply.batch
+            items += added
+        }
+        return (batch ?? 0, items)
+    }
+
+    /// `specs` cut into runs whose JSON stays under ControlProtocol.addPart (a spec's size is judged from the
+    /// first one's and each URL's length: the specs of one command differ in their URLs).
+    static func parts(of specs: [TransferSpec]) -> [Range<Int>] {
+        guard let first = specs.first else { return [] }
+        let encoder = JSONEncoder()
+        let overhead = ((try? encoder.encode(first))?.count ?? 4096) - first.url.absoluteString.utf8.count
+        var parts: [Range<Int>] = []
+        var start = 0
+        var size = 0
+        for (index, spec) in specs.enumerated() {
+            // A URL's JSON may escape its slashes: counted twice.
+            let cost = overhead + 2 * spec.url.absoluteString.utf8.count
+            if index > start, size + cost > ControlProtocol.addPart {
+                parts.append(start..<index)
+                start = index
+                size = 0
+            }
+            size += cost
+        }
+        parts.append(start..<specs.count)
+        return parts
+    }
+
     /// Asks for updates: `onUpdate` gets the whole queue after each one (on the client's thread), `onClose`
     /// why the connection ended.
     public func subscribe(onUpdate: @escaping @Sendable (QueueSnapshot) -> Void,

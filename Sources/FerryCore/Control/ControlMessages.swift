@@ -6,8 +6,11 @@ import Foundation
 /// gets an error reply. See EngineHost for what each verb does.
 public enum ControlProtocol {
     public static let version = 1
-    /// The longest request line the engine reads (an `add` of a few thousand URLs fits).
+    /// The longest request line the engine reads. An `add` is sent in parts well under it
+    /// (ControlClient.add), so no list of URLs is too long.
     public static let maxRequest = 4 << 20
+    /// The most an `add` request carries of specs, in bytes of their JSON (several requests make one batch).
+    public static let addPart = 1 << 20
     /// Updates are pushed at most this often.
     public static let updateInterval: TimeInterval = 0.2
 }
@@ -17,7 +20,8 @@ public enum ControlVerb: String, Codable, Sendable, CaseIterable {
     case list
     /// Updates from now on: the full queue, then changes.
     case subscribe
-    /// Queue `specs`; the reply has their ids.
+    /// Queue `specs` in `batch` (a new one for `command` when nil; reused items unless `force`); the reply
+    /// has their ids, what became of each (`added`) and the batch.
     case add
     case pause, resume, cancel, retry, remove
     /// `ids[0]` one step or to an end (`move`).
@@ -39,10 +43,19 @@ public struct ControlRequest: Codable, Sendable, Equatable {
     public var ids: [Int64]?
     /// pause/resume/cancel/retry/remove: every item (instead of `ids`).
     public var all: Bool?
+    /// pause/resume/cancel/retry/remove/list: the items in these states (and in `batch`, when given).
+    public var states: [TransferState]?
     public var move: QueueMove?
     public var count: Int?
     public var deletePart: Bool?
     public var specs: [TransferSpec]?
+    /// add: the batch to add to (the reply to a first part names it); nil: a new one for `command`.
+    /// pause/resume/cancel/retry/remove/list: the items of this batch.
+    public var batch: Int64?
+    /// add: what the user typed, for a new batch.
+    public var command: String?
+    /// add: always new items, even for transfers already in the queue (`--force`).
+    public var force: Bool?
     public var rate: Int64?
     public var download: Int64?
     public var upload: Int64?
@@ -51,6 +64,17 @@ public struct ControlRequest: Codable, Sendable, Equatable {
         self.id = id
         self.verb = verb
     }
+
+    /// The items the request names.
+    public var selection: Selection {
+        get { Selection(ids: ids, all: all == true, states: states, batch: batch) }
+        set {
+            ids = newValue.ids
+            all = newValue.all
+            states = newValue.states
+            batch = newValue.batch
+        }
+    }
 }
 
 public struct ControlReply: Codable, Sendable, Equatable {
@@ -58,8 +82,14 @@ public struct ControlReply: Codable, Sendable, Equatable {
     public var ok: Bool
     /// What went wrong, in words (an unknown id, a bad frame, an unknown verb...).
     public var error: String?
-    /// `add`: the new items' ids.
+    /// `add`: the items' ids, one per spec.
     public var ids: [Int64]?
+    /// `add`: what became of each spec (a new item, or the same transfer already queued).
+    public var added: [AddedItem]?
+    /// `add`: the batch the items are in.
+    public var batch: Int64?
+    /// pause/resume/cancel/retry/remove: what changed and what was left as it was.
+    public var outcome: CommandOutcome?
     /// `list`: the queue as records.
     public var items: [StoredTransfer]?
     /// The engine's process id (every reply says it, for messages).

@@ -19,8 +19,9 @@ public final class EngineHost: @unchecked Sendable {
     private var subscribers = 0
     private let clientCount = Atomic<Int>(0)
     private let lastClientGone = Mutex<DispatchTime>(.now())
-    /// Items added through the socket (a headless engine finishes them before it exits).
-    public let added = Mutex<Set<TransferID>>([])
+    /// Items added, resumed or retried through the socket (a headless engine finishes them before it exits:
+    /// whoever asked may be following them).
+    public let asked = Mutex<Set<TransferID>>([])
 
     /// Listens on the state directory's socket. `onStop` runs (off the socket's queue) when a client asks
     /// the engine to stop; it should shut the manager down and end the process.
@@ -109,37 +110,44 @@ public final class EngineHost: @unchecked Sendable {
         var reply = ControlReply(id: request.id, ok: true)
         switch request.verb {
         case .list:
-            reply.items = manager.records()
+            let records = manager.records()
+            guard !request.selection.isEmpty else {
+                reply.items = records
+                break
+            }
+            switch request.selection.choose(among: records.map { ($0.id, $0.state, $0.batch) }) {
+            case let .success(ids):
+                let chosen = Set(ids)
+                reply.items = records.filter { chosen.contains($0.id) }
+            case let .failure(error):
+                return failure(request, error.description)
+            }
         case .subscribe:
             break
         case .add:
             guard let specs = request.specs, !specs.isEmpty else { return failure(request, "add needs specs") }
-            let ids: [TransferID]
-            do {
-                ids = try manager.addSaved(specs)
+            do throws(StateError) {
+                var batch = request.batch ?? 0
+                if request.batch == nil { batch = try manager.makeBatch(command: request.command ?? "").id }
+                let outcomes = try manager.addSaved(specs, batch: batch, reuse: request.force != true)
+                asked.withLock { $0.formUnion(outcomes.filter { $0.how != .alreadyDone }.map(\.id)) }
+                reply.ids = outcomes.map(\.id.rawValue)
+                reply.added = outcomes
+                reply.batch = batch
             } catch {
                 return failure(request, error.description)
             }
-            added.withLock { $0.formUnion(ids) }
-            reply.ids = ids.map(\.rawValue)
         case .pause, .resume, .cancel, .retry, .remove:
             let ids: [TransferID]
             switch resolve(request) {
             case let .success(found): ids = found
             case let .failure(error): return failure(request, error.description)
             }
-            for id in ids {
-                switch request.verb {
-                case .pause: manager.pause(id)
-                case .resume: manager.resume(id)
-                case .cancel: manager.cancel(id)
-                case .retry: manager.retry(id)
-                default: manager.remove(id, deletePartial: request.deletePart ?? false)
-                }
-            }
+            if request.verb == .resume || request.verb == .retry { asked.withLock { $0.formUnion(ids) } }
+            reply.outcome = manager.apply(request.verb, to: ids, deletePartial: request.deletePart ?? false)
         case .move:
             guard let direction = request.move, request.ids?.count == 1 else { return failure(request, "move takes one id and a direction") }
-            guard case let .success(ids) = resolve(request) else { return failure(request, "no item #\(request.ids![0])") }
+            guard case let .success(ids) = resolve(request), ids.count == 1 else { return failure(request, "no item #\(request.ids![0])") }
             manager.move(ids[0], direction)
         case .jobs:
             guard let count = request.count, ConcurrencyCaps.range.contains(count) else {
@@ -163,14 +171,8 @@ public final class EngineHost: @unchecked Sendable {
         ControlReply(id: request.id, ok: false, error: message)
     }
 
-    /// The ids a request names (every item with `all`); an unknown one is an error naming it.
-    private func resolve(_ request: ControlRequest) -> Result<[TransferID], ControlError> {
-        if request.all == true { return .success(manager.snapshot().items.map(\.id)) }
-        let ids = (request.ids ?? []).map(TransferID.init)
-        let unknown = ids.filter { manager.snapshot(of: $0) == nil }
-        guard unknown.isEmpty else {
-            return .failure(ControlError("no item " + unknown.map(\.description).joined(separator: ", ")))
-        }
-        return .success(ids)
+    /// The ids a request names (Selection); an unknown one is an error naming it.
+    private func resolve(_ request: ControlRequest) -> Result<[TransferID], UsageError> {
+        request.selection.choose(among: manager.snapshot().items.map { ($0.id, $0.state, $0.batch) })
     }
 }

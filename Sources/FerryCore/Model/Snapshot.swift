@@ -32,6 +32,8 @@ public struct TransferSnapshot: Sendable, Identifiable, Equatable, Codable {
     public var segments: [SegmentState]?
     /// The item's own bandwidth limit, bytes per second (nil: none).
     public var rateLimit: Int64?
+    /// The batch (the command) that last asked for the item.
+    public var batch: Int64?
 
     public init(
         id: TransferID, spec: TransferSpec, state: TransferState, bytesDone: Int64 = 0, bytesExpected: Int64? = nil,

@@ -97,6 +97,16 @@ public struct UploadSpec: Sendable, Codable, Equatable {
         }
     }
 
+    /// The files the body reads.
+    public var sourcePaths: [String] {
+        switch body {
+        case let .raw(.file(path), _): return [path]
+        case .raw(.standardInput, _): return []
+        case let .multipart(parts):
+            return parts.compactMap { if case let .file(_, .file(path), _, _) = $0 { return path } else { return nil } }
+        }
+    }
+
     /// Only bodies that can be produced again may be re-sent by a retry.
     public var isRepeatable: Bool {
         switch body {
@@ -181,4 +191,76 @@ public struct Attempt: Sendable, Codable, Equatable {
     public var fromOffset: Int64
     public var status: Int?
     public var error: String?
+}
+
+extension TransferSpec {
+    /// What makes two items the same transfer: a download's URL and destination (the directory, and the
+    /// `-O` name when one was given); an upload's method, body sources and URL. A `get` or `put` of an item
+    /// already in the queue reuses it (see QueueStore.add). nil for a body read from standard input: never
+    /// the same twice.
+    public var identity: String? {
+        switch direction {
+        case .download:
+            return ["get", url.absoluteString, directory, fileName ?? ""].joined(separator: "\u{1F}")
+        case .upload:
+            guard let upload, upload.isRepeatable else { return nil }
+            var words = ["put", upload.method, url.absoluteString]
+            switch upload.body {
+            case let .raw(.file(path), _): words.append(path)
+            case .raw(.standardInput, _): return nil
+            case let .multipart(parts):
+                for part in parts {
+                    switch part {
+                    case let .field(name, value): words += ["field", name, value]
+                    case let .file(name, .file(path), fileName, _): words += ["file", name, path, fileName]
+                    case .file(_, .standardInput, _, _): return nil
+                    }
+                }
+            }
+            return words.joined(separator: "\u{1F}")
+        }
+    }
+}
+
+/// The items that one command queued (one `get`/`put`, one `-i` file, one add in the UI): its id, when, and
+/// what the user typed. A headless `get`/`put` runs and waits for its own batch only.
+public struct Batch: Sendable, Codable, Equatable {
+    public var id: Int64
+    public var createdAt: Date
+    public var command: String
+
+    public init(id: Int64, createdAt: Date, command: String) {
+        self.id = id
+        self.createdAt = createdAt
+        self.command = command
+    }
+}
+
+/// What became of one spec given to an add: a new item, or the item already in the queue for the same
+/// transfer (TransferSpec.identity), and what the engine did with it.
+public struct AddedItem: Sendable, Codable, Equatable {
+    public enum How: String, Sendable, Codable {
+        /// A new item at the end of the queue.
+        case added
+        /// The same transfer was queued, running or waiting to retry: left to go on.
+        case alreadyQueued
+        /// The same transfer was paused, failed or cancelled: queued again, to resume from its `.part` file.
+        case resumed
+        /// The same download completed and its file is still in place: nothing to fetch.
+        case alreadyDone
+    }
+
+    public var id: TransferID
+    public var how: How
+    /// The state the item was in before (reused items only).
+    public var before: TransferState?
+    /// Reused items: the item's name as lists show it, and a completed download's file.
+    public var name: String?
+    public var savedPath: String?
+
+    public init(id: TransferID, how: How, before: TransferState? = nil) {
+        self.id = id
+        self.how = how
+        self.before = before
+    }
 }

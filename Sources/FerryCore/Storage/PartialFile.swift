@@ -118,3 +118,21 @@ final class PartialFile {
         fd = -1
     }
 }
+
+extension StoredTransfer {
+    /// An item whose saved progress could not be read (`unreadable`) starts over: its `.part` file is emptied
+    /// (what it holds is unknown: a preallocated file has holes of zeros) and its progress forgotten, so it can
+    /// never be published as it is. Call with the engine lock held, before the item runs. Returns the sentence
+    /// to tell the user, nil when the item needed nothing.
+    public mutating func startOverIfUnreadable() -> String? {
+        guard let what = unreadable else { return nil }
+        unreadable = nil
+        guard state != .completed else { return nil }
+        if let path = partPath { _ = truncate(path, 0) }
+        segments = nil
+        bytesDone = 0
+        let sentence = "\(what) could not be read from the queue: it starts over from the first byte"
+        lastError = sentence
+        return sentence
+    }
+}

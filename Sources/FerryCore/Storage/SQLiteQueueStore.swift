@@ -118,6 +118,28 @@ public final class SQLiteQueueStore: QueueStore {
         migrator.registerMigration("v3: rate limits") { db in
             try db.execute(sql: "ALTER TABLE transfer ADD COLUMN rateLimit INTEGER")
         }
+        migrator.registerMigration("v4: batches and identity") { db in
+            try db.execute(sql: """
+                CREATE TABLE batch (
+                    id INTEGER PRIMARY KEY AUTOINCREMENT,
+                    createdAt REAL NOT NULL,
+                    command TEXT NOT NULL
+                );
+                ALTER TABLE transfer ADD COLUMN batch INTEGER;
+                ALTER TABLE transfer ADD COLUMN identity TEXT;
+                """)
+            // Items queued before: their identity from their spec (one whose spec cannot be read keeps none).
+            let update = try db.makeStatement(sql: "UPDATE transfer SET identity = ? WHERE id = ?")
+            for row in try Row.fetchAll(db, sql: "SELECT id, spec FROM transfer") {
+                let text: String = row["spec"]
+                guard let spec = try? JSONDecoder().decode(TransferSpec.self, from: Data(text.utf8)) else { continue }
+                try update.execute(arguments: [spec.identity, row["id"] as Int64])
+            }
+            try db.execute(sql: """
+                CREATE INDEX transfer_identity ON transfer(identity);
+                CREATE INDEX transfer_batch ON transfer(batch);
+                """)
+        }
         return migrator
     }
 
@@ -132,24 +154,62 @@ public final class SQLiteQueueStore: QueueStore {
         }
     }
 
-    public func add(_ specs: [TransferSpec]) throws -> [StoredTransfer] {
+    public func add(_ specs: [TransferSpec], batch: Int64?, reuse: Bool) throws -> [QueueAddition] {
         try writing { db in
             var position = try Int.fetchOne(db, sql: "SELECT COALESCE(MAX(position), -1) + 1 FROM transfer") ?? 0
             let now = Date().timeIntervalSince1970
-            var added: [StoredTransfer] = []
+            let insert = try db.cachedStatement(sql: """
+                INSERT INTO transfer (position, direction, url, spec, state, rateLimit, batch, identity, createdAt, updatedAt)
+                VALUES (?, ?, ?, ?, 'queued', ?, ?, ?, ?, ?)
+                """)
+            let event = try db.cachedStatement(sql: "INSERT INTO event (transferId, at, state, message) VALUES (?, ?, 'queued', 'added')")
+            var added: [QueueAddition] = []
+            var known: [Int64: Known] = [:]
             for spec in specs {
-                try db.execute(sql: """
-                    INSERT INTO transfer (position, direction, url, spec, state, rateLimit, createdAt, updatedAt)
-                    VALUES (?, ?, ?, ?, 'queued', ?, ?, ?)
-                    """, arguments: [position, spec.direction.rawValue, spec.url.absoluteString, try json(spec), spec.rateLimit, now, now])
+                let identity = spec.identity
+                if reuse, let identity, var found = try Self.reusable(db, identity: identity) {
+                    if let batch, found.batch != batch {
+                        try db.cachedStatement(sql: "UPDATE transfer SET batch = ? WHERE id = ?").execute(arguments: [batch, found.id.rawValue])
+                        found.batch = batch
+                    }
+                    added.append(QueueAddition(item: found, existing: true))
+                    continue
+                }
+                try insert.execute(arguments: [position, spec.direction.rawValue, spec.url.absoluteString, try json(spec), spec.rateLimit,
+                                               batch, identity, now, now])
                 let id = TransferID(db.lastInsertedRowID)
-                try db.execute(sql: "INSERT INTO event (transferId, at, state, message) VALUES (?, ?, 'queued', 'added')",
-                               arguments: [id.rawValue, now])
-                known.withLock { $0[id.rawValue] = Known(state: TransferState.queued.rawValue, events: 1, attempts: ([], "[]")) }
-                added.append(StoredTransfer(id: id, position: position, spec: spec))
+                try event.execute(arguments: [id.rawValue, now])
+                known[id.rawValue] = Known(state: TransferState.queued.rawValue, events: 1, attempts: ([], "[]"))
+                var item = StoredTransfer(id: id, position: position, spec: spec)
+                item.batch = batch
+                added.append(QueueAddition(item: item, existing: false))
                 position += 1
             }
+            self.known.withLock { $0.merge(known) { $1 } }
             return added
+        }
+    }
+
+    /// The item an add of `identity` reuses (StoredTransfer.reusable), if any.
+    private static func reusable(_ db: Database, identity: String) throws -> StoredTransfer? {
+        let same = try Row.fetchAll(db.cachedStatement(sql: "SELECT * FROM transfer WHERE identity = ? ORDER BY id DESC"),
+                                    arguments: [identity]).map(decode)
+        return StoredTransfer.reusable(among: same)
+    }
+
+    public func makeBatch(command: String) throws -> Batch {
+        try writing { db in
+            let now = Date()
+            try db.execute(sql: "INSERT INTO batch (createdAt, command) VALUES (?, ?)", arguments: [now.timeIntervalSince1970, command])
+            return Batch(id: db.lastInsertedRowID, createdAt: now, command: command)
+        }
+    }
+
+    public func batches() throws -> [Batch] {
+        try pool.read { db in
+            try Row.fetchAll(db, sql: "SELECT * FROM batch ORDER BY id").map { row in
+                Batch(id: row["id"], createdAt: Date(timeIntervalSince1970: row["createdAt"]), command: row["command"])
+            }
         }
     }
 
@@ -273,8 +333,15 @@ public final class SQLiteQueueStore: QueueStore {
         item.attempts = (try? JSONDecoder().decode([Attempt].self, from: Data(attempts.utf8))) ?? []
         item.lastError = row["lastError"]
         item.rateLimit = row["rateLimit"]
+        item.batch = row["batch"]
         if let segments: String = row["segments"] {
-            item.segments = try? JSONDecoder().decode([SegmentState].self, from: Data(segments.utf8))
+            // Never guessed: without its ranges, what the preallocated `.part` file holds is unknown (holes of
+            // zeros), so the item must start over, not resume as one stream and publish the holes.
+            do {
+                item.segments = try JSONDecoder().decode([SegmentState].self, from: Data(segments.utf8))
+            } catch {
+                item.unreadable = "its saved ranges"
+            }
         }
         return item
     }

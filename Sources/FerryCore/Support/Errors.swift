@@ -24,5 +24,10 @@ public struct BodyError: Error, CustomStringConvertible, Sendable {
 /// The control socket failed a client: the engine went away, refused a request, or did not answer.
 public struct ControlError: Error, CustomStringConvertible, Sendable {
     public let description: String
-    public init(_ description: String) { self.description = description }
+    /// The engine answered and said no (an unknown id, a full disk), as opposed to a connection that failed.
+    public let refused: Bool
+    public init(_ description: String, refused: Bool = false) {
+        self.description = description
+        self.refused = refused
+    }
 }

@@ -16,6 +16,7 @@ public enum QueueListing {
         var retries: Int
         var lastError: String?
         var headers: [String]
+        var batch: Int64?
     }
 
     static func entry(_ item: StoredTransfer) -> Entry {
@@ -32,7 +33,7 @@ public enum QueueListing {
                      source: source.map { TerminalSafe.sanitize($0) }, state: item.state.rawValue,
                      bytes: item.bytesDone, total: item.total, attempts: item.attempts.count, retries: item.retries,
                      lastError: item.lastError.map { TerminalSafe.sanitize($0) },
-                     headers: item.spec.headers.map { $0.name })
+                     headers: item.spec.headers.map { $0.name }, batch: item.batch)
     }
 
     public static func json(_ items: [StoredTransfer]) throws -> Data {
@@ -48,7 +49,8 @@ public enum QueueListing {
             let arrow = item.direction == "download" ? "down" : "up  "
             let size = item.total.map { "\(ByteFormat.bytes(item.bytes))/\(ByteFormat.bytes($0))" } ?? ByteFormat.bytes(item.bytes)
             let place = item.destination ?? item.source ?? ""
-            var line = "#\(item.id)\t\(arrow)\t\(item.state)\t\(size)\t\(item.url)\t\(place)"
+            let batch = item.batch.map { "batch \($0)" } ?? "-"
+            var line = "#\(item.id)\t\(arrow)\t\(item.state)\t\(batch)\t\(size)\t\(item.url)\t\(place)"
             if let error = item.lastError { line += "\t\(error)" }
             out += line + "\n"
         }

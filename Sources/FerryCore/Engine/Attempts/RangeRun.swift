@@ -60,6 +60,9 @@ final class RangeRun: TaskRun {
     private let base: Atomic<Int64>
     private let received = Atomic<Int64>(0)
     private let expected = Atomic<Int64>(-1)
+    /// `State.onDisk` for readers that must not wait for the lock: it is held across write(2) (didReceive,
+    /// flushToDisk), and the engine reads this under its own lock for every record it stores.
+    private let flushed: Atomic<Int64>
 
     init(start: Start, names: NameClaims,
          claiming: (@Sendable (String, Validators) -> Void)? = nil,
@@ -75,11 +78,12 @@ final class RangeRun: TaskRun {
         initial.total = start.knownTotal
         self.state = Mutex(initial)
         self.base = Atomic(start.from - start.rangeStart)
+        self.flushed = Atomic(start.from - start.rangeStart)
         if let total = start.knownTotal { expected.store(total, ordering: .relaxed) }
     }
 
     var bytesDone: Int64 { base.load(ordering: .relaxed) + received.load(ordering: .relaxed) }
-    var flushedBytes: Int64 { state.withLock { $0.onDisk } }
+    var flushedBytes: Int64 { flushed.load(ordering: .relaxed) }
     var bytesExpected: Int64? {
         let e = expected.load(ordering: .relaxed)
         return e >= 0 ? e : nil
@@ -172,6 +176,7 @@ final class RangeRun: TaskRun {
     private func startOver(_ s: inout State) {
         if let path = partPath { _ = truncate(path, 0) }
         s.onDisk = 0
+        flushed.store(0, ordering: .relaxed)
         base.store(0, ordering: .relaxed)
     }
 
@@ -255,6 +260,7 @@ final class RangeRun: TaskRun {
             do throws(TransferFailure) {
                 try file.flush()
                 s.onDisk = onDisk(file)
+                flushed.store(s.onDisk, ordering: .relaxed)
                 return nil
             } catch {
                 s.verdict = .failed(error, progressed: true)
@@ -280,6 +286,7 @@ final class RangeRun: TaskRun {
             do throws(TransferFailure) {
                 try file.flush()
                 s.onDisk = onDisk(file)
+                flushed.store(s.onDisk, ordering: .relaxed)
             } catch {
                 s.verdict = .failed(error, progressed: progressed)
             }

@@ -14,15 +14,74 @@ extension TransferManager {
     /// Queues transfers at the end of the queue, saved to the store together; when the store refuses them
     /// (a full disk, a damaged file), nothing is queued and the error says why.
     public func addSaved(_ specs: [TransferSpec]) throws(StateError) -> [TransferID] {
-        let stored: [StoredTransfer]
+        try addSaved(specs, batch: nil, reuse: false).map(\.id)
+    }
+
+    /// Queues what `specs` ask for in `batch`, saved to the store together (all or none; a refusal says why).
+    /// With `reuse`, a transfer already in the queue (TransferSpec.identity) is not added twice: a paused,
+    /// failed or cancelled one is queued again (to resume from its `.part` file), a queued or running one
+    /// goes on, a completed one whose file is in place is left done.
+    public func addSaved(_ specs: [TransferSpec], batch: Int64?, reuse: Bool) throws(StateError) -> [AddedItem] {
+        let additions: [QueueAddition]
         do {
-            stored = try store.add(specs)
+            additions = try store.add(specs, batch: batch, reuse: reuse)
         } catch let error as StateError {
             throw StateError("cannot add to the queue: \(error.description); nothing was queued")
         } catch {
             throw StateError("cannot add to the queue: \(error); nothing was queued")
         }
-        return append(stored)
+        return mutate { core in
+            var effects: [Effect] = []
+            var outcomes: [AddedItem] = []
+            for addition in additions {
+                let record = addition.item
+                guard addition.existing, let transfer = core.items[record.id] else {
+                    // New (or, should another process have added it unseen, new to this engine).
+                    if core.items[record.id] == nil {
+                        let transfer = adopt(record)
+                        core.append(transfer)
+                        core.orderChanged = true
+                        core.touch(record.id)
+                    }
+                    core.allow([record.id])
+                    outcomes.append(AddedItem(id: record.id, how: addition.existing ? .alreadyQueued : .added))
+                    continue
+                }
+                let before = transfer.state
+                transfer.batch = record.batch
+                core.touch(record.id)
+                let how: AddedItem.How
+                switch before {
+                case .completed:
+                    how = .alreadyDone
+                case .paused:
+                    effects += carryOut(transfer.resume() ?? [], for: transfer, &core)
+                    how = .resumed
+                case .failed, .cancelled:
+                    effects += carryOut(transfer.retry() ?? [], for: transfer, &core)
+                    how = .resumed
+                case .queued, .running, .waiting:
+                    how = .alreadyQueued
+                }
+                if how != .alreadyDone { core.allow([record.id]) }
+                var outcome = AddedItem(id: record.id, how: how, before: before)
+                outcome.name = transfer.snapshot().displayName
+                outcome.savedPath = transfer.savedPath
+                outcomes.append(outcome)
+            }
+            return (outcomes, effects + self.pump(&core))
+        }
+    }
+
+    /// A new batch for what the user typed (the items of one command).
+    public func makeBatch(command: String) throws(StateError) -> Batch {
+        do {
+            return try store.makeBatch(command: command)
+        } catch let error as StateError {
+            throw StateError("cannot add to the queue: \(error.description); nothing was queued")
+        } catch {
+            throw StateError("cannot add to the queue: \(error); nothing was queued")
+        }
     }
 
     /// A sentence for the user when the queue cannot be saved, once per distinct reason; nil otherwise.
@@ -66,15 +125,16 @@ extension TransferManager {
     /// Stops a running or waiting transfer and keeps its `.part` file and validators.
     public func pause(_ id: TransferID) { event(id) { $0.pause() } }
 
-    /// Queues a paused transfer again; it continues from its `.part` offset.
-    public func resume(_ id: TransferID) { event(id) { $0.resume() } }
+    /// Queues a paused transfer again; it continues from its `.part` offset. (An engine that runs its own
+    /// items only runs it from now on too.)
+    public func resume(_ id: TransferID) { event(id, allow: true) { $0.resume() } }
 
     /// Stops the transfer and any pending retry at once and frees its slot. The `.part` file stays for `retry`.
     /// A transfer whose file is being finished (checksum, rename) keeps it if it checks out.
     public func cancel(_ id: TransferID) { event(id) { $0.cancel() } }
 
-    /// Queues a failed or cancelled transfer again with a fresh retry budget.
-    public func retry(_ id: TransferID) { event(id) { $0.retry() } }
+    /// Queues a failed or cancelled transfer again with a fresh retry budget (and may run it, as `resume`).
+    public func retry(_ id: TransferID) { event(id, allow: true) { $0.retry() } }
 
     /// Takes an item off the queue. A finished file is never touched; `deletePartial` also deletes the `.part` file.
     public func remove(_ id: TransferID, deletePartial: Bool = false) {
@@ -96,6 +156,31 @@ extension TransferManager {
             storeWriter.remove(id)
             return ((), effects + self.pump(&core))
         }
+    }
+
+    /// pause, resume, cancel, retry or remove on `ids`: what changed, and what was left as it was (the verb
+    /// does not apply to its state). The shell verbs and the socket's requests come here.
+    public func apply(_ verb: ControlVerb, to ids: [TransferID], deletePartial: Bool = false) -> CommandOutcome {
+        var outcome = CommandOutcome()
+        for id in ids {
+            let took: Bool
+            switch verb {
+            case .pause: took = event(id) { $0.pause() }
+            case .resume: took = event(id, allow: true) { $0.resume() }
+            case .cancel: took = event(id) { $0.cancel() }
+            case .retry: took = event(id, allow: true) { $0.retry() }
+            case .remove:
+                took = snapshot(of: id) != nil
+                remove(id, deletePartial: deletePartial)
+            default: took = false
+            }
+            if took {
+                outcome.changed.append(id)
+            } else if let state = core.withLock({ $0.items[id]?.state }) {
+                outcome.left.append(.init(id: id, state: state))
+            }
+        }
+        return outcome
     }
 
     /// Moves an item in the user's queue order.

@@ -39,6 +39,13 @@ public final class TransferManager: Sendable {
         /// against the caps. Kept up to date from `changed` (syncSlotHolders), so that no pass over the queue
         /// is needed to count them (a pass per change made a long queue quadratic: 1,000 files, 4,000 passes).
         var slotHolders: [TransferID: String] = [:]
+        /// The items this engine may start: nil, every item; otherwise these only (a headless `get`/`put`
+        /// runs its own batch and leaves the rest of the queue as it is). Items added or resumed through the
+        /// engine join it.
+        var runnable: Set<TransferID>?
+
+        /// A command asked for these items: they may run.
+        mutating func allow<S: Sequence>(_ ids: S) where S.Element == TransferID { runnable?.formUnion(ids) }
 
         /// After changes (`changed`, `removedNow`): `slotHolders` follows the items that changed.
         mutating func syncSlotHolders() {
@@ -89,12 +96,23 @@ public final class TransferManager: Sendable {
     private let eventQueue = DispatchQueue(label: "ferry.events")
     private let onEvent: (@Sendable (TransferEvent) -> Void)?
 
+    /// Which of the queue's items an engine works on.
+    public enum Scope: Sendable {
+        /// The whole queue (`ferry run`, a background engine).
+        case everything
+        /// Only the items added, resumed or retried through it (a headless `get`/`put`): every other item
+        /// keeps its state and its `.part` file.
+        case ownItems
+    }
+
     /// - Parameters:
     ///   - store: where the queue is kept; items found there are loaded, and those that were running are queued again.
+    ///   - scope: which items it starts.
     ///   - onEvent: called on a serial queue, in order, after every state change.
     public init(
         configuration: EngineConfiguration = EngineConfiguration(),
         store: any QueueStore = InMemoryQueueStore(),
+        scope: Scope = .everything,
         onEvent: (@Sendable (TransferEvent) -> Void)? = nil
     ) throws {
         self.configuration = configuration
@@ -120,13 +138,21 @@ public final class TransferManager: Sendable {
         self.session = URLSession(configuration: sessionConfig, delegate: delegate, delegateQueue: delegateQueue)
 
         var core = Core(caps: configuration.caps)
+        if case .ownItems = scope { core.runnable = [] }
+        var startingOver: [TransferID] = []
         for stored in try store.loadAll() {
+            var stored = stored
+            if stored.startOverIfUnreadable() != nil { startingOver.append(stored.id) }
             core.append(Self.adopt(stored, configuration: configuration, names: names))
         }
         self.core = Mutex(core)
         limits.setGlobal(download: configuration.downloadLimit, upload: configuration.uploadLimit)
         if let schedule = configuration.downloadSchedule { followSchedule(schedule) }
-        mutate { core in ((), self.pump(&core)) }
+        mutate { core in
+            // Their emptied `.part` files and forgotten ranges reach the store before anything runs.
+            startingOver.forEach { core.touch($0) }
+            return ((), self.pump(&core))
+        }
     }
 
     /// A transfer for a stored item; the name of an unfinished one stays claimed.
@@ -181,12 +207,16 @@ public final class TransferManager: Sendable {
     }
 
     /// Feeds one transfer an event and carries out what it returns; nil from the transfer: nothing changed.
-    func event(_ id: TransferID, _ body: (Transfer) -> [Transfer.Effect]?) {
+    /// `allow`: a command that queues the item again, which the engine may then run whatever its scope.
+    /// Whether the transfer took the event.
+    @discardableResult
+    func event(_ id: TransferID, allow: Bool = false, _ body: (Transfer) -> [Transfer.Effect]?) -> Bool {
         mutate { core in
-            guard let transfer = core.items[id], let effects = body(transfer) else { return ((), []) }
+            guard let transfer = core.items[id], let effects = body(transfer) else { return (false, []) }
+            if allow { core.allow([id]) }
             let out = carryOut(effects, for: transfer, &core)
             checkShutdown(&core)
-            return ((), out + pump(&core))
+            return (true, out + pump(&core))
         }
     }
 
@@ -224,7 +254,8 @@ public final class TransferManager: Sendable {
         assert(core.slotHolders == Dictionary(uniqueKeysWithValues: open.lazy.filter { $0.holdsSlot || $0.finishing }
                                                 .map { ($0.id, $0.host) }),
                "slotHolders is out of step with the queue: an item changed without touch")
-        let ready = open.lazy.filter(\.startable).map { ($0.id, $0.host) }
+        let runnable = core.runnable
+        let ready = open.lazy.filter { $0.startable && runnable?.contains($0.id) ?? true }.map { ($0.id, $0.host) }
         return Scheduler.pick(slotHolders: core.slotHolders.values, ready: ready, maxConcurrent: core.caps.global,
                               maxPerHost: core.caps.perHost)
     }

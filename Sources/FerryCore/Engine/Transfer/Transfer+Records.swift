@@ -18,6 +18,7 @@ extension Transfer {
         lastError = stored.lastError
         segments = stored.segments
         rateLimit = stored.rateLimit
+        batch = stored.batch
     }
 
     /// Bytes done: the ranges' or the single stream's, including what running attempts hold.
@@ -54,6 +55,7 @@ extension Transfer {
             attempts: attempts, validators: validators, lastStatus: lastStatus, response: response,
             rateHistory: rateHistory, segments: liveSegments)
         snapshot.rateLimit = rateLimit
+        snapshot.batch = batch
         return snapshot
     }
 
@@ -70,6 +72,7 @@ extension Transfer {
         stored.attempts = Array(attempts.suffix(20))
         stored.lastError = lastError
         stored.rateLimit = rateLimit
+        stored.batch = batch
         return stored
     }
 }

@@ -78,6 +78,8 @@ final class Transfer {
     var response: ServerResponse?
     /// The item's own bandwidth limit (bytes per second), saved with it.
     var rateLimit: Int64?
+    /// The batch (the command) that last asked for this item.
+    var batch: Int64?
     /// Segmented downloads: the ranges (their `done` is on disk).
     var segments: [SegmentState]?
     /// The server cannot serve this file in ranges: one stream from now on.

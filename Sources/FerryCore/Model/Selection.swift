@@ -1,0 +1,80 @@
+import Foundation
+
+/// Which items a command acts on: the ids named, or every item that is in one of `states` and in `batch`
+/// (`all`: no condition). One rule for the shell verbs, the socket and the stored queue.
+public struct Selection: Sendable, Codable, Equatable {
+    public var ids: [Int64]?
+    public var all: Bool?
+    public var states: [TransferState]?
+    public var batch: Int64?
+
+    public init(ids: [Int64]? = nil, all: Bool = false, states: [TransferState]? = nil, batch: Int64? = nil) {
+        self.ids = ids.flatMap { $0.isEmpty ? nil : $0 }
+        self.all = all ? true : nil
+        self.states = states.flatMap { $0.isEmpty ? nil : $0 }
+        self.batch = batch
+    }
+
+    /// Names no item at all (a usage error before anything is asked).
+    public var isEmpty: Bool { ids == nil && all != true && states == nil && batch == nil }
+
+    /// The chosen items among `items` (id, state, batch), in the order given; ids that name no item are an
+    /// error naming them, and then nothing is chosen.
+    public func choose(among items: [(id: TransferID, state: TransferState, batch: Int64?)]) -> Result<[TransferID], UsageError> {
+        if let ids {
+            let known = Set(items.map(\.id.rawValue))
+            let unknown = ids.filter { !known.contains($0) }
+            guard unknown.isEmpty else { return .failure(UsageError("no item " + unknown.map { "#\($0)" }.joined(separator: ", "))) }
+            var seen = Set<Int64>()
+            return .success(ids.filter { seen.insert($0).inserted }.map(TransferID.init))
+        }
+        let wanted = states.map(Set.init)
+        return .success(items.filter { item in
+            (wanted?.contains(item.state) ?? true) && (batch == nil || item.batch == batch)
+        }.map(\.id))
+    }
+
+    /// `failed,completed` (or `done`, ferry's word for completed); an unknown word is an error listing the words.
+    public static func states(_ text: String) throws(UsageError) -> [TransferState] {
+        var states: [TransferState] = []
+        for word in text.split(separator: ",").map({ $0.trimmingCharacters(in: .whitespaces).lowercased() }) where !word.isEmpty {
+            if let state = TransferState(rawValue: word) ?? (word == "done" ? .completed : nil) {
+                states.append(state)
+            } else {
+                let words = TransferState.allCases.map(\.rawValue).joined(separator: ", ")
+                throw UsageError("not a state: '\(TerminalSafe.sanitize(word))' (states: \(words); done means completed)")
+            }
+        }
+        guard !states.isEmpty else { throw UsageError("--state needs a state (for example failed, or failed,cancelled)") }
+        return states
+    }
+}
+
+/// What a command did: the items it changed, and those it left as they were (the command did not apply to
+/// their state), with that state.
+public struct CommandOutcome: Sendable, Codable, Equatable {
+    public struct Left: Sendable, Codable, Equatable {
+        public var id: TransferID
+        public var state: TransferState
+        public init(id: TransferID, state: TransferState) {
+            self.id = id
+            self.state = state
+        }
+    }
+
+    public var changed: [TransferID] = []
+    public var left: [Left] = []
+
+    public init() {}
+}
+
+extension TransferState {
+    /// The state in words for a sentence ("#2 is done").
+    public var word: String {
+        switch self {
+        case .completed: return "done"
+        case .waiting: return "waiting to retry"
+        default: return rawValue
+        }
+    }
+}
