@@ -34,7 +34,7 @@ import Testing
             second.retries = 1
             try store.save(second)
             try store.checkpoint(ids[1], bytesDone: 42)
-            try store.saveOrder([ids[2], ids[0], ids[1]])
+            try store.saveRanks([(ids[2], -1)])
             try store.remove(ids[0])
         }
         let reopened = try SQLiteQueueStore(path: path)
@@ -74,5 +74,41 @@ import Testing
             try store.save(item)
         }
         #expect(try store.history(item.id).count == SQLiteQueueStore.eventsKept)
+    }
+
+    /// An add appends after the largest rank and a move writes the ranks of one or two items: no change
+    /// rewrites the whole order (one add rewrote every row's position before), and the store's order is the
+    /// engine's.
+    @Test func addsAndMovesWriteOnlyTheRanksTheyChange() async throws {
+        defer { cleanup() }
+        let store = try SQLiteQueueStore(path: dir + "/q.sqlite")
+        let manager = try TransferManager(store: store, scope: .ownItems)
+        let ids = try manager.addSaved((1...5).map(spec))
+        let before = try store.loadAll().map(\.position)
+        #expect(before == [0, 1, 2, 3, 4])
+        manager.move(ids[4], .top)
+        manager.move(ids[1], .down)
+        manager.move(ids[0], .bottom)
+        manager.move(ids[0], .bottom)  // already there: nothing to write
+        let more = try manager.addSaved([spec(6)])
+        manager.shutdown()
+        let order = [ids[4], ids[2], ids[1], ids[3], ids[0], more[0]]
+        #expect(manager.snapshot().items.map(\.id) == order)
+        let stored = try store.loadAll()
+        #expect(stored.map(\.id) == order)
+        // #4 kept the rank it was added with, #2 and #3 swapped theirs; #5 went before the first, #1 after
+        // the last (#4's 3, #5's 4 being gone), and #6 after #1.
+        #expect(stored.map(\.position) == [-1, 1, 2, 3, 4, 5])
+    }
+
+    @Test func aMoveIsTheRanksOfOneOrTwoItems() {
+        let ranks = [-3, 0, 4, 9]
+        let rank = { (i: Int) in ranks[i] }
+        #expect(QueueMove.up.ranks(moving: 2, count: 4, rank: rank).map { [$0.index, $0.rank] } == [[2, 0], [1, 4]])
+        #expect(QueueMove.down.ranks(moving: 0, count: 4, rank: rank).map { [$0.index, $0.rank] } == [[0, 0], [1, -3]])
+        #expect(QueueMove.top.ranks(moving: 3, count: 4, rank: rank).map { [$0.index, $0.rank] } == [[3, -4]])
+        #expect(QueueMove.bottom.ranks(moving: 1, count: 4, rank: rank).map { [$0.index, $0.rank] } == [[1, 10]])
+        #expect(QueueMove.up.ranks(moving: 0, count: 4, rank: rank).isEmpty)
+        #expect(QueueMove.bottom.ranks(moving: 3, count: 4, rank: rank).isEmpty)
     }
 }

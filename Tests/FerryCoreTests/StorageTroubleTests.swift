@@ -64,7 +64,7 @@ import Glibc
         let writer = StoreWriter(store: store, interval: 0)
         item.lastError = String(repeating: "a long reason ", count: 20_000)
         item.state = .failed
-        writer.enqueue([item], order: nil)
+        writer.enqueue([item], ranks: [:])
         writer.flush()
         #expect(writer.lastFailure?.contains("is full") == true)
         #expect(try store.loadAll()[0].state == .queued, "the store holds what was last committed")

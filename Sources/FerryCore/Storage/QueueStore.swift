@@ -7,6 +7,8 @@ import Glibc
 /// Everything needed to bring an item back after a restart.
 public struct StoredTransfer: Sendable, Codable, Equatable {
     public var id: TransferID
+    /// The item's rank in the queue's order (smaller first; ties by id). An add goes after the largest, a
+    /// move changes the ranks of one or two items (QueueMove.ranks), so no change rewrites the whole order.
     public var position: Int
     public var spec: TransferSpec
     public var state: TransferState
@@ -92,11 +94,12 @@ public protocol QueueStore: Sendable {
     func makeBatch(command: String) throws -> Batch
     /// The batches, oldest first.
     func batches() throws -> [Batch]
-    /// Updates an item's state and progress; its place in the queue is saveOrder's business.
+    /// Updates an item's state and progress; its place in the queue is saveRanks' business.
     func save(_ item: StoredTransfer) throws
     /// Several saves at once (one transaction where the store has them).
     func save(_ items: [StoredTransfer]) throws
-    func saveOrder(_ ids: [TransferID]) throws
+    /// New ranks (positions) for some items (a move).
+    func saveRanks(_ ranks: [(TransferID, Int)]) throws
     func checkpoint(_ id: TransferID, bytesDone: Int64) throws
     /// The name a download is about to claim (before its `.part` file exists) and what the server said of
     /// the file, so that a restart after a crash finds its `.part` file (or the finished file) by name.
@@ -164,7 +167,7 @@ public final class InMemoryQueueStore: QueueStore {
 
     public func batches() throws -> [Batch] { state.withLock { $0.batches } }
 
-    /// Like the SQLite store, a save keeps the item's place in the queue (saveOrder moves it).
+    /// Like the SQLite store, a save keeps the item's place in the queue (saveRanks moves it).
     public func save(_ item: StoredTransfer) throws {
         state.withLock { s in
             guard let position = s.items[item.id]?.position else { return }
@@ -174,9 +177,9 @@ public final class InMemoryQueueStore: QueueStore {
         }
     }
 
-    public func saveOrder(_ ids: [TransferID]) throws {
+    public func saveRanks(_ ranks: [(TransferID, Int)]) throws {
         state.withLock { s in
-            for (position, id) in ids.enumerated() { s.items[id]?.position = position }
+            for (id, rank) in ranks { s.items[id]?.position = rank }
         }
     }
 

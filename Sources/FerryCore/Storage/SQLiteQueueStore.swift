@@ -267,11 +267,12 @@ public final class SQLiteQueueStore: QueueStore {
         return Known(state: state, events: events)
     }
 
-    public func saveOrder(_ ids: [TransferID]) throws {
-        try pool.write { db in
+    public func saveRanks(_ ranks: [(TransferID, Int)]) throws {
+        guard !ranks.isEmpty else { return }
+        try writing { db in
             let update = try db.cachedStatement(sql: "UPDATE transfer SET position = ? WHERE id = ?")
-            for (position, id) in ids.enumerated() {
-                try update.execute(arguments: [position, id.rawValue])
+            for (id, rank) in ranks {
+                try update.execute(arguments: [rank, id.rawValue])
             }
         }
     }

@@ -14,12 +14,10 @@ public enum StoredQueueCommands {
         let chosen = try selection.choose(among: items.map { ($0.id, $0.state, $0.batch) }).get().compactMap { known[$0] }
         var outcome = CommandOutcome()
         if verb == .move, let move, let item = chosen.first {
-            var order = items.map(\.id)
-            let index = order.firstIndex(of: item.id)!
-            order.remove(at: index)
-            order.insert(item.id, at: move.target(from: index, among: order.count))
-            try store.saveOrder(order)
-            outcome.changed = [item.id]
+            let index = items.firstIndex { $0.id == item.id }!
+            let ranks = move.ranks(moving: index, count: items.count) { items[$0].position }
+            try store.saveRanks(ranks.map { (items[$0.index].id, $0.rank) })
+            if !ranks.isEmpty { outcome.changed = [item.id] }
             return outcome
         }
         for item in chosen {

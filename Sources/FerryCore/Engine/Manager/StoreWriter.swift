@@ -8,7 +8,7 @@ final class StoreWriter: Sendable {
     private struct Pending {
         var records: [TransferID: StoredTransfer] = [:]
         var sequence: [TransferID] = []
-        var order: [TransferID]?
+        var ranks: [TransferID: Int] = [:]
         var scheduled = false
         /// When the last write began: the next waits until `interval` after it.
         var lastWrite: DispatchTime?
@@ -38,14 +38,14 @@ final class StoreWriter: Sendable {
         self.interval = interval
     }
 
-    /// Queues records (the newest of each item wins) and, when given, the queue's order.
-    func enqueue(_ records: [StoredTransfer], order: [TransferID]?) {
+    /// Queues records (the newest of each item wins) and new ranks (a move's).
+    func enqueue(_ records: [StoredTransfer], ranks: [TransferID: Int]) {
         let schedule = pending.withLock { pending -> Bool in
             for record in records {
                 if pending.records[record.id] == nil { pending.sequence.append(record.id) }
                 pending.records[record.id] = record
             }
-            if let order { pending.order = order }
+            pending.ranks.merge(ranks) { $1 }
             defer { pending.scheduled = true }
             return !pending.scheduled
         }
@@ -67,7 +67,10 @@ final class StoreWriter: Sendable {
 
     /// Deletes an item; a record of it still waiting to be written is dropped (it would bring the item back).
     func remove(_ id: TransferID) {
-        pending.withLock { $0.records[id] = nil }
+        pending.withLock {
+            $0.records[id] = nil
+            $0.ranks[id] = nil
+        }
         let store = self.store
         queue.async { try? store.remove(id) }
     }
@@ -89,13 +92,13 @@ final class StoreWriter: Sendable {
 
     /// Writes whatever changes are pending (none when an earlier call took them). On the store queue.
     private func writePending() {
-        let (records, order) = pending.withLock { pending -> ([StoredTransfer], [TransferID]?) in
+        let (records, ranks) = pending.withLock { pending -> ([StoredTransfer], [TransferID: Int]) in
             defer { pending = Pending(lastWrite: .now()) }
-            return (pending.sequence.compactMap { pending.records[$0] }, pending.order)
+            return (pending.sequence.compactMap { pending.records[$0] }, pending.ranks)
         }
         do {
             if !records.isEmpty { try store.save(records) }
-            if let order { try store.saveOrder(order) }
+            if !ranks.isEmpty { try store.saveRanks(ranks.map { ($0.key, $0.value) }) }
             failure.withLock { $0 = (nil, nil) }
         } catch {
             failure.withLock { $0.reason = "\(error)" }
@@ -105,7 +108,7 @@ final class StoreWriter: Sendable {
                     pending.sequence.insert(record.id, at: 0)
                     pending.records[record.id] = record
                 }
-                if pending.order == nil { pending.order = order }
+                pending.ranks.merge(ranks) { newer, _ in newer }
                 defer { pending.scheduled = true }
                 return !pending.scheduled
             }

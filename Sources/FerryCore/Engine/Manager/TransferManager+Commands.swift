@@ -40,7 +40,6 @@ extension TransferManager {
                     if core.items[record.id] == nil {
                         let transfer = adopt(record)
                         core.append(transfer)
-                        core.orderChanged = true
                         core.touch(record.id)
                     }
                     core.allow([record.id])
@@ -102,7 +101,7 @@ extension TransferManager {
             stored = core.withLock { core in
                 specs.map { spec in
                     defer { core.nextID += 1 }
-                    return StoredTransfer(id: TransferID(core.nextID), position: core.queue.count, spec: spec)
+                    return StoredTransfer(id: TransferID(core.nextID), position: (core.queue.last?.rank ?? -1) + 1, spec: spec)
                 }
             }
         }
@@ -115,8 +114,8 @@ extension TransferManager {
                 let transfer = adopt(record)
                 transfer.lastError = storeError
                 core.append(transfer)
-                core.orderChanged = true
                 core.touch(record.id)
+                core.allow([record.id])
             }
             return (stored.map(\.id), self.pump(&core))
         }
@@ -146,7 +145,6 @@ extension TransferManager {
             core.queue.removeAll { $0 === transfer }
             core.settledPrefix = 0
             core.removedNow.insert(id)
-            core.orderChanged = true
             core.version &+= 1
             if let name = transfer.fileName, transfer.state != .completed {
                 let directory = transfer.spec.directory
@@ -187,10 +185,15 @@ extension TransferManager {
     public func move(_ id: TransferID, _ direction: QueueMove) {
         mutate { core in
             guard let index = core.queue.firstIndex(where: { $0.id == id }) else { return ((), []) }
+            let ranks = direction.ranks(moving: index, count: core.queue.count) { core.queue[$0].rank }
+            guard !ranks.isEmpty else { return ((), []) }
+            for (at, rank) in ranks {
+                core.queue[at].rank = rank
+                core.rankChanged.insert(core.queue[at].id)
+            }
             let moved = core.queue.remove(at: index)
             core.queue.insert(moved, at: direction.target(from: index, among: core.queue.count))
             core.settledPrefix = 0
-            core.orderChanged = true
             core.version &+= 1
             return ((), self.pump(&core))
         }

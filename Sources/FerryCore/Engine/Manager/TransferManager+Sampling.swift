@@ -53,7 +53,7 @@ extension TransferManager {
             if singlesDue { core.lastCheckpoint = now }
             let due = core.items.values.filter { $0.busy && Self.checkpointDue(segmented: $0.segments != nil, sinceLast: sinceLast) }
             let records = due.filter { $0.segments != nil }.map { $0.record() }
-            if !records.isEmpty { storeWriter.enqueue(records, order: nil) }
+            if !records.isEmpty { storeWriter.enqueue(records, ranks: [:]) }
             return (due.filter { $0.segments == nil }.map { ($0.id, $0.currentBytes) }, due.flatMap(\.runs))
         }
         guard let due else { return }

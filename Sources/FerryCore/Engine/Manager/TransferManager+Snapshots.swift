@@ -31,11 +31,7 @@ extension TransferManager {
     /// The queue as the store keeps it, with the bytes done now, in order (`ferry list` while an engine runs).
     public func records() -> [StoredTransfer] {
         core.withLock { core in
-            core.queue.enumerated().map { position, transfer in
-                var record = transfer.record()
-                record.position = position
-                return record
-            }
+            core.queue.map { $0.record() }
         }
     }
 

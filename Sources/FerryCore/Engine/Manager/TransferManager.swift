@@ -20,7 +20,8 @@ public final class TransferManager: Sendable {
         var caps: ConcurrencyCaps
         var version: UInt64 = 0
         var changed: Set<TransferID> = []
-        var orderChanged = false
+        /// Items whose rank a move changed (the store gets their new ranks; nothing else's order changes).
+        var rankChanged: Set<TransferID> = []
         /// Each waiter with the ids it still waits for (shrunk as items finish, never rescanned).
         var waiters: [Int: (pending: Set<TransferID>, continuation: CheckedContinuation<Void, Never>)] = [:]
         var nextWaiter = 0
@@ -186,10 +187,10 @@ public final class TransferManager: Sendable {
                 TransferEvent(id: $0.id, state: $0.state, snapshot: $0.snapshot())
             }
             core.changed.removeAll()
-            let order = core.orderChanged ? core.queue.map(\.id) : nil
-            core.orderChanged = false
+            let ranks = Dictionary(uniqueKeysWithValues: core.rankChanged.compactMap { id in core.items[id].map { (id, $0.rank) } })
+            core.rankChanged.removeAll()
             let records = items.map { $0.record() }
-            if !records.isEmpty || order != nil { storeWriter.enqueue(records, order: order) }
+            if !records.isEmpty || !ranks.isEmpty { storeWriter.enqueue(records, ranks: ranks) }
             let finished = self.takeFinishedWaiters(&core, changed: changed.union(core.removedNow))
             core.removedNow.removeAll()
             // Queued under the lock: events reach the listener in the order the changes were made (a listener

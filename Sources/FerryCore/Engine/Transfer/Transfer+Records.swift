@@ -19,6 +19,7 @@ extension Transfer {
         segments = stored.segments
         rateLimit = stored.rateLimit
         batch = stored.batch
+        rank = stored.position
     }
 
     /// Bytes done: the ranges' or the single stream's, including what running attempts hold.
@@ -59,9 +60,9 @@ extension Transfer {
         return snapshot
     }
 
-    /// What the store keeps. The place in the queue is not part of it: saveOrder writes positions.
+    /// What the store keeps. A save leaves the item's rank as it is: a move writes ranks (saveRanks).
     func record() -> StoredTransfer {
-        var stored = StoredTransfer(id: id, position: 0, spec: spec, state: state)
+        var stored = StoredTransfer(id: id, position: rank, spec: spec, state: state)
         stored.fileName = fileName
         stored.savedPath = savedPath
         stored.validators = validators

@@ -80,6 +80,8 @@ final class Transfer {
     var rateLimit: Int64?
     /// The batch (the command) that last asked for this item.
     var batch: Int64?
+    /// Its rank in the queue's order (StoredTransfer.position).
+    var rank = 0
     /// Segmented downloads: the ranges (their `done` is on disk).
     var segments: [SegmentState]?
     /// The server cannot serve this file in ranges: one stream from now on.
