@@ -26,7 +26,7 @@ struct List: ParsableCommand {
         // Live from the running engine (byte counts of this moment), else from the store.
         if let client = ControlClient.connect(directory) {
             var request = ControlRequest(id: 0, verb: .list)
-            request.selection = selection
+            request.selection = selection.isEmpty ? nil : selection
             let reply = try client.request(request)
             guard reply.ok, let items = reply.items else { throw ControlError(reply.error ?? "the engine did not list the queue") }
             return try show(items)

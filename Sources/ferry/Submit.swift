@@ -61,7 +61,7 @@ func submit(_ common: CommonOptions, config: Config, specs: [TransferSpec], deta
 func add(_ specs: [TransferSpec], to client: ControlClient, force: Bool = false) throws -> (batch: Int64, items: [AddedItem]) {
     do {
         return try client.add(specs, command: typedCommand(), force: force)
-    } catch where error.refused {
+    } catch let error as ControlError where error.refused {
         // Refused (a full disk, a bad request): the engine's words, exit 2.
         throw UsageError(error.description)
     }

@@ -40,41 +40,41 @@ struct ItemSelection: ParsableArguments {
 
 extension QueueMove: ExpressibleByArgument {}
 
-/// pause, resume, cancel, retry: ids or --all, through QueueVerb.
+/// pause, resume, cancel, retry: ids, --all, --state or --batch, through QueueVerb.
 protocol ItemVerbCommand: ParsableCommand {
-    static var verb: ControlVerb { get }
+    static func command(_ selection: Selection) -> QueueCommand
     var selection: ItemSelection { get }
     var common: CommonOptions { get }
 }
 
 extension ItemVerbCommand {
-    func run() throws { try QueueVerb.run(Self.verb, selection.parsed(), common) }
+    func run() throws { try QueueVerb.run(Self.command(selection.parsed()), common) }
 }
 
 struct Pause: ItemVerbCommand {
     static let configuration = CommandConfiguration(abstract: "Pause items (their .part files stay).")
-    static let verb = ControlVerb.pause
+    static func command(_ selection: Selection) -> QueueCommand { .pause(selection) }
     @OptionGroup var selection: ItemSelection
     @OptionGroup var common: CommonOptions
 }
 
 struct Resume: ItemVerbCommand {
     static let configuration = CommandConfiguration(abstract: "Queue paused items again; they continue where they stopped.")
-    static let verb = ControlVerb.resume
+    static func command(_ selection: Selection) -> QueueCommand { .resume(selection) }
     @OptionGroup var selection: ItemSelection
     @OptionGroup var common: CommonOptions
 }
 
 struct Cancel: ItemVerbCommand {
     static let configuration = CommandConfiguration(abstract: "Cancel items (their .part files stay for retry).")
-    static let verb = ControlVerb.cancel
+    static func command(_ selection: Selection) -> QueueCommand { .cancel(selection) }
     @OptionGroup var selection: ItemSelection
     @OptionGroup var common: CommonOptions
 }
 
 struct Retry: ItemVerbCommand {
     static let configuration = CommandConfiguration(abstract: "Queue failed or cancelled items again with a fresh retry budget.")
-    static let verb = ControlVerb.retry
+    static func command(_ selection: Selection) -> QueueCommand { .retry(selection) }
     @OptionGroup var selection: ItemSelection
     @OptionGroup var common: CommonOptions
 }
@@ -85,7 +85,7 @@ struct Remove: ParsableCommand {
     @Flag(name: .customLong("delete-part"), help: "Also delete their .part files.")
     var deletePart = false
     @OptionGroup var common: CommonOptions
-    func run() throws { try QueueVerb.run(.remove, selection.parsed(), common, deletePart: deletePart) }
+    func run() throws { try QueueVerb.run(.remove(selection.parsed(), deletePart: deletePart), common) }
 }
 
 struct Move: ParsableCommand {
@@ -94,7 +94,7 @@ struct Move: ParsableCommand {
     @Argument(help: "up, down, top or bottom.") var direction: QueueMove
     @OptionGroup var common: CommonOptions
     func run() throws {
-        try QueueVerb.run(.move, Selection(ids: ItemSelection.parse(id: id)), common, move: direction)
+        try QueueVerb.run(.move(TransferID(ItemSelection.parse(id: id)[0]), direction), common)
     }
 }
 
@@ -109,9 +109,7 @@ struct Jobs: ParsableCommand {
         guard let client = ControlClient.connect(common.stateDirectory) else {
             throw ControlError("no engine is running; -j or [transfers] concurrency sets it for the next one")
         }
-        var request = ControlRequest(id: 0, verb: .jobs)
-        request.count = count
-        try QueueVerb.send(request, client)
+        try QueueVerb.perform(.setConcurrency(count), on: .remote(client))
         print("\(count) at once")
     }
 }
@@ -124,48 +122,55 @@ struct Stop: ParsableCommand {
             print("no engine is running")
             return
         }
-        let reply = try QueueVerb.send(ControlRequest(id: 0, verb: .stop), client)
+        let reply = try client.request(ControlRequest(id: 0, verb: .stop))
+        guard reply.ok else { throw UsageError(reply.error ?? "the engine refused to stop") }
         // Gone once its socket closes (it stops its transfers first, at most a few seconds).
         while ControlClient.connect(common.stateDirectory) != nil { usleep(100_000) }
         print("stopped the engine\(reply.pid.map { " (pid \($0))" } ?? "")")
     }
 }
 
-/// pause, resume, cancel, retry, remove and move: through the running engine, or on the stored queue when
-/// none runs (the lock is held meanwhile, so no engine starts halfway).
+/// A queue command from the shell: through the running engine, or on the stored queue when none runs (the
+/// lock is held meanwhile, so no engine starts halfway). Prints what it changed and what it left.
 enum QueueVerb {
-    static func run(_ verb: ControlVerb, _ selection: Selection, _ common: CommonOptions,
-                    deletePart: Bool = false, move: QueueMove? = nil) throws {
+    static func run(_ command: QueueCommand, _ common: CommonOptions) throws {
         _ = try common.loadConfig()  // a broken config is reported by every command
-        let outcome: CommandOutcome
+        let result: CommandResult
         switch try EngineStartup.begin(common.stateDirectory) {
         case let .running(client):
-            var request = ControlRequest(id: 0, verb: verb)
-            request.selection = selection
-            request.deletePart = deletePart ? true : nil
-            request.move = move
-            outcome = try send(request, client).outcome ?? CommandOutcome()
+            result = try perform(command, on: .remote(client))
         case let .engine(lock, store):
             defer { lock.release() }
-            outcome = try StoredQueueCommands.apply(verb, selection, store: store, deletePart: deletePart, move: move)
+            result = try perform(command, on: .store(store))
         }
-        if verb == .move {
-            print("moved \(move!.rawValue): \(selection.ids?.map { "#\($0)" }.joined(separator: " ") ?? "")")
+        if case let .move(id, direction) = command {
+            print(result.outcome.changed.isEmpty ? "\(id) is at the \(direction == .up || direction == .top ? "top" : "bottom") already"
+                                                 : "moved \(direction.rawValue): \(id)")
         } else {
-            print(sentence(verb, outcome, selection: selection))
+            print(sentence(command, result.outcome))
         }
     }
 
-    private static let pastTense: [ControlVerb: String] = [
-        .pause: "paused", .resume: "resumed", .cancel: "cancelled", .retry: "retried", .remove: "removed",
+    /// A refused command is a usage error (exit 2: an unknown id, a bad value); a broken connection is not.
+    @discardableResult
+    static func perform(_ command: QueueCommand, on target: CommandTarget) throws -> CommandResult {
+        do {
+            return try command.perform(on: target)
+        } catch let error as ControlError where error.refused {
+            throw UsageError(error.description)
+        }
+    }
+
+    private static let pastTense = [
+        "pause": "paused", "resume": "resumed", "cancel": "cancelled", "retry": "retried", "remove": "removed",
     ]
 
     /// `retried 3 (#4 #9 #12); #2 is done, left as it is`: what a verb changed and what it left, in words.
-    static func sentence(_ verb: ControlVerb, _ outcome: CommandOutcome, selection: Selection) -> String {
-        let done = pastTense[verb] ?? verb.rawValue
+    static func sentence(_ command: QueueCommand, _ outcome: CommandOutcome) -> String {
+        let done = pastTense[command.name] ?? command.name
         var parts: [String] = []
         if outcome.changed.isEmpty {
-            parts.append(outcome.left.isEmpty ? "no item \(describe(selection)); nothing \(done)" : "nothing \(done)")
+            parts.append(outcome.left.isEmpty ? "no item \(describe(command.selection)); nothing \(done)" : "nothing \(done)")
         } else {
             parts.append("\(done) \(outcome.changed.count) (\(list(outcome.changed)))")
         }
@@ -185,18 +190,10 @@ enum QueueVerb {
     }
 
     /// The items a selection asked for, for "no item ...".
-    private static func describe(_ selection: Selection) -> String {
+    private static func describe(_ selection: Selection?) -> String {
         var words: [String] = []
-        if let states = selection.states { words.append("is " + states.map(\.word).joined(separator: " or ")) }
-        if let batch = selection.batch { words.append("in batch \(batch)") }
+        if let states = selection?.states { words.append("is " + states.map(\.word).joined(separator: " or ")) }
+        if let batch = selection?.batch { words.append("in batch \(batch)") }
         return words.isEmpty ? "in the queue" : words.joined(separator: " and ")
-    }
-
-    /// A refused request is a usage error (exit 2: an unknown id, a bad value); a broken connection is not.
-    @discardableResult
-    static func send(_ request: ControlRequest, _ client: ControlClient) throws -> ControlReply {
-        let reply = try client.request(request)
-        guard reply.ok else { throw UsageError(reply.error ?? "the engine refused \(request.verb.rawValue)") }
-        return reply
     }
 }

@@ -64,8 +64,8 @@ import Glibc
 
     @Test(arguments: [
         ("\u{0}\u{FF}garbage\n", "not a JSON object"),
-        ("{\"v\":1,\"id\":7,\"verb\":\"explode\"}\n", "unknown verb 'explode'"),
-        ("{\"v\":1,\"id\":8,\"verb\":\"pause\",\"ids\":\"all of them\"}\n", "malformed pause request"),
+        ("{\"v\":2,\"id\":7,\"verb\":\"explode\"}\n", "unknown verb 'explode'"),
+        ("{\"v\":2,\"id\":8,\"verb\":\"command\",\"command\":\"all of them\"}\n", "malformed command request"),
         ("{\"v\":99,\"id\":9,\"verb\":\"list\"}\n", "protocol version 99"),
         ("[1,2,3]\n", "not a JSON object"),
     ])
@@ -113,12 +113,9 @@ import Glibc
         var spec = TransferSpec(download: server.url("/a"), directory: dir.path)
         spec.fileName = "a"
         let client = try #require(ControlClient.connect(directory))
-        var add = ControlRequest(id: 0, verb: .add)
-        add.specs = [spec]
-        let id = try #require(try client.request(add).ids?.first)
-        var pause = ControlRequest(id: 0, verb: .pause)
-        pause.ids = [id, 41, 42]
-        let reply = try client.request(pause)
+        let add = ControlRequest(id: 0, command: .add(.init(specs: [spec])))
+        let id = try #require(try client.request(add).result?.added?.first?.id.rawValue)
+        let reply = try client.request(ControlRequest(id: 0, command: .pause(Selection(ids: [id, 41, 42]))))
         #expect(!reply.ok && reply.error == "no item #41, #42")
         #expect(manager.snapshot(of: TransferID(id))?.state != .paused)
     }
@@ -165,7 +162,7 @@ import Glibc
             defer { close(stuck) }
             var small: Int32 = 4096
             setsockopt(stuck, SOL_SOCKET, SO_RCVBUF, &small, socklen_t(MemoryLayout<Int32>.size))
-            self.send(stuck, Data("{\"v\":1,\"id\":1,\"verb\":\"subscribe\"}\n".utf8))
+            self.send(stuck, Data("{\"v\":2,\"id\":1,\"verb\":\"subscribe\"}\n".utf8))
             // The good one, served all along.
             let updates = UpdateCount()
             try good.subscribe(onUpdate: { _ in updates.add() }, onClose: { _ in })

@@ -40,21 +40,17 @@ public final class ControlClient: Sendable {
     /// (each well under the engine's request limit, so no list is too long). With `force`, always new items;
     /// otherwise a transfer already in the queue is reused. What became of each spec, in order, and the batch.
     /// A refusal (a full disk...) is a ControlError in the engine's words; parts sent before it stay queued.
-    public func add(_ specs: [TransferSpec], command: String, force: Bool) throws(ControlError) -> (batch: Int64, items: [AddedItem]) {
+    public func add(_ specs: [TransferSpec], command: String, force: Bool) throws -> (batch: Int64, items: [AddedItem]) {
         var batch: Int64?
         var items: [AddedItem] = []
         items.reserveCapacity(specs.count)
         for part in Self.parts(of: specs) {
-            var request = ControlRequest(id: 0, verb: .add)
-            request.specs = Array(specs[part])
-            request.batch = batch
-            request.command = batch == nil ? command : nil
-            request.force = force ? true : nil
-            let reply = try self.request(request)
-            guard reply.ok, let added = reply.added, added.count == part.count else {
-                throw ControlError(reply.error ?? "the engine did not queue the items", refused: true)
+            let addition = QueueCommand.Addition(specs: Array(specs[part]), batch: batch, typed: batch == nil ? command : "", force: force)
+            let result = try QueueCommand.add(addition).perform(on: .remote(self))
+            guard let added = result.added, added.count == part.count else {
+                throw ControlError("the engine did not queue the items", refused: true)
             }
-            batch = reply.batch
+            batch = result.batch
             items += added
         }
         return (batch ?? 0, items)

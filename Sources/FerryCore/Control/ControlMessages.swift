@@ -5,7 +5,8 @@ import Foundation
 /// pushes updates (a full queue first, then only what changed). Versioned: a request of another version
 /// gets an error reply. See EngineHost for what each verb does.
 public enum ControlProtocol {
-    public static let version = 1
+    /// 2: every change of the queue is one `command` (QueueCommand).
+    public static let version = 2
     /// The longest request line the engine reads. An `add` is sent in parts well under it
     /// (ControlClient.add), so no list of URLs is too long.
     public static let maxRequest = 4 << 20
@@ -16,22 +17,12 @@ public enum ControlProtocol {
 }
 
 public enum ControlVerb: String, Codable, Sendable, CaseIterable {
-    /// The queue as the store keeps it, with live byte counts (`ferry list`).
+    /// The queue as the store keeps it, with live byte counts (`ferry list`; `selection`: some items only).
     case list
     /// Updates from now on: the full queue, then changes.
     case subscribe
-    /// Queue `specs` in `batch` (a new one for `command` when nil; reused items unless `force`); the reply
-    /// has their ids, what became of each (`added`) and the batch.
-    case add
-    case pause, resume, cancel, retry, remove
-    /// `ids[0]` one step or to an end (`move`).
-    case move
-    /// Transfers at once (`count`).
-    case jobs
-    /// One item's bandwidth limit (`ids`, `rate`; nil: none).
-    case limit
-    /// The global limits (`download`, `upload`; nil: none).
-    case limits
+    /// A change of the queue: `command`; the reply has its result.
+    case command
     /// The engine stops its transfers (their `.part` files stay) and exits.
     case stop
 }
@@ -40,40 +31,20 @@ public struct ControlRequest: Codable, Sendable, Equatable {
     public var v: Int = ControlProtocol.version
     public var id: Int
     public var verb: ControlVerb
-    public var ids: [Int64]?
-    /// pause/resume/cancel/retry/remove: every item (instead of `ids`).
-    public var all: Bool?
-    /// pause/resume/cancel/retry/remove/list: the items in these states (and in `batch`, when given).
-    public var states: [TransferState]?
-    public var move: QueueMove?
-    public var count: Int?
-    public var deletePart: Bool?
-    public var specs: [TransferSpec]?
-    /// add: the batch to add to (the reply to a first part names it); nil: a new one for `command`.
-    /// pause/resume/cancel/retry/remove/list: the items of this batch.
-    public var batch: Int64?
-    /// add: what the user typed, for a new batch.
-    public var command: String?
-    /// add: always new items, even for transfers already in the queue (`--force`).
-    public var force: Bool?
-    public var rate: Int64?
-    public var download: Int64?
-    public var upload: Int64?
+    /// command: what to do.
+    public var command: QueueCommand?
+    /// list: the items to list (nil: all).
+    public var selection: Selection?
 
     public init(id: Int, verb: ControlVerb) {
         self.id = id
         self.verb = verb
     }
 
-    /// The items the request names.
-    public var selection: Selection {
-        get { Selection(ids: ids, all: all == true, states: states, batch: batch) }
-        set {
-            ids = newValue.ids
-            all = newValue.all
-            states = newValue.states
-            batch = newValue.batch
-        }
+    public init(id: Int, command: QueueCommand) {
+        self.id = id
+        self.verb = .command
+        self.command = command
     }
 }
 
@@ -82,14 +53,8 @@ public struct ControlReply: Codable, Sendable, Equatable {
     public var ok: Bool
     /// What went wrong, in words (an unknown id, a bad frame, an unknown verb...).
     public var error: String?
-    /// `add`: the items' ids, one per spec.
-    public var ids: [Int64]?
-    /// `add`: what became of each spec (a new item, or the same transfer already queued).
-    public var added: [AddedItem]?
-    /// `add`: the batch the items are in.
-    public var batch: Int64?
-    /// pause/resume/cancel/retry/remove: what changed and what was left as it was.
-    public var outcome: CommandOutcome?
+    /// `command`: what it did.
+    public var result: CommandResult?
     /// `list`: the queue as records.
     public var items: [StoredTransfer]?
     /// The engine's process id (every reply says it, for messages).

@@ -111,11 +111,11 @@ public final class EngineHost: @unchecked Sendable {
         switch request.verb {
         case .list:
             let records = manager.records()
-            guard !request.selection.isEmpty else {
+            guard let selection = request.selection, !selection.isEmpty else {
                 reply.items = records
                 break
             }
-            switch request.selection.choose(among: records.map { ($0.id, $0.state, $0.batch) }) {
+            switch selection.choose(among: records.map { ($0.id, $0.state, $0.batch) }) {
             case let .success(ids):
                 let chosen = Set(ids)
                 reply.items = records.filter { chosen.contains($0.id) }
@@ -124,41 +124,22 @@ public final class EngineHost: @unchecked Sendable {
             }
         case .subscribe:
             break
-        case .add:
-            guard let specs = request.specs, !specs.isEmpty else { return failure(request, "add needs specs") }
-            do throws(StateError) {
-                var batch = request.batch ?? 0
-                if request.batch == nil { batch = try manager.makeBatch(command: request.command ?? "").id }
-                let outcomes = try manager.addSaved(specs, batch: batch, reuse: request.force != true)
-                asked.withLock { $0.formUnion(outcomes.filter { $0.how != .alreadyDone }.map(\.id)) }
-                reply.ids = outcomes.map(\.id.rawValue)
-                reply.added = outcomes
-                reply.batch = batch
+        case .command:
+            guard let command = request.command else { return failure(request, "command needs a command") }
+            do {
+                let result = try manager.perform(command)
+                // Items asked for again run here; a headless engine finishes them before it exits.
+                let asked: [TransferID]
+                switch command {
+                case .add: asked = (result.added ?? []).filter { $0.how != .alreadyDone }.map(\.id)
+                case .resume, .retry: asked = result.outcome.changed
+                default: asked = []
+                }
+                if !asked.isEmpty { self.asked.withLock { $0.formUnion(asked) } }
+                reply.result = result
             } catch {
-                return failure(request, error.description)
+                return failure(request, String(describing: error))
             }
-        case .pause, .resume, .cancel, .retry, .remove:
-            let ids: [TransferID]
-            switch resolve(request) {
-            case let .success(found): ids = found
-            case let .failure(error): return failure(request, error.description)
-            }
-            if request.verb == .resume || request.verb == .retry { asked.withLock { $0.formUnion(ids) } }
-            reply.outcome = manager.apply(request.verb, to: ids, deletePartial: request.deletePart ?? false)
-        case .move:
-            guard let direction = request.move, request.ids?.count == 1 else { return failure(request, "move takes one id and a direction") }
-            guard case let .success(ids) = resolve(request), ids.count == 1 else { return failure(request, "no item #\(request.ids![0])") }
-            manager.move(ids[0], direction)
-        case .jobs:
-            guard let count = request.count, ConcurrencyCaps.range.contains(count) else {
-                return failure(request, "transfers at once: \(ConcurrencyCaps.range.lowerBound) to \(ConcurrencyCaps.range.upperBound)")
-            }
-            manager.setConcurrency(maxConcurrent: count)
-        case .limit:
-            guard case let .success(ids) = resolve(request), !ids.isEmpty else { return failure(request, "limit takes known ids") }
-            for id in ids { manager.setRateLimit(id, request.rate) }
-        case .limits:
-            manager.setGlobalLimits(download: request.download, upload: request.upload)
         case .stop:
             // After the reply has gone out.
             server.queue.async { [onStop] in DispatchQueue.global().async { onStop() } }
@@ -169,10 +150,5 @@ public final class EngineHost: @unchecked Sendable {
 
     private func failure(_ request: ControlRequest, _ message: String) -> ControlReply {
         ControlReply(id: request.id, ok: false, error: message)
-    }
-
-    /// The ids a request names (Selection); an unknown one is an error naming it.
-    private func resolve(_ request: ControlRequest) -> Result<[TransferID], UsageError> {
-        request.selection.choose(among: manager.snapshot().items.map { ($0.id, $0.state, $0.batch) })
     }
 }

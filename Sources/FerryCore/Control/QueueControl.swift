@@ -1,23 +1,14 @@
 import Foundation
 
-/// What a front end needs of an engine: its queue as snapshots, and the commands. The engine in this
-/// process (TransferManager) and one behind a control socket (RemoteQueue) both answer it, so the UI does
-/// not know, and never opens a socket itself.
+/// What a front end needs of an engine: its queue as snapshots, and a way to send it commands (QueueCommand).
+/// The engine in this process (TransferManager) and one behind a control socket (RemoteQueue) both answer it,
+/// so the UI does not know, and never opens a socket itself.
 public protocol QueueControl: AnyObject, Sendable {
     func snapshot() -> QueueSnapshot
-    /// Queues a transfer; its id, or nil when the engine could not be reached.
+    /// Queues a transfer; its id, or nil when the engine could not be reached or refused it.
     func enqueue(_ spec: TransferSpec) -> TransferID?
-    func pause(_ id: TransferID)
-    func resume(_ id: TransferID)
-    func cancel(_ id: TransferID)
-    func retry(_ id: TransferID)
-    func remove(_ id: TransferID, deletePartial: Bool)
-    func move(_ id: TransferID, _ direction: QueueMove)
-    func setConcurrency(maxConcurrent: Int)
-    func pauseAll()
-    func resumeAll()
-    @discardableResult func setRateLimit(_ id: TransferID, _ rate: Int64?) -> Bool
-    func setGlobalLimits(download: Int64?, upload: Int64?)
+    /// Sends a command without waiting for it (commands are carried out in the order sent).
+    func send(_ command: QueueCommand)
     /// The front end goes; the transfers go on (a remote engine) or stop (this process's engine).
     func detach()
     /// Stops the engine and its transfers (their `.part` files stay).
@@ -25,7 +16,10 @@ public protocol QueueControl: AnyObject, Sendable {
 }
 
 extension TransferManager: QueueControl {
-    public func enqueue(_ spec: TransferSpec) -> TransferID? { add(spec) }
+    public func enqueue(_ spec: TransferSpec) -> TransferID? {
+        (try? perform(.add(.init(specs: [spec]))))?.added?.first?.id
+    }
+    public func send(_ command: QueueCommand) { _ = try? perform(command) }
     public func detach() { shutdown(timeout: 5) }
     public func stopEngine() { shutdown(timeout: 5) }
 }

@@ -22,49 +22,13 @@ public final class RemoteQueue: QueueControl {
 
     public func snapshot() -> QueueSnapshot { client.snapshot }
 
-    private func send(_ verb: ControlVerb, ids: [TransferID] = [], _ fill: @escaping @Sendable (inout ControlRequest) -> Void = { _ in }) {
-        var request = ControlRequest(id: 0, verb: verb)
-        if !ids.isEmpty { request.ids = ids.map(\.rawValue) }
-        fill(&request)
-        outbox.async { [client, request] in _ = try? client.request(request) }
-    }
-
     public func enqueue(_ spec: TransferSpec) -> TransferID? {
-        var request = ControlRequest(id: 0, verb: .add)
-        request.specs = [spec]
         // After the commands before it.
-        return outbox.sync { (try? client.request(request))?.ids?.first.map(TransferID.init) }
+        outbox.sync { [client] in (try? QueueCommand.add(.init(specs: [spec])).perform(on: .remote(client)))?.added?.first?.id }
     }
 
-    public func pause(_ id: TransferID) { send(.pause, ids: [id]) }
-    public func resume(_ id: TransferID) { send(.resume, ids: [id]) }
-    public func cancel(_ id: TransferID) { send(.cancel, ids: [id]) }
-    public func retry(_ id: TransferID) { send(.retry, ids: [id]) }
-    public func remove(_ id: TransferID, deletePartial: Bool) { send(.remove, ids: [id]) { $0.deletePart = deletePartial } }
-    public func move(_ id: TransferID, _ direction: QueueMove) { send(.move, ids: [id]) { $0.move = direction } }
-    public func setConcurrency(maxConcurrent: Int) { send(.jobs) { $0.count = maxConcurrent } }
-
-    public func pauseAll() {
-        let ids = snapshot().items.filter(\.state.isPending).map(\.id)
-        if !ids.isEmpty { send(.pause, ids: ids) }
-    }
-
-    public func resumeAll() {
-        let ids = snapshot().items.filter { $0.state == .paused }.map(\.id)
-        if !ids.isEmpty { send(.resume, ids: ids) }
-    }
-
-    @discardableResult
-    public func setRateLimit(_ id: TransferID, _ rate: Int64?) -> Bool {
-        send(.limit, ids: [id]) { $0.rate = rate }
-        return true
-    }
-
-    public func setGlobalLimits(download: Int64?, upload: Int64?) {
-        send(.limits) {
-            $0.download = download
-            $0.upload = upload
-        }
+    public func send(_ command: QueueCommand) {
+        outbox.async { [client] in _ = try? command.perform(on: .remote(client)) }
     }
 
     /// Leaves the engine running: the commands sent so far go out first.

@@ -1,23 +1,31 @@
 import FerryCore
 
-/// What the reducer asks of the engine; the app executes these against its QueueControl.
+/// What the reducer asks for: a command to the queue (QueueCommand, the one vocabulary every front end
+/// speaks), an add whose new item the app then selects, or the UI's own end.
 public enum Command: Sendable, Equatable {
-    case pause(TransferID)
-    case resume(TransferID)
-    case pauseAll
-    case resumeAll
-    case cancel(TransferID)
-    case retry(TransferID)
-    case remove(TransferID, deletePartial: Bool)
-    case move(TransferID, QueueMove)
+    case queue(QueueCommand)
     /// The app selects the new item once the engine has given it an id.
     case add(TransferSpec)
-    case setConcurrency(Int)
-    /// Bandwidth limits in bytes per second; nil is none.
-    case setItemLimit(TransferID, Int64?)
-    case setGlobalLimits(download: Int64?, upload: Int64?)
     /// The UI goes; the transfers go on in the engine.
     case quit
     /// The engine stops its transfers (their `.part` files stay) and exits; the UI goes too.
     case stopEngine
+
+    // The queue commands the keys make, by name.
+    static func pause(_ id: TransferID) -> Command { .queue(.pause(Selection(ids: [id.rawValue]))) }
+    static func resume(_ id: TransferID) -> Command { .queue(.resume(Selection(ids: [id.rawValue]))) }
+    static let pauseAll = Command.queue(.pause(Selection(all: true)))
+    static let resumeAll = Command.queue(.resume(Selection(all: true)))
+    static func cancel(_ id: TransferID) -> Command { .queue(.cancel(Selection(ids: [id.rawValue]))) }
+    static func retry(_ id: TransferID) -> Command { .queue(.retry(Selection(ids: [id.rawValue]))) }
+    static func remove(_ id: TransferID, deletePartial: Bool) -> Command {
+        .queue(.remove(Selection(ids: [id.rawValue]), deletePart: deletePartial))
+    }
+    static func move(_ id: TransferID, _ direction: QueueMove) -> Command { .queue(.move(id, direction)) }
+    static func setConcurrency(_ count: Int) -> Command { .queue(.setConcurrency(count)) }
+    /// Bandwidth limits in bytes per second; nil is none.
+    static func setItemLimit(_ id: TransferID, _ rate: Int64?) -> Command { .queue(.setRateLimit(Selection(ids: [id.rawValue]), rate)) }
+    static func setGlobalLimits(download: Int64?, upload: Int64?) -> Command {
+        .queue(.setGlobalLimits(download: download, upload: upload))
+    }
 }

@@ -203,14 +203,7 @@ public final class TerminalApp {
     private func execute(_ commands: [Command]) {
         for command in commands {
             switch command {
-            case let .pause(id): queue.pause(id)
-            case let .resume(id): queue.resume(id)
-            case .pauseAll: queue.pauseAll()
-            case .resumeAll: queue.resumeAll()
-            case let .cancel(id): queue.cancel(id)
-            case let .retry(id): queue.retry(id)
-            case let .remove(id, deletePartial): queue.remove(id, deletePartial: deletePartial)
-            case let .move(id, direction): queue.move(id, direction)
+            case let .queue(command): queue.send(command)
             case let .add(spec):
                 guard let id = queue.enqueue(spec) else {
                     state.message = .init(text: "the engine did not take the item", isError: true)
@@ -218,9 +211,6 @@ public final class TerminalApp {
                 }
                 state.selectedID = id
                 if !state.view.includes(.queued) && !state.view.includes(.running) { state.view = .all }
-            case let .setConcurrency(n): queue.setConcurrency(maxConcurrent: n)
-            case let .setItemLimit(id, rate): queue.setRateLimit(id, rate)
-            case let .setGlobalLimits(download, upload): queue.setGlobalLimits(download: download, upload: upload)
             case .quit: finish(0, reason: nil)
             case .stopEngine: finish(0, reason: nil, stopEngine: true)
             }

@@ -136,9 +136,11 @@ extension TransferManager {
     public func retry(_ id: TransferID) { event(id, allow: true) { $0.retry() } }
 
     /// Takes an item off the queue. A finished file is never touched; `deletePartial` also deletes the `.part` file.
-    public func remove(_ id: TransferID, deletePartial: Bool = false) {
+    /// False when there is no such item.
+    @discardableResult
+    public func remove(_ id: TransferID, deletePartial: Bool = false) -> Bool {
         mutate { core in
-            guard let transfer = core.items.removeValue(forKey: id) else { return ((), []) }
+            guard let transfer = core.items.removeValue(forKey: id) else { return (false, []) }
             var effects: [Effect] = []
             let tasks = transfer.tasks
             if !tasks.isEmpty { effects.append { tasks.forEach { $0.cancel() } } }
@@ -152,41 +154,63 @@ extension TransferManager {
                 if deletePartial { effects.append { _ = unlink(PartialFile.path(directory: directory, name: name)) } }
             }
             storeWriter.remove(id)
-            return ((), effects + self.pump(&core))
+            return (true, effects + self.pump(&core))
         }
     }
 
-    /// pause, resume, cancel, retry or remove on `ids`: what changed, and what was left as it was (the verb
-    /// does not apply to its state). The shell verbs and the socket's requests come here.
-    public func apply(_ verb: ControlVerb, to ids: [TransferID], deletePartial: Bool = false) -> CommandOutcome {
-        var outcome = CommandOutcome()
-        for id in ids {
-            let took: Bool
-            switch verb {
-            case .pause: took = event(id) { $0.pause() }
-            case .resume: took = event(id, allow: true) { $0.resume() }
-            case .cancel: took = event(id) { $0.cancel() }
-            case .retry: took = event(id, allow: true) { $0.retry() }
-            case .remove:
-                took = snapshot(of: id) != nil
-                remove(id, deletePartial: deletePartial)
-            default: took = false
+    /// Carries out a front end's command (QueueCommand) on this engine. An id that names no item is a
+    /// UsageError naming it, and then nothing changes; a queue that cannot be saved is a StateError.
+    public func perform(_ command: QueueCommand) throws -> CommandResult {
+        var result = CommandResult()
+        let ids = try command.selection.map { selection in
+            try selection.choose(among: core.withLock { $0.queue.map { ($0.id, $0.state, $0.batch) } }).get()
+        } ?? []
+        switch command {
+        case .pause, .resume, .cancel, .retry, .remove:
+            for id in ids {
+                let took: Bool
+                switch command {
+                case .pause: took = event(id) { $0.pause() }
+                case .resume: took = event(id, allow: true) { $0.resume() }
+                case .cancel: took = event(id) { $0.cancel() }
+                case .retry: took = event(id, allow: true) { $0.retry() }
+                case let .remove(_, deletePart): took = remove(id, deletePartial: deletePart)
+                default: took = false
+                }
+                if took {
+                    result.outcome.changed.append(id)
+                } else if let state = core.withLock({ $0.items[id]?.state }) {
+                    result.outcome.left.append(.init(id: id, state: state))
+                }
             }
-            if took {
-                outcome.changed.append(id)
-            } else if let state = core.withLock({ $0.items[id]?.state }) {
-                outcome.left.append(.init(id: id, state: state))
+        case let .move(id, direction):
+            if move(id, direction) { result.outcome.changed = [id] }
+        case let .add(addition):
+            guard !addition.specs.isEmpty else { throw UsageError("add needs at least one transfer") }
+            var batch = addition.batch ?? 0
+            if addition.batch == nil { batch = try makeBatch(command: addition.typed).id }
+            result.added = try addSaved(addition.specs, batch: batch, reuse: !addition.force)
+            result.batch = batch
+        case let .setConcurrency(count):
+            guard ConcurrencyCaps.range.contains(count) else {
+                throw UsageError("transfers at once: \(ConcurrencyCaps.range.lowerBound) to \(ConcurrencyCaps.range.upperBound), got \(count)")
             }
+            setConcurrency(maxConcurrent: count)
+        case let .setRateLimit(_, rate):
+            for id in ids where setRateLimit(id, rate) { result.outcome.changed.append(id) }
+        case let .setGlobalLimits(download, upload):
+            setGlobalLimits(download: download, upload: upload)
         }
-        return outcome
+        return result
     }
 
-    /// Moves an item in the user's queue order.
-    public func move(_ id: TransferID, _ direction: QueueMove) {
+    /// Moves an item in the user's queue order; false when it did not move (no such item, or at that end).
+    @discardableResult
+    public func move(_ id: TransferID, _ direction: QueueMove) -> Bool {
         mutate { core in
-            guard let index = core.queue.firstIndex(where: { $0.id == id }) else { return ((), []) }
+            guard let index = core.queue.firstIndex(where: { $0.id == id }) else { return (false, []) }
             let ranks = direction.ranks(moving: index, count: core.queue.count) { core.queue[$0].rank }
-            guard !ranks.isEmpty else { return ((), []) }
+            guard !ranks.isEmpty else { return (false, []) }
             for (at, rank) in ranks {
                 core.queue[at].rank = rank
                 core.rankChanged.insert(core.queue[at].id)
@@ -195,7 +219,7 @@ extension TransferManager {
             core.queue.insert(moved, at: direction.target(from: index, among: core.queue.count))
             core.settledPrefix = 0
             core.version &+= 1
-            return ((), self.pump(&core))
+            return (true, self.pump(&core))
         }
     }
 
