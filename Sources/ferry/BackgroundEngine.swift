@@ -31,55 +31,40 @@ struct BackgroundEngine: AsyncParsableCommand {
             lock = engineLock
             store = queueStore
         }
-        let relay = EventRelay()
-        let hooks = HookRunner.make(settings: config.hooks, logPath: directory.logPath, store: store)
-        let manager = try TransferManager(configuration: common.engineConfiguration(config), store: store) { event in
-            hooks?.observe(event)
-            relay.forward()
-        }
-        let host = try EngineHost(manager: manager, directory: directory) {
-            Self.stop(manager, directory, reason: "stopped by a client")
-        }
-        relay.target = host
+        let engine = try EngineAssembly(configuration: common.engineConfiguration(config), hookSettings: config.hooks,
+                                        logPath: directory.logPath, store: store, directory: directory, scope: .everything,
+                                        onStop: { manager in Self.stop(directory, reason: "stopped by a client") { manager.shutdown(timeout: 5) } })
+        if let problem = engine.socketProblem { throw StateError(problem) }
+        let manager = engine.manager
+        let host = engine.host!
         Self.log("engine \(getpid()) serving \(directory.socketPath)")
-        var sources: [DispatchSourceSignal] = []
-        for sig in [SIGINT, SIGTERM] {
-            signal(sig, SIG_IGN)
-            let source = DispatchSource.makeSignalSource(signal: sig, queue: .global())
-            source.setEventHandler { Self.stop(manager, directory, reason: "signal \(sig)") }
-            source.resume()
-            sources.append(source)
-        }
-        // Idle means nothing running, queued or waiting for a retry.
+        engine.onSignals { number in Self.stop(directory, reason: "signal \(number)") { engine.shutdown() } }
+        // Idle means nothing running, queued or waiting for a retry, and no hook running (it keeps the engine,
+        // which watches its timeout).
         let linger = config.linger
         var idleSince: Date?
         while true {
             try? await Task.sleep(for: .seconds(min(2, max(0.2, linger / 4))))
             if let notice = manager.newStoreFailureNotice() { Self.log(notice) }
-            let busy = manager.snapshot().totals.count.contains { state, count in
-                count > 0 && state.isPending
-            }
-            // A hook still running (or waiting its turn) keeps the engine, which watches its timeout.
-            if busy || host.clients > 0 || hooks?.isIdle == false {
+            if !engine.idle || host.clients > 0 {
                 idleSince = nil
                 continue
             }
             let since = idleSince ?? Date()
             idleSince = since
             if Date().timeIntervalSince(since) >= linger, host.secondsWithoutClients >= linger {
-                host.close()
-                Self.stop(manager, directory, reason: "idle for \(Int(linger)) s with no client")
+                Self.stop(directory, reason: "idle for \(Int(linger)) s with no client") { engine.shutdown() }
             }
-            withExtendedLifetime((lock, sources)) {}
+            withExtendedLifetime(lock) {}
         }
     }
 
-    /// Stops the transfers (their `.part` files stay) and exits; the socket goes first, so no client waits
-    /// on an engine that is going.
-    private static func stop(_ manager: TransferManager, _ directory: StateDirectory, reason: String) -> Never {
+    /// Stops the transfers with `shutdown` (their `.part` files stay) and exits; the socket file goes first,
+    /// so no client waits on an engine that is going.
+    private static func stop(_ directory: StateDirectory, reason: String, shutdown: () -> Void) -> Never {
         log("engine \(getpid()) stopping: \(reason)")
         unlink(directory.socketPath)
-        manager.shutdown(timeout: 5)
+        shutdown()
         Glibc.exit(0)
     }
 

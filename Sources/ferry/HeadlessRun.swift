@@ -3,7 +3,6 @@ import Foundation
 #if canImport(Glibc)
 import Glibc
 #endif
-import Synchronization
 
 /// Runs transfers without a UI, as the engine of the state directory: progress on stderr, results on stdout
 /// (Reporter). It serves the control socket like any engine, so a UI can attach, the shell verbs work, and
@@ -28,34 +27,28 @@ final class HeadlessRun: Sendable {
     /// otherwise. Without a directory (a private queue) no socket is served.
     func run(_ specs: [TransferSpec], store: any QueueStore, directory: StateDirectory?, lock: EngineLock?,
              includeQueued: Bool = false, force: Bool = false) async -> Int32 {
-        let relay = EventRelay()
-        let hookRunner = HookRunner.make(settings: hooks, logPath: logPath, store: store)
-        let manager: TransferManager
+        let engine: EngineAssembly
         do {
-            manager = try TransferManager(configuration: configuration, store: store,
-                                          scope: includeQueued ? .everything : .ownItems) { [reporter] event in
-                hookRunner?.observe(event)
-                reporter.stateChanged(event.snapshot)
-                relay.forward()
-            }
+            engine = try EngineAssembly(configuration: configuration, hookSettings: hooks, logPath: logPath, store: store,
+                                        directory: directory, scope: includeQueued ? .everything : .ownItems,
+                                        onEvent: { [reporter] event in reporter.stateChanged(event.snapshot) },
+                                        onStop: { manager in
+                                            printError("stopped by `ferry stop`; partial files are kept")
+                                            manager.shutdown()
+                                            exit(1)
+                                        })
         } catch {
             printError("cannot load the queue: \(error)")
             return 1
         }
-        var host: EngineHost?
-        if let directory {
-            do {
-                host = try EngineHost(manager: manager, directory: directory) {
-                    printError("stopped by `ferry stop`; partial files are kept")
-                    manager.shutdown()
-                    exit(1)
-                }
-            } catch {
-                printError("\(error); the queue cannot be reached from other shells")
-            }
+        if let problem = engine.socketProblem { printError("\(problem); the queue cannot be reached from other shells") }
+        let manager = engine.manager
+        // SIGINT/SIGTERM: stop every attempt, keep the `.part` files, exit 130/143.
+        engine.onSignals { number in
+            printError("interrupted: stopping; partial files are kept")
+            engine.shutdown(timeout: 5)
+            exit(128 + number)
         }
-        relay.target = host
-        let stop = Self.installSignalHandlers(manager, host: host)
         let ticker = DispatchSource.makeTimerSource(queue: reporter.output)
         ticker.schedule(deadline: .now() + 1, repeating: 1)
         ticker.setEventHandler { [reporter] in
@@ -71,8 +64,7 @@ final class HeadlessRun: Sendable {
         /// No more serving: the queue is free for another engine at once.
         func stopServing() {
             ticker.cancel()
-            host?.close()
-            manager.shutdown()
+            engine.shutdown()
             lock?.release()
         }
         let own: [TransferID]
@@ -88,52 +80,23 @@ final class HeadlessRun: Sendable {
         } catch {
             printError(error.description)
             stopServing()
-            stop.forEach { $0.cancel() }
+            engine.stopHandlingSignals()
             return 2
         }
         waitFor.formUnion(own)
-        // Items added through the socket while this engine ran are finished too before it exits: whoever added
-        // them may be following them.
+        // Items added or resumed through the socket while this engine ran are finished too before it exits:
+        // whoever asked may be following them.
         while true {
             await manager.waitUntilFinished(waitFor)
-            let more = (host?.asked.withLock { $0 } ?? []).subtracting(waitFor)
+            let more = (engine.host?.asked.withLock { $0 } ?? []).subtracting(waitFor)
             if more.isEmpty { break }
             waitFor.formUnion(more)
         }
         stopServing()
         // The hooks of the items just ended run to their end (each to its timeout at most) before this process goes.
-        hookRunner?.waitUntilIdle()
-        stop.forEach { $0.cancel() }
+        engine.hooks?.waitUntilIdle()
+        engine.stopHandlingSignals()
         reporter.output.sync {}
         return reporter.results(manager.snapshot(), ids: includeQueued ? waitFor : Set(own))
     }
-
-    /// SIGINT/SIGTERM: stop every attempt, keep the `.part` files, exit 130/143.
-    private static func installSignalHandlers(_ manager: TransferManager, host: EngineHost?) -> [DispatchSourceSignal] {
-        [(SIGINT, Int32(130)), (SIGTERM, Int32(143))].map { signalNumber, code in
-            signal(signalNumber, SIG_IGN)
-            let source = DispatchSource.makeSignalSource(signal: signalNumber, queue: .global())
-            source.setEventHandler {
-                printError("interrupted: stopping; partial files are kept")
-                host?.close()
-                manager.shutdown(timeout: 5)
-                exit(code)
-            }
-            source.resume()
-            return source
-        }
-    }
-}
-
-/// Hands the engine's events to its host, which is made after the engine (the host needs the engine; the
-/// engine's event callback is fixed when it is made).
-final class EventRelay: Sendable {
-    private let host = Mutex<EngineHost?>(nil)
-
-    var target: EngineHost? {
-        get { host.withLock { $0 } }
-        set { host.withLock { $0 = newValue } }
-    }
-
-    func forward() { target?.nudge() }
 }
