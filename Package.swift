@@ -24,13 +24,29 @@ let package = Package(
     targets: [
         // libcurl 7.x, opened at run time (no development headers needed): the transport under URLSession.
         .target(name: "CCurl"),
-        // The transfer service: no terminal code, no knowledge of any front end.
+        // The transfer service, one target per layer, each importing only those below it (the compiler
+        // refuses an import the other way): no terminal code, no knowledge of any front end.
+        // Values every layer shares: specs, states, snapshots, commands, errors, file naming, terminal-safe text.
+        .target(name: "FerryModel"),
+        // Where the queue and the files live: SQLite, .part files, name claims, the state directory.
+        .target(name: "FerryStorage", dependencies: [
+            "FerryModel",
+            .product(name: "Crypto", package: "swift-crypto"),
+            .product(name: "GRDB", package: "GRDB.swift"),
+        ]),
+        // Bytes on the wire: libcurl's multi interface under URLSession (FerryURLProtocol).
+        .target(name: "FerryTransport", dependencies: ["FerryModel", "CCurl"]),
+        // The queue's life: TransferManager, each Transfer, attempts, rules, upload bodies.
+        .target(name: "FerryEngine", dependencies: [
+            "FerryModel", "FerryStorage", "FerryTransport",
+            .product(name: "Crypto", package: "swift-crypto"),
+        ]),
+        // The engine as others reach it (control socket, commands, hooks, one assembly) and the config file;
+        // re-exports the layers below, so front ends import FerryCore alone.
         .target(
             name: "FerryCore",
             dependencies: [
-                "CCurl",
-                .product(name: "Crypto", package: "swift-crypto"),
-                .product(name: "GRDB", package: "GRDB.swift"),
+                "FerryModel", "FerryStorage", "FerryTransport", "FerryEngine",
                 .product(name: "TOMLKit", package: "TOMLKit"),
             ]
         ),
@@ -71,16 +87,16 @@ let package = Package(
         // Runs a URLSession with ferry's delegate queue alone in a process, as ferry does (DelegateQueueTests).
         .executableTarget(name: "DelegateQueueProbe", dependencies: ["FerryCore"], path: "Tests/DelegateQueueProbe"),
         .testTarget(name: "FerryCoreTests", dependencies: [
-            "FerryCore",
+            "FerryCore", "FerryModel", "FerryStorage", "FerryTransport", "FerryEngine",
             .product(name: "PropertyBased", package: "swift-property-based"),
             // An older schema written directly (the migration test).
             .product(name: "GRDB", package: "GRDB.swift"),
         ]),
-        .testTarget(name: "FerryTUITests", dependencies: ["FerryTUI", "FerryCore", "CNcurses"]),
+        .testTarget(name: "FerryTUITests", dependencies: ["FerryTUI", "FerryCore", "FerryModel", "FerryEngine", "CNcurses"]),
         .testTarget(
             name: "FerryIntegrationTests",
             dependencies: [
-                "FerryCore", "TestHTTPServer",
+                "FerryCore", "FerryModel", "FerryStorage", "FerryTransport", "FerryEngine", "TestHTTPServer",
                 .product(name: "Crypto", package: "swift-crypto"),
                 // A TLS client of its own, to check the test server's HTTPS without anything installed.
                 .product(name: "NIOCore", package: "swift-nio"),

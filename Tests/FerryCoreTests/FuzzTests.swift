@@ -2,6 +2,10 @@ import Foundation
 import PropertyBased
 import Testing
 @testable import FerryCore
+@testable import FerryEngine
+@testable import FerryModel
+@testable import FerryStorage
+@testable import FerryTransport
 
 /// The torture run's fuzzing campaign: every parser of what a user types or gives (the config file, `-i`
 /// files, `-H` and `-F` arguments, rates, schedules, `.netrc` files, hook command lines) gets thousands of

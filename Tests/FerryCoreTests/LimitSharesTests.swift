@@ -1,4 +1,8 @@
 @testable import FerryCore
+@testable import FerryEngine
+@testable import FerryModel
+@testable import FerryStorage
+@testable import FerryTransport
 import Testing
 
 /// Sharing a global rate between items: max-min fair, with what a slow item cannot use going to the others.

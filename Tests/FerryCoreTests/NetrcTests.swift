@@ -4,6 +4,10 @@ import Testing
 import FoundationNetworking
 #endif
 @testable import FerryCore
+@testable import FerryEngine
+@testable import FerryModel
+@testable import FerryStorage
+@testable import FerryTransport
 
 @Suite struct NetrcTests {
     @Test func entriesDefaultQuotesCommentsAndMacros() throws {

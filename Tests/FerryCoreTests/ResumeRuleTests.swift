@@ -1,6 +1,10 @@
 import Foundation
 import Testing
 @testable import FerryCore
+@testable import FerryEngine
+@testable import FerryModel
+@testable import FerryStorage
+@testable import FerryTransport
 
 @Suite struct ResumeRuleTests {
     func evaluate(_ status: Int, _ headers: [String: String], offset: Int64, end: Int64? = nil, known: Int64? = nil) -> ResumeRule.Verdict {

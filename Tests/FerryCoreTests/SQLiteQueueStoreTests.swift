@@ -1,6 +1,10 @@
 import Foundation
 import Testing
 @testable import FerryCore
+@testable import FerryEngine
+@testable import FerryModel
+@testable import FerryStorage
+@testable import FerryTransport
 
 @Suite struct SQLiteQueueStoreTests {
     let dir: String

@@ -1,5 +1,9 @@
 import Testing
 @testable import FerryCore
+@testable import FerryEngine
+@testable import FerryModel
+@testable import FerryStorage
+@testable import FerryTransport
 
 @Suite struct SchedulerTests {
     func item(_ id: Int64, _ host: String = "a", ready: Bool = true, running: Bool = false) -> Scheduler.Candidate {

@@ -5,6 +5,10 @@ import Testing
 import Glibc
 #endif
 @testable import FerryCore
+@testable import FerryEngine
+@testable import FerryModel
+@testable import FerryStorage
+@testable import FerryTransport
 
 /// What ferry does when the disk or the store fails it (issue 16's torture run found each of these).
 @Suite struct StorageTroubleTests {

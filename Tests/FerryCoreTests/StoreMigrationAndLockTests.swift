@@ -8,6 +8,10 @@ import Glibc
 import GRDB
 import Testing
 @testable import FerryCore
+@testable import FerryEngine
+@testable import FerryModel
+@testable import FerryStorage
+@testable import FerryTransport
 
 /// A queue written by the previous schema (v3) opens in this one without loss; a range's progress can be
 /// read while its write to disk is stuck.

@@ -1,6 +1,10 @@
 import Foundation
 import Testing
 @testable import FerryCore
+@testable import FerryEngine
+@testable import FerryModel
+@testable import FerryStorage
+@testable import FerryTransport
 
 /// A transfer's life driven alone: events in, effects out, no session, no server, no files.
 @Suite struct TransferTests {

@@ -1,4 +1,8 @@
 @testable import FerryCore
+@testable import FerryEngine
+@testable import FerryModel
+@testable import FerryStorage
+@testable import FerryTransport
 import Foundation
 import Testing
 import TestHTTPServer

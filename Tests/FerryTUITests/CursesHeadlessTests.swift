@@ -2,6 +2,10 @@ import CNcurses
 import Foundation
 import Testing
 @testable import FerryCore
+@testable import FerryEngine
+@testable import FerryModel
+@testable import FerryStorage
+@testable import FerryTransport
 @testable import FerryTUI
 #if canImport(Glibc)
 import Glibc

@@ -1,5 +1,9 @@
 import Foundation
 @testable import FerryCore
+@testable import FerryEngine
+@testable import FerryModel
+@testable import FerryStorage
+@testable import FerryTransport
 @testable import FerryTUI
 
 /// A fixed clock and queue values for deterministic screens.

@@ -1,6 +1,10 @@
 import Foundation
 import Testing
 @testable import FerryCore
+@testable import FerryEngine
+@testable import FerryModel
+@testable import FerryStorage
+@testable import FerryTransport
 @testable import FerryTUI
 
 /// The reducer is a pure function: keys and a snapshot in, state and engine commands out. No engine needed.

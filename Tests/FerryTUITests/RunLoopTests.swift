@@ -2,6 +2,10 @@ import Dispatch
 import Foundation
 import Testing
 @testable import FerryCore
+@testable import FerryEngine
+@testable import FerryModel
+@testable import FerryStorage
+@testable import FerryTransport
 @testable import FerryTUI
 
 /// When the run loop's timer runs, and how engine events reach the main queue. No clock is involved.

@@ -1,6 +1,10 @@
 import Foundation
 import Testing
 @testable import FerryCore
+@testable import FerryEngine
+@testable import FerryModel
+@testable import FerryStorage
+@testable import FerryTransport
 @testable import FerryTUI
 
 /// Whole screens rendered into the Canvas and compared as text (ratatui TestBackend style), with a fixed clock.

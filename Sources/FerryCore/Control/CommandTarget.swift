@@ -1,3 +1,7 @@
+import FerryEngine
+import FerryModel
+import FerryStorage
+import FerryTransport
 import Foundation
 
 /// Where a QueueCommand is carried out: the engine in this process, an engine behind its control socket, or

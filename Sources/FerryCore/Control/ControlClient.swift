@@ -1,3 +1,7 @@
+import FerryEngine
+import FerryModel
+import FerryStorage
+import FerryTransport
 import Foundation
 #if canImport(Glibc)
 import Glibc

@@ -1,3 +1,7 @@
+import FerryEngine
+import FerryModel
+import FerryStorage
+import FerryTransport
 import Foundation
 
 /// What goes over the engine's control socket: one JSON object per line, each way. A client sends

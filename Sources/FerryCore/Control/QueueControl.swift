@@ -1,3 +1,7 @@
+import FerryEngine
+import FerryModel
+import FerryStorage
+import FerryTransport
 import Foundation
 
 /// What a front end needs of an engine: its queue as snapshots, and a way to send it commands (QueueCommand).

@@ -1,3 +1,8 @@
+import FerryEngine
+import FerryModel
+import FerryStorage
+import FerryTransport
+
 /// What `ferry --version` says: the version, then the Swift it was built with and the transport in use.
 public enum FerryVersion {
     public static let number = "0.1.0"

@@ -1,3 +1,7 @@
+import FerryEngine
+import FerryModel
+import FerryStorage
+import FerryTransport
 import Foundation
 
 /// `ferry list`: the stored queue as JSON or a table. Header values never appear; URLs lose credentials.

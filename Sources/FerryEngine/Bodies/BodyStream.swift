@@ -1,0 +1,91 @@
+import FerryModel
+import FerryStorage
+import FerryTransport
+import Foundation
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// The InputStream URLSession reads an upload body from: the plan's pieces in order, file bytes read
+/// with pread at the session's pace. Linux traps it avoids (see docs/platform.md):
+/// `hasBytesAvailable == false` is taken as end of body (a chunked body would be truncated and called a
+/// success), so it stays true until real EOF; `close()` is never called, so descriptors close in deinit.
+final class BodyStream: InputStream {
+    private let pieces: [BodyPlan.Piece]
+    private var index = 0
+    private var offsetInPiece: Int64 = 0
+    private var fd: Int32 = -1
+    private var fdPath: String?
+    private var status: Stream.Status = .notOpen
+    private var failure: Error?
+
+    init(plan: BodyPlan) {
+        self.pieces = plan.pieces
+        super.init(data: Data())
+    }
+
+    deinit {
+        if fd >= 0 { _ = Glibc.close(fd) }
+    }
+
+    override func open() { status = .open }
+    override func close() { status = .closed }
+    override var streamStatus: Stream.Status { status }
+    override var streamError: Error? { failure }
+    override var hasBytesAvailable: Bool { status != .atEnd && status != .error && status != .closed }
+    override func getBuffer(_ buffer: UnsafeMutablePointer<UnsafeMutablePointer<UInt8>?>, length: UnsafeMutablePointer<Int>) -> Bool { false }
+    override func property(forKey key: PropertyKey) -> AnyObject? { nil }
+    override func setProperty(_ property: AnyObject?, forKey key: PropertyKey) -> Bool { false }
+
+    override func read(_ buffer: UnsafeMutablePointer<UInt8>, maxLength len: Int) -> Int {
+        guard status == .open || status == .reading else { return status == .atEnd ? 0 : -1 }
+        while index < pieces.count {
+            let n: Int
+            switch pieces[index] {
+            case let .bytes(data):
+                let remaining = data.count - Int(offsetInPiece)
+                n = min(len, remaining)
+                if n > 0 {
+                    data.withUnsafeBytes { raw in
+                        buffer.update(from: raw.baseAddress!.assumingMemoryBound(to: UInt8.self) + Int(offsetInPiece), count: n)
+                    }
+                }
+            case let .file(path, length):
+                let remaining = length - offsetInPiece
+                guard remaining > 0 else { n = 0; break }
+                if fd < 0 || fdPath != path {
+                    if fd >= 0 { _ = Glibc.close(fd) }
+                    fd = Glibc.open(path, O_RDONLY | O_CLOEXEC)
+                    fdPath = path
+                    guard fd >= 0 else { return fail("cannot read \(path): \(String(cString: strerror(errno)))") }
+                }
+                var got = -1
+                repeat { got = pread(fd, buffer, min(len, Int(remaining)), off_t(offsetInPiece)) } while got < 0 && errno == EINTR
+                if got < 0 { return fail("cannot read \(path): \(String(cString: strerror(errno)))") }
+                // A file that shrank while being sent would make the body shorter than its Content-Length.
+                if got == 0 { return fail("\(path) shrank while it was being uploaded") }
+                n = got
+            case .standardInput:
+                // Never streamed: a read from a pipe would block, and on Linux a blocking body read stalls
+                // every session of the process. Standard input goes through the session's file source.
+                return fail("standard input cannot be part of a streamed body")
+            }
+            if n == 0 {
+                index += 1
+                offsetInPiece = 0
+                continue
+            }
+            offsetInPiece += Int64(n)
+            status = .reading
+            return n
+        }
+        status = .atEnd
+        return 0
+    }
+
+    private func fail(_ message: String) -> Int {
+        status = .error
+        failure = NSError(domain: "ferry.upload", code: 1, userInfo: [NSLocalizedDescriptionKey: message])
+        return -1
+    }
+}

@@ -1,0 +1,121 @@
+import FerryModel
+import FerryStorage
+import FerryTransport
+import Foundation
+import Synchronization
+
+/// State changes reach the store off the delegate path, in order. Records queued while the store is busy
+/// are written together, in one transaction (a burst of small downloads makes thousands of changes), and
+/// writes begin at most once per interval.
+final class StoreWriter: Sendable {
+    private struct Pending {
+        var records: [TransferID: StoredTransfer] = [:]
+        var sequence: [TransferID] = []
+        var ranks: [TransferID: Int] = [:]
+        var scheduled = false
+        /// When the last write began: the next waits until `interval` after it.
+        var lastWrite: DispatchTime?
+    }
+
+    let store: any QueueStore
+    private let interval: TimeInterval
+    private let queue = DispatchQueue(label: "ferry.store")
+    private let pending = Mutex(Pending())
+    private let failure = Mutex<(reason: String?, told: String?)>((nil, nil))
+
+    /// Why the last write failed (the queue on disk is as last committed; the changes wait and are written
+    /// again a second later); nil once a write succeeds.
+    var lastFailure: String? { failure.withLock { $0.reason } }
+
+    /// The failure of the moment, once per distinct reason (for a message to the user); nil otherwise.
+    func takeNewFailure() -> String? {
+        failure.withLock { state in
+            guard let reason = state.reason, reason != state.told else { return nil }
+            state.told = reason
+            return reason
+        }
+    }
+
+    init(store: any QueueStore, interval: TimeInterval) {
+        self.store = store
+        self.interval = interval
+    }
+
+    /// Queues records (the newest of each item wins) and new ranks (a move's).
+    func enqueue(_ records: [StoredTransfer], ranks: [TransferID: Int]) {
+        let schedule = pending.withLock { pending -> Bool in
+            for record in records {
+                if pending.records[record.id] == nil { pending.sequence.append(record.id) }
+                pending.records[record.id] = record
+            }
+            pending.ranks.merge(ranks) { $1 }
+            defer { pending.scheduled = true }
+            return !pending.scheduled
+        }
+        guard schedule else { return }
+        let due = pending.withLock { $0.lastWrite.map { $0 + interval } }
+        if let due, due > .now() {
+            queue.asyncAfter(deadline: due) { self.writePending() }
+        } else {
+            queue.async { self.writePending() }
+        }
+    }
+
+    /// Byte counts of running single streams, once a second.
+    func checkpoint(_ checkpoints: [(TransferID, Int64)]) {
+        guard !checkpoints.isEmpty else { return }
+        let store = self.store
+        queue.async { for (id, bytes) in checkpoints { try? store.checkpoint(id, bytesDone: bytes) } }
+    }
+
+    /// Deletes an item; a record of it still waiting to be written is dropped (it would bring the item back).
+    func remove(_ id: TransferID) {
+        pending.withLock {
+            $0.records[id] = nil
+            $0.ranks[id] = nil
+        }
+        let store = self.store
+        queue.async { try? store.remove(id) }
+    }
+
+    /// Records a download's name before its `.part` file is created, after every change queued before it
+    /// (an older record of the item, without the name, must not overwrite it). Blocks until written.
+    func recordClaim(_ id: TransferID, fileName: String, validators: Validators) {
+        queue.sync {
+            writePending()
+            try? store.recordClaim(id, fileName: fileName, validators: validators)
+        }
+    }
+
+    /// Writes what is pending now, after everything queued before it (a write waiting for its interval would
+    /// come too late at shutdown).
+    func flush() {
+        queue.sync { writePending() }
+    }
+
+    /// Writes whatever changes are pending (none when an earlier call took them). On the store queue.
+    private func writePending() {
+        let (records, ranks) = pending.withLock { pending -> ([StoredTransfer], [TransferID: Int]) in
+            defer { pending = Pending(lastWrite: .now()) }
+            return (pending.sequence.compactMap { pending.records[$0] }, pending.ranks)
+        }
+        do {
+            if !records.isEmpty { try store.save(records) }
+            if !ranks.isEmpty { try store.saveRanks(ranks.map { ($0.key, $0.value) }) }
+            failure.withLock { $0 = (nil, nil) }
+        } catch {
+            failure.withLock { $0.reason = "\(error)" }
+            // Kept for the next try, in their order; a newer record of an item queued meanwhile wins.
+            let schedule = pending.withLock { pending -> Bool in
+                for record in records.reversed() where pending.records[record.id] == nil {
+                    pending.sequence.insert(record.id, at: 0)
+                    pending.records[record.id] = record
+                }
+                pending.ranks.merge(ranks) { newer, _ in newer }
+                defer { pending.scheduled = true }
+                return !pending.scheduled
+            }
+            if schedule { queue.asyncAfter(deadline: .now() + 1) { self.writePending() } }
+        }
+    }
+}

@@ -1,0 +1,270 @@
+import FerryModel
+import FerryStorage
+import FerryTransport
+import Foundation
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// What front ends ask of the engine.
+extension TransferManager {
+    /// Queues a transfer at the end of the queue and starts it when a slot is free.
+    @discardableResult
+    public func add(_ spec: TransferSpec) -> TransferID {
+        add([spec])[0]
+    }
+
+    /// Queues transfers at the end of the queue, saved to the store together; when the store refuses them
+    /// (a full disk, a damaged file), nothing is queued and the error says why.
+    public func addSaved(_ specs: [TransferSpec]) throws(StateError) -> [TransferID] {
+        try addSaved(specs, batch: nil, reuse: false).map(\.id)
+    }
+
+    /// Queues what `specs` ask for in `batch`, saved to the store together (all or none; a refusal says why).
+    /// With `reuse`, a transfer already in the queue (TransferSpec.identity) is not added twice: a paused,
+    /// failed or cancelled one is queued again (to resume from its `.part` file), a queued or running one
+    /// goes on, a completed one whose file is in place is left done.
+    public func addSaved(_ specs: [TransferSpec], batch: Int64?, reuse: Bool) throws(StateError) -> [AddedItem] {
+        let additions: [QueueAddition]
+        do {
+            additions = try store.add(specs, batch: batch, reuse: reuse)
+        } catch let error as StateError {
+            throw StateError("cannot add to the queue: \(error.description); nothing was queued")
+        } catch {
+            throw StateError("cannot add to the queue: \(error); nothing was queued")
+        }
+        return mutate { core in
+            var effects: [Effect] = []
+            var outcomes: [AddedItem] = []
+            for addition in additions {
+                let record = addition.item
+                guard addition.existing, let transfer = core.items[record.id] else {
+                    // New (or, should another process have added it unseen, new to this engine).
+                    if core.items[record.id] == nil {
+                        let transfer = adopt(record)
+                        core.append(transfer)
+                        core.touch(record.id)
+                    }
+                    core.allow([record.id])
+                    outcomes.append(AddedItem(id: record.id, how: addition.existing ? .alreadyQueued : .added))
+                    continue
+                }
+                let before = transfer.state
+                transfer.batch = record.batch
+                core.touch(record.id)
+                let how: AddedItem.How
+                switch before {
+                case .completed:
+                    how = .alreadyDone
+                case .paused:
+                    effects += carryOut(transfer.resume() ?? [], for: transfer, &core)
+                    how = .resumed
+                case .failed, .cancelled:
+                    effects += carryOut(transfer.retry() ?? [], for: transfer, &core)
+                    how = .resumed
+                case .queued, .running, .waiting:
+                    how = .alreadyQueued
+                }
+                if how != .alreadyDone { core.allow([record.id]) }
+                var outcome = AddedItem(id: record.id, how: how, before: before)
+                outcome.name = transfer.snapshot().displayName
+                outcome.savedPath = transfer.savedPath
+                outcomes.append(outcome)
+            }
+            return (outcomes, effects + self.pump(&core))
+        }
+    }
+
+    /// A new batch for what the user typed (the items of one command).
+    public func makeBatch(command: String) throws(StateError) -> Batch {
+        do {
+            return try store.makeBatch(command: command)
+        } catch let error as StateError {
+            throw StateError("cannot add to the queue: \(error.description); nothing was queued")
+        } catch {
+            throw StateError("cannot add to the queue: \(error); nothing was queued")
+        }
+    }
+
+    /// A sentence for the user when the queue cannot be saved, once per distinct reason; nil otherwise.
+    public func newStoreFailureNotice() -> String? {
+        storeWriter.takeNewFailure().map { "cannot save the queue: \($0); the changes are kept and saved once it can be" }
+    }
+
+    /// Queues transfers at the end of the queue, saved to the store together (all or none).
+    @discardableResult
+    public func add(_ specs: [TransferSpec]) -> [TransferID] {
+        let stored: [StoredTransfer]
+        var storeError: String?
+        do {
+            stored = try store.add(specs)
+        } catch {
+            // Still run them; the user sees that they will not survive a restart.
+            storeError = "not saved to the queue: \(error)"
+            stored = core.withLock { core in
+                specs.map { spec in
+                    defer { core.nextID += 1 }
+                    return StoredTransfer(id: TransferID(core.nextID), position: (core.queue.last?.rank ?? -1) + 1, spec: spec)
+                }
+            }
+        }
+        return append(stored, storeError: storeError)
+    }
+
+    private func append(_ stored: [StoredTransfer], storeError: String? = nil) -> [TransferID] {
+        mutate { core in
+            for record in stored {
+                let transfer = adopt(record)
+                transfer.lastError = storeError
+                core.append(transfer)
+                core.touch(record.id)
+                core.allow([record.id])
+            }
+            return (stored.map(\.id), self.pump(&core))
+        }
+    }
+
+    /// Stops a running or waiting transfer and keeps its `.part` file and validators.
+    public func pause(_ id: TransferID) { event(id) { $0.pause() } }
+
+    /// Queues a paused transfer again; it continues from its `.part` offset. (An engine that runs its own
+    /// items only runs it from now on too.)
+    public func resume(_ id: TransferID) { event(id, allow: true) { $0.resume() } }
+
+    /// Stops the transfer and any pending retry at once and frees its slot. The `.part` file stays for `retry`.
+    /// A transfer whose file is being finished (checksum, rename) keeps it if it checks out.
+    public func cancel(_ id: TransferID) { event(id) { $0.cancel() } }
+
+    /// Queues a failed or cancelled transfer again with a fresh retry budget (and may run it, as `resume`).
+    public func retry(_ id: TransferID) { event(id, allow: true) { $0.retry() } }
+
+    /// Takes an item off the queue. A finished file is never touched; `deletePartial` also deletes the `.part` file.
+    /// False when there is no such item.
+    @discardableResult
+    public func remove(_ id: TransferID, deletePartial: Bool = false) -> Bool {
+        mutate { core in
+            guard let transfer = core.items.removeValue(forKey: id) else { return (false, []) }
+            var effects: [Effect] = []
+            let tasks = transfer.tasks
+            if !tasks.isEmpty { effects.append { tasks.forEach { $0.cancel() } } }
+            core.queue.removeAll { $0 === transfer }
+            core.settledPrefix = 0
+            core.removedNow.insert(id)
+            core.version &+= 1
+            if let name = transfer.fileName, transfer.state != .completed {
+                let directory = transfer.spec.directory
+                names.release(directory: directory, name: name)
+                if deletePartial { effects.append { _ = unlink(PartialFile.path(directory: directory, name: name)) } }
+            }
+            storeWriter.remove(id)
+            return (true, effects + self.pump(&core))
+        }
+    }
+
+    /// Carries out a front end's command (QueueCommand) on this engine. An id that names no item is a
+    /// UsageError naming it, and then nothing changes; a queue that cannot be saved is a StateError.
+    public func perform(_ command: QueueCommand) throws -> CommandResult {
+        var result = CommandResult()
+        let ids = try command.selection.map { selection in
+            try selection.choose(among: core.withLock { $0.queue.map { ($0.id, $0.state, $0.batch) } }).get()
+        } ?? []
+        switch command {
+        case .pause, .resume, .cancel, .retry, .remove:
+            for id in ids {
+                let took: Bool
+                switch command {
+                case .pause: took = event(id) { $0.pause() }
+                case .resume: took = event(id, allow: true) { $0.resume() }
+                case .cancel: took = event(id) { $0.cancel() }
+                case .retry: took = event(id, allow: true) { $0.retry() }
+                case let .remove(_, deletePart): took = remove(id, deletePartial: deletePart)
+                default: took = false
+                }
+                if took {
+                    result.outcome.changed.append(id)
+                } else if let state = core.withLock({ $0.items[id]?.state }) {
+                    result.outcome.left.append(.init(id: id, state: state))
+                }
+            }
+        case let .move(id, direction):
+            if move(id, direction) { result.outcome.changed = [id] }
+        case let .add(addition):
+            guard !addition.specs.isEmpty else { throw UsageError("add needs at least one transfer") }
+            var batch = addition.batch ?? 0
+            if addition.batch == nil { batch = try makeBatch(command: addition.typed).id }
+            result.added = try addSaved(addition.specs, batch: batch, reuse: !addition.force)
+            result.batch = batch
+        case let .setConcurrency(count):
+            guard ConcurrencyCaps.range.contains(count) else {
+                throw UsageError("transfers at once: \(ConcurrencyCaps.range.lowerBound) to \(ConcurrencyCaps.range.upperBound), got \(count)")
+            }
+            setConcurrency(maxConcurrent: count)
+        case let .setRateLimit(_, rate):
+            for id in ids where setRateLimit(id, rate) { result.outcome.changed.append(id) }
+        case let .setGlobalLimits(download, upload):
+            setGlobalLimits(download: download, upload: upload)
+        }
+        return result
+    }
+
+    /// Moves an item in the user's queue order; false when it did not move (no such item, or at that end).
+    @discardableResult
+    public func move(_ id: TransferID, _ direction: QueueMove) -> Bool {
+        mutate { core in
+            guard let index = core.queue.firstIndex(where: { $0.id == id }) else { return (false, []) }
+            let ranks = direction.ranks(moving: index, count: core.queue.count) { core.queue[$0].rank }
+            guard !ranks.isEmpty else { return (false, []) }
+            for (at, rank) in ranks {
+                core.queue[at].rank = rank
+                core.rankChanged.insert(core.queue[at].id)
+            }
+            let moved = core.queue.remove(at: index)
+            core.queue.insert(moved, at: direction.target(from: index, among: core.queue.count))
+            core.settledPrefix = 0
+            core.version &+= 1
+            return (true, self.pump(&core))
+        }
+    }
+
+    /// Sets the global cap (kept in ConcurrencyCaps.range); a per-host cap of its own stays, one that follows
+    /// the global cap moves with it. Running transfers are never interrupted by a lower cap.
+    public func setConcurrency(maxConcurrent: Int) {
+        mutate { core in
+            core.caps = core.caps.with(global: maxConcurrent)
+            core.version &+= 1
+            return ((), self.pump(&core))
+        }
+    }
+
+    public func pauseAll() {
+        for item in snapshot().items where item.state.isPending { pause(item.id) }
+    }
+
+    public func resumeAll() {
+        for item in snapshot().items where item.state == .paused { resume(item.id) }
+    }
+
+    /// Stops every attempt (their `.part` files are flushed and kept; they stay queued for the next start),
+    /// waits up to `timeout` for them to drain, and releases the session.
+    public func shutdown(timeout: TimeInterval = 5) {
+        let signal = DispatchSemaphore(value: 0)
+        let (effects, waiting) = core.withLock { core -> ([Effect], Bool) in
+            core.shuttingDown = true
+            var effects: [Effect] = []
+            for transfer in core.queue {
+                effects += carryOut(transfer.shutdown(), for: transfer, &core)
+            }
+            let busy = core.items.values.contains { $0.busy || $0.finishing }
+            if busy { core.shutdownSignal = signal }
+            core.sampler?.cancel()
+            core.sampler = nil
+            return (effects, busy)
+        }
+        effects.forEach { $0() }
+        if waiting { _ = signal.wait(timeout: .now() + timeout) }
+        storeWriter.checkpoint(core.withLock { core in core.queue.map { ($0.id, $0.currentBytes) } })
+        storeWriter.flush()
+        drainEvents()
+        BoundedDelegateQueue.invalidate(session)
+    }
+}

@@ -1,0 +1,182 @@
+import FerryModel
+import FerryStorage
+import FerryTransport
+import Foundation
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Carrying out what transfers ask for: attempts (a RangeRun or an UploadRun and its session task),
+/// stops, timers, the `.part` file's preparation, and the last steps of a download.
+extension TransferManager {
+    /// The scheduler gave `id` a slot.
+    func launch(_ id: TransferID, _ core: inout Core) -> [Effect] {
+        guard let transfer = core.items[id] else { return [] }
+        var partSize: Int64?
+        if let name = transfer.fileName {
+            var st = stat()
+            if stat(PartialFile.path(directory: transfer.spec.directory, name: name), &st) == 0 { partSize = Int64(st.st_size) }
+        }
+        if partSize == nil, let size = Self.finishedBeforeACrash(transfer) {
+            return carryOut(transfer.foundFinished(name: transfer.fileName!, size: size), for: transfer, &core)
+        }
+        return carryOut(transfer.start(partSize: partSize), for: transfer, &core)
+    }
+
+    /// A download whose `.part` file is gone while its final file is there, at the size the server gave and
+    /// written since its last attempt began: the engine stopped (a crash, kill -9) between the rename and
+    /// the store's record of it. Its size, or nil when that is not the case.
+    private static func finishedBeforeACrash(_ transfer: Transfer) -> Int64? {
+        guard transfer.spec.direction == .download, let name = transfer.fileName,
+              let total = transfer.validators.totalLength, let started = transfer.attempts.first?.startedAt else { return nil }
+        var st = stat()
+        guard stat(transfer.spec.directory + "/" + name, &st) == 0, st.st_mode & S_IFMT == S_IFREG,
+              Int64(st.st_size) == total,
+              Double(st.st_mtim.tv_sec) >= started.timeIntervalSince1970 - 2 else { return nil }
+        return total
+    }
+
+    /// Under the lock: attempts are made and attached here, files prepared; what must wait for the lock to be
+    /// released (cancelling tasks, timers, the finisher) comes back as closures for `mutate` to run.
+    func carryOut(_ effects: [Transfer.Effect], for transfer: Transfer, _ core: inout Core) -> [Effect] {
+        core.touch(transfer.id)
+        var out: [Effect] = []
+        var pending = effects[...]
+        let id = transfer.id
+        while let effect = pending.popFirst() {
+            switch effect {
+            case let .startRange(attempt):
+                startRange(attempt, of: transfer)
+            case let .startUpload(serial):
+                if let failure = startUpload(serial, of: transfer) {
+                    pending = (transfer.couldNotStart(serial: serial, failure) ?? [])[...]
+                }
+            case let .stop(serials):
+                let tasks = transfer.tasks(of: serials)
+                if !tasks.isEmpty { out.append { tasks.forEach { $0.cancel() } } }
+            case .truncatePart:
+                if let path = partPath(transfer) { _ = truncate(path, 0) }
+            case let .preallocate(size):
+                if let problem = Self.preallocate(partPath(transfer), size: size, directory: transfer.spec.directory) {
+                    pending = transfer.fileProblem(problem)[...]
+                    continue
+                }
+            case let .wake(after, token):
+                out.append { [timerQueue] in
+                    // A stale timer is harmless: the transfer ignores a token of an earlier start.
+                    timerQueue.asyncAfter(deadline: .now() + after) { [weak self] in self?.event(id) { $0.retryDue(token: token) } }
+                }
+            case let .wakeRange(index, after, token):
+                out.append { [timerQueue] in
+                    timerQueue.asyncAfter(deadline: .now() + after) { [weak self] in
+                        self?.event(id) { $0.rangeRetryDue(index: index, token: token) }
+                    }
+                }
+            case let .finish(handover, token):
+                let spec = transfer.spec
+                let file = handover ?? segmentsHandover(transfer)
+                out.append { [finishQueue, names] in
+                    finishQueue.async {
+                        let result = FileFinisher.finish(file, spec: spec, names: names)
+                        self.event(id) { $0.finished(token: token, result) }
+                    }
+                }
+            }
+        }
+        return out
+    }
+
+    /// The ranges' file at its full size, its blocks reserved (so a full disk shows now, not halfway through
+    /// a range); a filesystem that cannot reserve gets a sparse file. nil, or what went wrong.
+    private static func preallocate(_ path: String?, size: Int64, directory: String) -> String? {
+        guard let path else { return "cannot prepare a file in \(directory): no name" }
+        guard truncate(path, 0) == 0 else { return "cannot prepare \(path): \(String(cString: strerror(errno)))" }
+        let fd = open(path, O_WRONLY | O_CLOEXEC)
+        guard fd >= 0 else { return "cannot prepare \(path): \(String(cString: strerror(errno)))" }
+        defer { close(fd) }
+        let reserved = posix_fallocate(fd, 0, off_t(size))
+        if reserved == ENOSPC || reserved == EDQUOT {
+            _ = ftruncate(fd, 0)
+            return DiskSpace.fullMessage(writing: path, needed: size)
+        }
+        if reserved != 0, ftruncate(fd, off_t(size)) != 0 { return "cannot prepare \(path): \(String(cString: strerror(errno)))" }
+        return nil
+    }
+
+    private func partPath(_ transfer: Transfer) -> String? {
+        transfer.fileName.map { PartialFile.path(directory: transfer.spec.directory, name: $0) }
+    }
+
+    /// Makes the range's run; its task is made and started on the call queue (SessionTask).
+    private func startRange(_ attempt: Transfer.RangeAttempt, of transfer: Transfer) {
+        let id = transfer.id
+        let serial = attempt.serial
+        let start = RangeRun.Start(spec: transfer.spec, fileName: transfer.fileName, rangeStart: attempt.rangeStart,
+                                   from: attempt.from, end: attempt.end, knownTotal: attempt.knownTotal,
+                                   validators: transfer.validators, bufferSize: configuration.writeBufferSize)
+        var accepted: (@Sendable (String, Validators, Bool) -> Void)?
+        if attempt.end == nil {
+            accepted = { [weak self] name, validators, rangeable in
+                guard let self else { return }
+                self.event(id) { $0.accepted(serial: serial, fileName: name, validators: validators, rangeable: rangeable) }
+            }
+        }
+        // The name a first attempt claims reaches the store before its `.part` file exists, not with the next
+        // batch: after a crash a restart finds the `.part` (or the finished file) under its name instead of
+        // claiming "name (1)" beside it.
+        let claiming: @Sendable (String, Validators) -> Void = { [storeWriter] name, validators in
+            storeWriter.recordClaim(id, fileName: name, validators: validators)
+        }
+        let run = RangeRun(start: start, names: names, claiming: attempt.end == nil ? claiming : nil, accepted: accepted,
+                           finish: report(to: id, serial: serial))
+        let request = run.makeRequest(userAgent: configuration.userAgent, timeout: configuration.idleTimeout,
+                                      credentials: delegate.credentials(for: transfer.spec))
+        attach(run, serial: serial, to: transfer) { [session] in session.dataTask(with: request) }
+    }
+
+    /// Makes the upload's run, or says why its body cannot be made.
+    private func startUpload(_ serial: Int, of transfer: Transfer) -> TransferFailure? {
+        guard let upload = transfer.spec.upload else { return .local("an upload without a body") }
+        let plan: BodyPlan
+        do throws(BodyError) {
+            plan = try BodyPlan.make(for: upload)
+        } catch {
+            return .local(error.description)
+        }
+        let run = UploadRun(spec: transfer.spec, plan: plan, standardInputPath: configuration.standardInputPath,
+                            finish: report(to: transfer.id, serial: serial))
+        let request = run.makeRequest(userAgent: configuration.userAgent, timeout: configuration.idleTimeout,
+                                      credentials: delegate.credentials(for: transfer.spec))
+        attach(run, serial: serial, to: transfer) { [session] in session.uploadTask(withStreamedRequest: request) }
+        return nil
+    }
+
+    /// Where an attempt's report goes: to its transfer, as the end of attempt `serial`.
+    private func report(to id: TransferID, serial: Int) -> @Sendable (AttemptReport) -> Void {
+        { [weak self] report in
+            guard let self else { return }
+            self.event(id) { $0.ended(serial: serial, report) }
+        }
+    }
+
+    private func attach(_ run: any TaskRun, serial: Int, to transfer: Transfer,
+                        makeTask: @escaping @Sendable () -> URLSessionTask) {
+        let limits = limitMembership(transfer)
+        let task = SessionTask.make(makeTask) { [delegate] task in
+            delegate.register(run, for: task, limits: limits)
+            task.resume()
+        }
+        transfer.attach(serial: serial, run: run, task: task)
+    }
+
+    /// The ranges' preallocated `.part` file, opened for the last steps; nil when it cannot be opened
+    /// (the finisher then reports why).
+    private func segmentsHandover(_ transfer: Transfer) -> FileHandover? {
+        guard let name = transfer.fileName, let path = partPath(transfer),
+              let file = try? PartialFile(openingOrCreating: path, bufferSize: 64 * 1024) else { return nil }
+        return FileHandover(file: file, fileName: name, total: transfer.validators.totalLength)
+    }
+}

@@ -1,0 +1,54 @@
+import FerryModel
+import FerryStorage
+import FerryTransport
+import Foundation
+
+/// Bandwidth limits: the transport applies them (BandwidthLimits); the manager keeps them with the items.
+extension TransferManager {
+    /// The limits a task of `transfer` answers to; the item's own limit is handed to the transport here.
+    func limitMembership(_ transfer: Transfer) -> LimitMembership {
+        if limits.current.items[transfer.id.rawValue] != transfer.rateLimit { limits.setItem(transfer.id.rawValue, transfer.rateLimit) }
+        return LimitMembership(limits: limits, item: transfer.id.rawValue, direction: transfer.spec.direction)
+    }
+
+    /// Sets one item's bandwidth limit (bytes per second, nil for none), at once for its running transfer,
+    /// and saves it with the item. False when there is no such item.
+    @discardableResult
+    public func setRateLimit(_ id: TransferID, _ rate: Int64?) -> Bool {
+        let rate = rate.flatMap { $0 > 0 ? $0 : nil }
+        let found: Bool = mutate { core in
+            guard let transfer = core.items[id] else { return (false, []) }
+            transfer.rateLimit = rate
+            core.touch(id)
+            return (true, [])
+        }
+        if found { limits.setItem(id.rawValue, rate) }
+        return found
+    }
+
+    /// Sets the global limits (bytes per second, nil for none); a schedule, if any, sets the download limit
+    /// again at its next change.
+    public func setGlobalLimits(download: Int64?, upload: Int64?) {
+        limits.setGlobal(download: download, upload: upload)
+        limitsShown()
+    }
+
+    /// The global limits changed: a new snapshot version, so front ends show them.
+    private func limitsShown() {
+        mutate { core in
+            core.version &+= 1
+            return ((), [])
+        }
+    }
+
+    /// Applies the timetable now and at each of its changes while the engine runs.
+    func followSchedule(_ schedule: LimitSchedule) {
+        limits.setGlobalDownload(schedule.rate(at: Date()))
+        let next = schedule.nextChange(after: Date())
+        timerQueue.asyncAfter(wallDeadline: .now() + max(1, next.timeIntervalSinceNow)) { [weak self] in
+            guard let self, !self.core.withLock({ $0.shuttingDown }) else { return }
+            self.followSchedule(schedule)
+            self.limitsShown()
+        }
+    }
+}

@@ -1,0 +1,88 @@
+import FerryModel
+import FerryStorage
+import FerryTransport
+import Foundation
+
+/// What front ends read: snapshots of the queue, and waiting for items to finish.
+extension TransferManager {
+    public func snapshot() -> QueueSnapshot {
+        core.withLock { core in
+            var totals = QueueTotals()
+            var items: [TransferSnapshot] = []
+            items.reserveCapacity(core.queue.count)
+            for transfer in core.queue {
+                let snap = transfer.snapshot()
+                totals.count[transfer.state, default: 0] += 1
+                if transfer.state == .running, let rate = snap.bytesPerSecond {
+                    if transfer.spec.direction == .download { totals.downloadBytesPerSecond += rate }
+                    else { totals.uploadBytesPerSecond += rate }
+                }
+                items.append(snap)
+            }
+            var snapshot = QueueSnapshot(version: core.version, items: items, totals: totals,
+                                         maxConcurrent: core.caps.global, maxPerHost: core.caps.perHost)
+            let rates = limits.current
+            snapshot.downloadLimit = rates.download
+            snapshot.uploadLimit = rates.upload
+            return snapshot
+        }
+    }
+
+    /// Changes whenever a state, the order, a setting or a byte count changed (what `snapshot().version` says).
+    public var version: UInt64 { core.withLock { $0.version } }
+
+    /// The queue as the store keeps it, with the bytes done now, in order (`ferry list` while an engine runs).
+    public func records() -> [StoredTransfer] {
+        core.withLock { core in
+            core.queue.map { $0.record() }
+        }
+    }
+
+    public func snapshot(of id: TransferID) -> TransferSnapshot? {
+        core.withLock { core in core.items[id]?.snapshot() }
+    }
+
+    /// Returns once every one of `ids` is completed, failed, cancelled or removed, or when the calling task is cancelled.
+    public func waitUntilFinished(_ ids: Set<TransferID>) async {
+        let token = core.withLock { core -> Int in
+            core.nextWaiter += 1
+            return core.nextWaiter
+        }
+        await withTaskCancellationHandler {
+            await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+                let ready = core.withLock { core -> Bool in
+                    let pending = ids.filter { !Self.isFinished($0, in: core) }
+                    if pending.isEmpty || Task.isCancelled { return true }
+                    core.waiters[token] = (pending, continuation)
+                    return false
+                }
+                if ready { continuation.resume() }
+            }
+        } onCancel: {
+            core.withLock { $0.waiters.removeValue(forKey: token) }?.continuation.resume()
+        }
+    }
+
+    private static func isFinished(_ id: TransferID, in core: Core) -> Bool {
+        guard let transfer = core.items[id] else { return true }
+        return transfer.state.isTerminal && !transfer.busy
+    }
+
+    /// Waiters whose last pending item just finished; only the items this change touched are looked at.
+    func takeFinishedWaiters(_ core: inout Core, changed: Set<TransferID>) -> [CheckedContinuation<Void, Never>] {
+        guard !core.waiters.isEmpty else { return [] }
+        let done = changed.filter { Self.isFinished($0, in: core) }
+        guard !done.isEmpty else { return [] }
+        var finished: [CheckedContinuation<Void, Never>] = []
+        for (token, var waiter) in core.waiters {
+            waiter.pending.subtract(done)
+            if waiter.pending.isEmpty {
+                finished.append(waiter.continuation)
+                core.waiters.removeValue(forKey: token)
+            } else {
+                core.waiters[token] = waiter
+            }
+        }
+        return finished
+    }
+}

@@ -1,0 +1,68 @@
+import FerryModel
+import FerryStorage
+import FerryTransport
+import Foundation
+
+/// When and whether to try again: exponential backoff with full jitter, Retry-After honoured.
+public struct RetryPolicy: Sendable, Equatable {
+    /// Retries after the first attempt (`--retries N`).
+    public var maxRetries: Int = 5
+    public var baseDelay: TimeInterval = 1
+    public var factor: Double = 2
+    public var maxDelay: TimeInterval = 60
+    /// The longest Retry-After we are willing to wait; a longer one is cut to this.
+    public var maxRetryAfter: TimeInterval = 600
+    /// DNS failures are usually permanent typos: only this many retries for them.
+    public var maxDNSRetries: Int = 2
+    public var retryableStatuses: Set<Int> = [408, 429, 500, 502, 503, 504]
+    /// -1: Linux's "transfer closed with N bytes remaining" (a mid-body close), -1001 timed out,
+    /// -1004 cannot connect, -1005 connection lost, -1009 not connected, -1020 data not allowed.
+    public var retryableTransportCodes: Set<Int> = [-1, -1001, -1004, -1005, -1009, -1020]
+    public var dnsTransportCodes: Set<Int> = [-1003, -1006]
+
+    public init() {}
+
+    /// The jitter-free ceiling for retry number `n` (1-based).
+    public func backoffCeiling(retry n: Int) -> TimeInterval {
+        let exponent = Double(max(0, n - 1))
+        let raw = baseDelay * pow(factor, exponent)
+        return min(maxDelay, raw.isFinite ? raw : maxDelay)
+    }
+
+    public enum Decision: Sendable, Equatable {
+        case retry(after: TimeInterval)
+        case giveUp
+    }
+
+    /// Decides what follows a failure. `retries` counts the retries already spent, `dnsRetries` those spent on DNS.
+    /// `random` draws uniformly from the range (injectable for tests).
+    /// Statuses after which a non-idempotent request (POST) cannot have been acted on.
+    public var retryableStatusesForNonIdempotent: Set<Int> = [408, 429, 503]
+
+    /// - Parameter idempotent: false for POST: only failures where the server cannot have acted are retried.
+    public func decide(
+        _ failure: TransferFailure, retries: Int, dnsRetries: Int = 0, idempotent: Bool = true,
+        random: (ClosedRange<Double>) -> Double = { Double.random(in: $0) }
+    ) -> Decision {
+        guard retries < maxRetries else { return .giveUp }
+        var floor: TimeInterval = 0
+        switch failure {
+        case let .http(status, _, retryAfter):
+            guard retryableStatuses.contains(status) else { return .giveUp }
+            guard idempotent || retryableStatusesForNonIdempotent.contains(status) else { return .giveUp }
+            if let retryAfter { floor = min(max(0, retryAfter), maxRetryAfter) }
+        case let .transport(code, _):
+            if dnsTransportCodes.contains(code) {
+                guard dnsRetries < maxDNSRetries else { return .giveUp }
+            } else if !retryableTransportCodes.contains(code) {
+                return .giveUp
+            }
+        case .protocolViolation:
+            break
+        case .local, .integrity:
+            return .giveUp
+        }
+        let jittered = random(0...backoffCeiling(retry: retries + 1))
+        return .retry(after: max(floor, jittered))
+    }
+}

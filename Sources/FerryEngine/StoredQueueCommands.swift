@@ -1,0 +1,68 @@
+import FerryModel
+import FerryStorage
+import FerryTransport
+import Foundation
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// QueueCommand on the stored queue, when no engine runs (the caller holds the engine lock, so none starts
+/// halfway). The state rules are a running engine's own (Transfer).
+public enum StoredQueueCommands {
+    /// An unknown id is a UsageError naming it, and then nothing is changed. What changed and what was left.
+    /// Commands that only an engine can carry out (an add, transfers at once, the global limits) are a
+    /// UsageError saying so.
+    public static func perform(_ command: QueueCommand, store: any QueueStore) throws -> CommandResult {
+        var result = CommandResult()
+        let items = try store.loadAll()
+        let known = Dictionary(items.map { ($0.id, $0) }, uniquingKeysWith: { a, _ in a })
+        let chosen = try command.selection.map { selection in
+            try selection.choose(among: items.map { ($0.id, $0.state, $0.batch) }).get().compactMap { known[$0] }
+        } ?? []
+        switch command {
+        case .add, .setConcurrency, .setGlobalLimits:
+            throw UsageError("no engine is running; \(command.name) needs one (ferry starts one: `ferry`, or `ferry get --detach`)")
+        case let .move(id, direction):
+            guard let index = items.firstIndex(where: { $0.id == id }) else { return result }
+            let ranks = direction.ranks(moving: index, count: items.count) { items[$0].position }
+            try store.saveRanks(ranks.map { (items[$0.index].id, $0.rank) })
+            if !ranks.isEmpty { result.outcome.changed = [id] }
+        case let .remove(_, deletePart):
+            for item in chosen {
+                try store.remove(item.id)
+                if deletePart, item.state != .completed, let path = item.partPath { _ = unlink(path) }
+                result.outcome.changed.append(item.id)
+            }
+        case let .setRateLimit(_, rate):
+            for item in chosen {
+                var item = item
+                item.rateLimit = rate.flatMap { $0 > 0 ? $0 : nil }
+                try store.save(item)
+                result.outcome.changed.append(item.id)
+            }
+        case .pause, .resume, .cancel, .retry:
+            for item in chosen {
+                var item = item
+                let startsOver = item.startOverIfUnreadable() != nil
+                let transfer = Transfer(stored: item, policy: RetryPolicy(), retryUploads: true)
+                // A stored item runs nowhere: it was running when its engine died, and is queued again.
+                transfer.state = item.state
+                let changed: [Transfer.Effect]?
+                switch command {
+                case .pause: changed = transfer.pause()
+                case .resume: changed = transfer.resume()
+                case .cancel: changed = transfer.cancel()
+                default: changed = transfer.retry()
+                }
+                if changed == nil {
+                    result.outcome.left.append(.init(id: item.id, state: item.state))
+                } else {
+                    result.outcome.changed.append(item.id)
+                }
+                guard changed != nil || startsOver else { continue }
+                try store.save(transfer.record())
+            }
+        }
+        return result
+    }
+}

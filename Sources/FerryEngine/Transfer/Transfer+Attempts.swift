@@ -1,0 +1,268 @@
+import FerryModel
+import FerryStorage
+import FerryTransport
+import Foundation
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+
+/// What happens when attempts report, timers fire and the finisher is done.
+extension Transfer {
+    /// Segments are never smaller than this.
+    static let minimumSegment: Int64 = 1 << 20
+
+    /// A single stream's response was accepted: the name and validators are recorded (and so saved) at once.
+    /// When the user asked for segments and the answer shows a file worth splitting, this probe is stopped
+    /// and the file is fetched in ranges instead.
+    func accepted(serial: Int, fileName: String, validators: Validators, rangeable: Bool) -> [Effect]? {
+        guard live[0]?.serial == serial else { return nil }
+        self.fileName = fileName
+        if validators != Validators() { self.validators = validators }
+        bytesExpected = validators.totalLength ?? bytesExpected
+        guard rangeable, stopIntent == nil, let plan = segmentPlan() else { return [] }
+        segments = plan
+        stopIntent = .split
+        return [.stop([serial])]
+    }
+
+    /// The ranges for a file whose size is known, when the user asked for more than one and it is big enough.
+    private func segmentPlan() -> [SegmentState]? {
+        guard let wanted = spec.segments, wanted > 1, !segmentFallback, segments == nil,
+              let total = validators.totalLength else { return nil }
+        let plan = SegmentState.plan(total: total, count: wanted, minimum: Self.minimumSegment)
+        return plan.count > 1 ? plan : nil
+    }
+
+    /// The manager could not make the attempt (an upload body whose file went away).
+    func couldNotStart(serial: Int, _ failure: TransferFailure) -> [Effect]? {
+        guard close(serial: serial) != nil else { return nil }
+        closeAttempt(error: failure.message)
+        return fail(failure.message)
+    }
+
+    /// A file effect failed (the `.part` file could not be prepared): the transfer fails, naming why.
+    func fileProblem(_ message: String) -> [Effect] {
+        // The attempts opened for the rest of the batch never start.
+        live = live.filter { $0.value.task != nil }
+        segments = nil
+        if state == .running { closeAttempt(error: message) }
+        return stopEveryAttempt + fail(message)
+    }
+
+    /// An attempt ended.
+    func ended(serial: Int, _ report: AttemptReport) -> [Effect]? {
+        guard let (index, bounded) = close(serial: serial) else { return nil }
+        lastStatus = report.status ?? lastStatus
+        if let response = report.response { self.response = response }
+        return bounded ? rangeEnded(index, report) : streamEnded(report)
+    }
+
+    /// A single stream's or an upload's attempt ended.
+    private func streamEnded(_ report: AttemptReport) -> [Effect] {
+        bytesDone = report.bytesDone
+        bytesExpected = report.bytesExpected ?? bytesExpected
+        if let name = report.fileName { fileName = name }
+        if report.validators != Validators() { validators = report.validators }
+        let intent = stopIntent
+        stopIntent = nil
+        var effects: [Effect] = []
+        var attemptError: String?
+        switch (report.outcome, intent) {
+        case let (.finished(.some(handover)), intent) where intent != .cancel:
+            // Finished (even a probe that got the whole file before it could be stopped): check and rename.
+            segments = nil
+            closeAttempt(error: nil)
+            return beginFinishing(handover)
+        case (.finished(.none), _):
+            // An upload the server accepted: done, whatever was asked meanwhile.
+            state = .completed
+            lastError = nil
+        case (_, .split):
+            // The probe of a segmented download ended: the ranges start from a preallocated file.
+            effects += prepareRanges()
+        case let (outcome, .some(intent)):
+            // Stopped on purpose: pause and cancel already set the state; a shutdown leaves it queued. A split
+            // that was under way is dropped: the next start resumes the stream from what it wrote.
+            if intent == .shutdown { state = .queued }
+            segments = nil
+            if case let .failed(failure, _) = outcome { attemptError = failure.message } else { attemptError = "stopped" }
+        case (.finished, .none):
+            break  // handled by the first case
+        case (.stopped, .none):
+            // Nobody asked for it: treat it like a lost connection.
+            attemptError = "stopped unexpectedly"
+            effects += retryOrFail(.transport(code: NSURLErrorCancelled, message: "cancelled"), progressed: false)
+        case let (.failed(failure, progressed), .none):
+            attemptError = failure.message
+            effects += retryOrFail(failure, progressed: progressed)
+        case let (.unusable(reason), .none):
+            attemptError = reason
+            effects += retryOrFail(.protocolViolation(reason), progressed: false)
+        }
+        closeAttempt(error: attemptError)
+        return effects
+    }
+
+    /// After the probe: an empty `.part` file of the full size, every range still to fetch.
+    private func prepareRanges() -> [Effect] {
+        state = .queued
+        guard fileName != nil, let total = validators.totalLength, let ranges = segments else {
+            segments = nil
+            return []
+        }
+        segments = ranges.map { SegmentState(start: $0.start, end: $0.end) }
+        return [.preallocate(total)]
+    }
+
+    /// One range's attempt ended. A failed range is retried alone; a range the server will not serve exactly
+    /// turns the download back into one stream from zero.
+    private func rangeEnded(_ index: Int, _ report: AttemptReport) -> [Effect] {
+        guard var ranges = segments else { return [] }
+        ranges[index].done = min(ranges[index].end - ranges[index].start, report.bytesDone)
+        segments = ranges
+        var effects: [Effect] = []
+        switch report.outcome {
+        case .stopped:
+            break  // stopped on purpose: settled below once every range has drained
+        case .finished:
+            rangeRetries[index] = 0
+            if ranges.allSatisfy(\.isComplete), state == .running, stopIntent == nil { effects += finishRanges() }
+        case let .unusable(reason):
+            lastError = reason
+            segmentFallback = true
+            restartFromZero = true
+            if stopIntent == nil { stopIntent = .split }
+            effects += stopEveryAttempt
+        case let .failed(failure, progressed):
+            if progressed { rangeRetries[index] = 0 }
+            // While a pause, cancel or fallback drains the ranges, a failing one just stops.
+            guard state == .running, stopIntent == nil else { break }
+            let spent = rangeRetries[index] ?? 0
+            switch policy.decide(failure, retries: spent) {
+            case let .retry(after):
+                // Only this range waits and goes again; the others carry on.
+                rangeRetries[index] = spent + 1
+                lastError = failure.message
+                effects.append(.wakeRange(index: index, after: after, token: generation))
+            case .giveUp:
+                stopIntent = .cancel
+                state = .failed
+                lastError = failure.message
+                effects += stopEveryAttempt
+            }
+        }
+        if live.isEmpty, let intent = stopIntent { settleRanges(intent) }
+        return effects
+    }
+
+    /// Every range has stopped after a pause, cancel, shutdown, failure or fallback: the state follows.
+    private func settleRanges(_ intent: StopIntent) {
+        stopIntent = nil
+        closeAttempt(error: state == .failed ? lastError : "stopped")
+        switch intent {
+        case .shutdown: state = .queued
+        case .split:
+            // Back to a single stream.
+            segments = nil
+            state = .queued
+        case .pause, .cancel: break  // the command already set the state
+        }
+    }
+
+    /// All ranges are on disk: the same last steps as a single stream.
+    func finishRanges() -> [Effect] {
+        closeAttempt(error: nil)
+        return beginFinishing(nil)
+    }
+
+    /// A range's retry is due.
+    func rangeRetryDue(index: Int, token: Int) -> [Effect]? {
+        guard token == generation, state == .running, stopIntent == nil, live[index] == nil,
+              let range = segments?[index], !range.isComplete else { return nil }
+        return [startRange(index)]
+    }
+
+    /// The wait before a retry is over: back in the queue (unless paused or cancelled meanwhile).
+    func retryDue(token: Int) -> [Effect]? {
+        guard token == generation, state == .waiting else { return nil }
+        state = .queued
+        return []
+    }
+
+    /// The finisher is done: the published name and the file's size, or why the file did not check out.
+    func finished(token: Int, _ result: Result<(name: String, size: Int64), TransferFailure>) -> [Effect]? {
+        guard token == generation, finishing else { return nil }
+        endFinishing()
+        switch result {
+        case let .success((name, size)):
+            return foundFinished(name: name, size: size)
+        case let .failure(failure):
+            if case .integrity = failure { restartFromZero = true }
+            if var attempt = attempts.popLast() {
+                attempt.error = failure.message
+                attempts.append(attempt)
+            }
+            if cancelAfterFinish {
+                state = .cancelled
+                lastError = "cancelled (\(failure.message))"
+                return []
+            }
+            return retryOrFail(failure, progressed: false)
+        }
+    }
+
+    /// The file was finished before the engine stopped (renamed from its `.part`, the store not yet told):
+    /// the item is complete as it is, nothing is fetched again and no second copy is made.
+    /// (Also the end of every successful finish.)
+    func foundFinished(name: String, size: Int64) -> [Effect] {
+        fileName = name
+        savedPath = spec.directory + "/" + name
+        state = .completed
+        lastError = nil
+        bytesDone = size
+        if validators.totalLength == nil { validators.totalLength = size }
+        return []
+    }
+
+    /// After a failed attempt: wait and go again, or give up.
+    func retryOrFail(_ failure: TransferFailure, progressed: Bool) -> [Effect] {
+        if progressed, bytesDone > highWater {
+            // Progress was made: a flaky link that keeps moving should not run out of retries.
+            highWater = bytesDone
+            retries = 0
+            dnsRetries = 0
+        }
+        var idempotent = true
+        if let upload = spec.upload {
+            guard retryUploads else { return fail(failure.message) }
+            guard upload.isRepeatable else { return fail(failure.message + " (standard input cannot be sent again)") }
+            idempotent = upload.method.uppercased() != "POST"
+        }
+        switch policy.decide(failure, retries: retries, dnsRetries: dnsRetries, idempotent: idempotent) {
+        case .giveUp:
+            return fail(failure.message)
+        case let .retry(after):
+            retries += 1
+            if case let .transport(code, _) = failure, policy.dnsTransportCodes.contains(code) { dnsRetries += 1 }
+            state = .waiting
+            lastError = failure.message
+            nextRetryAt = Date().addingTimeInterval(after)
+            return [.wake(after: after, token: generation)]
+        }
+    }
+
+    func fail(_ message: String) -> [Effect] {
+        state = .failed
+        lastError = message
+        return []
+    }
+
+    /// Closes the record of the attempt under way with its end, status and error.
+    private func closeAttempt(error: String?) {
+        guard var attempt = attempts.popLast() else { return }
+        attempt.endedAt = Date()
+        attempt.status = lastStatus
+        attempt.error = error
+        attempts.append(attempt)
+    }
+}

@@ -1,0 +1,138 @@
+import Foundation
+
+/// An immutable picture of one item, taken under the manager's lock; what a UI or reporter draws from.
+public struct TransferSnapshot: Sendable, Identifiable, Equatable, Codable {
+    public var id: TransferID
+    public var spec: TransferSpec
+    public var state: TransferState
+    /// Bytes of the file that are done (on disk or in the write buffer).
+    public var bytesDone: Int64
+    /// Full size when known.
+    public var bytesExpected: Int64?
+    /// The name the file is saved under, once chosen.
+    public var fileName: String?
+    /// Final path, once the item completed.
+    public var savedPath: String?
+    /// Smoothed rate in bytes per second while running.
+    public var bytesPerSecond: Double?
+    public var eta: TimeInterval?
+    /// Failed attempts counted against the retry budget.
+    public var retries: Int
+    public var maxRetries: Int
+    public var nextRetryAt: Date?
+    public var lastError: String?
+    public var attempts: [Attempt]
+    public var validators: Validators
+    public var lastStatus: Int?
+    /// Uploads: the server's answer (status line, a few headers, the first 64 KiB of the body), raw bytes.
+    public var response: ServerResponse?
+    /// The smoothed rate (bytes/s) sampled once a second while running, oldest first, at most 60 values.
+    public var rateHistory: [Double] = []
+    /// Segmented downloads: each range with what is done of it (on disk or on its way).
+    public var segments: [SegmentState]?
+    /// The item's own bandwidth limit, bytes per second (nil: none).
+    public var rateLimit: Int64?
+    /// The batch (the command) that last asked for the item.
+    public var batch: Int64?
+
+    public init(
+        id: TransferID, spec: TransferSpec, state: TransferState, bytesDone: Int64 = 0, bytesExpected: Int64? = nil,
+        fileName: String? = nil, savedPath: String? = nil, bytesPerSecond: Double? = nil, eta: TimeInterval? = nil,
+        retries: Int = 0, maxRetries: Int = 5, nextRetryAt: Date? = nil, lastError: String? = nil,
+        attempts: [Attempt] = [], validators: Validators = Validators(), lastStatus: Int? = nil,
+        response: ServerResponse? = nil, rateHistory: [Double] = [], segments: [SegmentState]? = nil
+    ) {
+        self.id = id
+        self.spec = spec
+        self.state = state
+        self.bytesDone = bytesDone
+        self.bytesExpected = bytesExpected
+        self.fileName = fileName
+        self.savedPath = savedPath
+        self.bytesPerSecond = bytesPerSecond
+        self.eta = eta
+        self.retries = retries
+        self.maxRetries = maxRetries
+        self.nextRetryAt = nextRetryAt
+        self.lastError = lastError
+        self.attempts = attempts
+        self.validators = validators
+        self.lastStatus = lastStatus
+        self.response = response
+        self.rateHistory = rateHistory
+        self.segments = segments
+    }
+
+    /// `Float(totalBytesWritten) / Float(totalBytesExpected)`; nil when the size is unknown.
+    public var progress: Float? {
+        guard let bytesExpected, bytesExpected > 0 else { return nil }
+        return Float(bytesDone) / Float(bytesExpected)
+    }
+
+    /// A name to show before the real one is known.
+    public var displayName: String {
+        if let source = spec.upload?.primarySource { return source.displayName }
+        return fileName ?? FileNaming.filename(fromURL: spec.url) ?? spec.url.host ?? "?"
+    }
+}
+
+/// What a server answered to an upload. Untrusted: sanitize before showing.
+public struct ServerResponse: Sendable, Equatable, Codable {
+    public var status: Int
+    public var headers: [HTTPHeader]
+    /// The first `ServerResponse.bodyLimit` bytes of the body.
+    public var body: Data
+    /// The body's full length as received (may exceed what is kept).
+    public var bodyLength: Int64
+
+    public static let bodyLimit = 64 * 1024
+
+    public init(status: Int, headers: [HTTPHeader], body: Data, bodyLength: Int64) {
+        self.status = status
+        self.headers = headers
+        self.body = body
+        self.bodyLength = bodyLength
+    }
+
+    public var truncated: Bool { bodyLength > Int64(body.count) }
+}
+
+public struct QueueTotals: Sendable, Equatable, Codable {
+    public var count: [TransferState: Int] = [:]
+    public var downloadBytesPerSecond: Double = 0
+    public var uploadBytesPerSecond: Double = 0
+    public init() {}
+}
+
+/// Everything a front end needs for one frame. `version` changes whenever a state, order or setting changed.
+public struct QueueSnapshot: Sendable, Equatable, Codable {
+    public var version: UInt64
+    public var items: [TransferSnapshot]
+    public var totals: QueueTotals
+    public var maxConcurrent: Int
+    public var maxPerHost: Int
+    /// The global bandwidth limits in force, bytes per second (nil: none).
+    public var downloadLimit: Int64?
+    public var uploadLimit: Int64?
+
+    public init(version: UInt64, items: [TransferSnapshot], totals: QueueTotals, maxConcurrent: Int, maxPerHost: Int) {
+        self.version = version
+        self.items = items
+        self.totals = totals
+        self.maxConcurrent = maxConcurrent
+        self.maxPerHost = maxPerHost
+    }
+}
+
+/// A state change, as the reporter and the store see it.
+public struct TransferEvent: Sendable {
+    public var id: TransferID
+    public var state: TransferState
+    public var snapshot: TransferSnapshot
+
+    package init(id: TransferID, state: TransferState, snapshot: TransferSnapshot) {
+        self.id = id
+        self.state = state
+        self.snapshot = snapshot
+    }
+}

@@ -1,0 +1,275 @@
+import Foundation
+
+/// Identifies one item in the queue for its whole life (stable across restarts once a store keeps it).
+public struct TransferID: Hashable, Comparable, Sendable, Codable, CustomStringConvertible {
+    public let rawValue: Int64
+    public init(_ rawValue: Int64) { self.rawValue = rawValue }
+    public static func < (a: TransferID, b: TransferID) -> Bool { a.rawValue < b.rawValue }
+    public var description: String { "#\(rawValue)" }
+}
+
+public enum Direction: String, Sendable, Codable {
+    case download, upload
+}
+
+/// Where an item is in its life. `waiting` is the pause between a failed attempt and its retry.
+public enum TransferState: String, Sendable, Codable, CaseIterable, CodingKeyRepresentable {
+    case queued, running, waiting, paused, completed, failed, cancelled
+
+    /// No further work will happen without a user command.
+    public var isTerminal: Bool { self == .completed || self == .failed || self == .cancelled }
+
+    /// Running or still to run (queued, or waiting for a retry): what a pause stops, and work for an engine.
+    public var isPending: Bool { self == .running || self == .queued || self == .waiting }
+}
+
+/// One header the user asked to send (`-H 'Name: value'`).
+public struct HTTPHeader: Sendable, Codable, Equatable {
+    public var name: String
+    public var value: String
+    public init(name: String, value: String) {
+        self.name = name
+        self.value = value
+    }
+
+    /// Parses `Name: value`; nil when the name is not an HTTP token or the value holds CR, LF or NUL.
+    public static func parse(_ line: String) -> HTTPHeader? {
+        guard let colon = line.firstIndex(of: ":") else { return nil }
+        let name = String(line[..<colon]).trimmingCharacters(in: .whitespaces)
+        let value = String(line[line.index(after: colon)...]).trimmingCharacters(in: .whitespaces)
+        let tokenChars = Set("!#$%&'*+-.^_`|~0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ")
+        guard !name.isEmpty, name.allSatisfy({ tokenChars.contains($0) }) else { return nil }
+        guard !value.unicodeScalars.contains(where: { $0 == "\r" || $0 == "\n" || $0 == "\0" }) else { return nil }
+        return HTTPHeader(name: name, value: value)
+    }
+}
+
+/// Where an upload's bytes come from.
+public enum UploadSource: Sendable, Codable, Equatable {
+    /// A regular file, sent with Content-Length.
+    case file(path: String)
+    /// Standard input: unknown length, sent chunked, cannot be sent twice.
+    case standardInput
+
+    public var displayName: String {
+        switch self {
+        case let .file(path): return URL(fileURLWithPath: path).lastPathComponent
+        case .standardInput: return "stdin"
+        }
+    }
+}
+
+/// One part of a multipart/form-data body.
+public enum FormPart: Sendable, Codable, Equatable {
+    case field(name: String, value: String)
+    case file(name: String, source: UploadSource, fileName: String, contentType: String)
+
+    public var name: String {
+        switch self {
+        case let .field(name, _), let .file(name, _, _, _): return name
+        }
+    }
+}
+
+/// What an upload sends.
+public struct UploadSpec: Sendable, Codable, Equatable {
+    public enum Body: Sendable, Codable, Equatable {
+        /// The source is the whole body (`ferry put FILE URL`).
+        case raw(UploadSource, contentType: String)
+        /// multipart/form-data (`ferry put FILE URL -F ...`).
+        case multipart([FormPart])
+    }
+    public var method: String
+    public var body: Body
+
+    public init(method: String, body: Body) {
+        self.method = method
+        self.body = body
+    }
+
+    /// The part that names the item in lists: the raw source or the first file part.
+    public var primarySource: UploadSource? {
+        switch body {
+        case let .raw(source, _): return source
+        case let .multipart(parts):
+            for case let .file(_, source, _, _) in parts { return source }
+            return nil
+        }
+    }
+
+    /// The files the body reads.
+    public var sourcePaths: [String] {
+        switch body {
+        case let .raw(.file(path), _): return [path]
+        case .raw(.standardInput, _): return []
+        case let .multipart(parts):
+            return parts.compactMap { if case let .file(_, .file(path), _, _) = $0 { return path } else { return nil } }
+        }
+    }
+
+    /// Only bodies that can be produced again may be re-sent by a retry.
+    public var isRepeatable: Bool {
+        switch body {
+        case let .raw(source, _): return source != .standardInput
+        case let .multipart(parts):
+            return !parts.contains { if case .file(_, .standardInput, _, _) = $0 { return true } else { return false } }
+        }
+    }
+}
+
+/// What the user asked for. Immutable once queued.
+public struct TransferSpec: Sendable, Codable, Equatable {
+    public var direction: Direction
+    public var url: URL
+    public var headers: [HTTPHeader]
+    /// Downloads: the directory the file lands in (absolute). Uploads: empty.
+    public var directory: String
+    /// Downloads: the name given with `-O`; nil means "ask the server, then the URL".
+    public var fileName: String?
+    /// Downloads: expected lowercase hex SHA-256 of the whole file.
+    public var sha256: String?
+    /// Downloads: parallel ranged requests for a large file (nil or 1: one stream).
+    public var segments: Int?
+    /// The item's bandwidth limit as asked when it was queued (`--limit-rate`), bytes per second; nil: none.
+    /// The item's limit in force (changed live from the UI) is the item's own, kept in the store.
+    public var rateLimit: Int64?
+    /// The netrc file whose login for the URL's host is sent (read by the engine at each attempt); nil: none.
+    /// The path only: the secret stays in the user's file, out of the queue's store.
+    public var netrcFile: String?
+
+    public init(download url: URL, directory: String, fileName: String? = nil, sha256: String? = nil, headers: [HTTPHeader] = [],
+                segments: Int? = nil) {
+        self.direction = .download
+        self.segments = segments
+        self.url = url
+        self.headers = headers
+        self.directory = directory
+        self.fileName = fileName
+        self.sha256 = sha256?.lowercased()
+    }
+
+    /// Uploads: the method and body.
+    public var upload: UploadSpec?
+
+    public init(upload: UploadSpec, to url: URL, headers: [HTTPHeader] = []) {
+        self.direction = .upload
+        self.url = url
+        self.headers = headers
+        self.directory = ""
+        self.upload = upload
+    }
+
+    public var host: String { url.host?.lowercased() ?? "" }
+}
+
+/// What the server said about the representation, kept so a resume asks for the same bytes.
+public struct Validators: Sendable, Codable, Equatable {
+    public var etag: String?
+    public var lastModified: String?
+    /// Full size of the representation, when the server told it.
+    public var totalLength: Int64?
+
+    public init(etag: String? = nil, lastModified: String? = nil, totalLength: Int64? = nil) {
+        self.etag = etag
+        self.lastModified = lastModified
+        self.totalLength = totalLength
+    }
+
+    /// The value for `If-Range`: a strong ETag, else Last-Modified; nil when neither can be trusted.
+    public var ifRange: String? {
+        if let etag, !etag.hasPrefix("W/"), etag.hasPrefix("\"") { return etag }
+        return lastModified
+    }
+}
+
+/// One try at a transfer, for the detail view and the headless failure message.
+public struct Attempt: Sendable, Codable, Equatable {
+    public var number: Int
+    public var startedAt: Date
+    public var endedAt: Date?
+    /// The offset the attempt asked to start from (0 = whole file).
+    public var fromOffset: Int64
+    public var status: Int?
+    public var error: String?
+
+    public init(number: Int, startedAt: Date, endedAt: Date? = nil, fromOffset: Int64, status: Int? = nil, error: String? = nil) {
+        self.number = number
+        self.startedAt = startedAt
+        self.endedAt = endedAt
+        self.fromOffset = fromOffset
+        self.status = status
+        self.error = error
+    }
+}
+
+extension TransferSpec {
+    /// What makes two items the same transfer: a download's URL and destination (the directory, and the
+    /// `-O` name when one was given); an upload's method, body sources and URL. A `get` or `put` of an item
+    /// already in the queue reuses it (see QueueStore.add). nil for a body read from standard input: never
+    /// the same twice.
+    public var identity: String? {
+        switch direction {
+        case .download:
+            return ["get", url.absoluteString, directory, fileName ?? ""].joined(separator: "\u{1F}")
+        case .upload:
+            guard let upload, upload.isRepeatable else { return nil }
+            var words = ["put", upload.method, url.absoluteString]
+            switch upload.body {
+            case let .raw(.file(path), _): words.append(path)
+            case .raw(.standardInput, _): return nil
+            case let .multipart(parts):
+                for part in parts {
+                    switch part {
+                    case let .field(name, value): words += ["field", name, value]
+                    case let .file(name, .file(path), fileName, _): words += ["file", name, path, fileName]
+                    case .file(_, .standardInput, _, _): return nil
+                    }
+                }
+            }
+            return words.joined(separator: "\u{1F}")
+        }
+    }
+}
+
+/// The items that one command queued (one `get`/`put`, one `-i` file, one add in the UI): its id, when, and
+/// what the user typed. A headless `get`/`put` runs and waits for its own batch only.
+public struct Batch: Sendable, Codable, Equatable {
+    public var id: Int64
+    public var createdAt: Date
+    public var command: String
+
+    public init(id: Int64, createdAt: Date, command: String) {
+        self.id = id
+        self.createdAt = createdAt
+        self.command = command
+    }
+}
+
+/// What became of one spec given to an add: a new item, or the item already in the queue for the same
+/// transfer (TransferSpec.identity), and what the engine did with it.
+public struct AddedItem: Sendable, Codable, Equatable {
+    public enum How: String, Sendable, Codable {
+        /// A new item at the end of the queue.
+        case added
+        /// The same transfer was queued, running or waiting to retry: left to go on.
+        case alreadyQueued
+        /// The same transfer was paused, failed or cancelled: queued again, to resume from its `.part` file.
+        case resumed
+        /// The same download completed and its file is still in place: nothing to fetch.
+        case alreadyDone
+    }
+
+    public var id: TransferID
+    public var how: How
+    /// The state the item was in before (reused items only).
+    public var before: TransferState?
+    /// Reused items: the item's name as lists show it, and a completed download's file.
+    public var name: String?
+    public var savedPath: String?
+
+    public init(id: TransferID, how: How, before: TransferState? = nil) {
+        self.id = id
+        self.how = how
+        self.before = before
+    }
+}

@@ -1,0 +1,110 @@
+import FerryModel
+import Foundation
+#if canImport(Glibc)
+import Glibc
+#endif
+import Synchronization
+
+/// Hands out final file names so that no existing file is overwritten and no two transfers,
+/// in this process or another, write the same name: the `.part` file is created with O_EXCL,
+/// and the final name is taken with link(2), which fails rather than replace a file.
+public final class NameClaims: Sendable {
+    private let claimed = Mutex<Set<String>>([])
+    package static let maxAttempts = 10_000
+
+    public init() {}
+
+    /// Claims `directory/name` or the first free `name (n).ext`, creating its `.part` file.
+    /// Returns the chosen base name and the open descriptor of the new `.part` file.
+    /// `beforeCreating` learns each candidate just before its `.part` file is created (so the queue can
+    /// record the name first: a crash can then never leave a `.part` file the queue does not know).
+    package func claim(directory: String, name: String,
+               beforeCreating: (String) -> Void = { _ in }) throws(TransferFailure) -> (name: String, fd: Int32) {
+        for n in 0..<Self.maxAttempts {
+            let candidate = n == 0 ? name : FileNaming.numbered(name, n)
+            guard FileNaming.resolvesInside(directory: directory, name: candidate) else {
+                throw .local("refusing file name \(TerminalSafe.sanitize(candidate)): it leaves \(directory)")
+            }
+            let finalPath = directory + "/" + candidate
+            let taken = claimed.withLock { set in
+                if set.contains(finalPath) { return true }
+                set.insert(finalPath)
+                return false
+            }
+            if taken { continue }
+            if Self.exists(finalPath) {
+                release(directory: directory, name: candidate)
+                continue
+            }
+            beforeCreating(candidate)
+            let fd = open(finalPath + PartialFile.suffix, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0o644)
+            if fd >= 0 { return (candidate, fd) }
+            let err = errno
+            release(directory: directory, name: candidate)
+            if err == EEXIST { continue }
+            throw .local("cannot create \(finalPath).part: \(String(cString: strerror(err)))")
+        }
+        throw .local("no free name for \(name) in \(directory)")
+    }
+
+    /// Marks a name as in use by a transfer resumed from an existing `.part` file.
+    package func adopt(directory: String, name: String) {
+        _ = claimed.withLock { $0.insert(directory + "/" + name) }
+    }
+
+    package func release(directory: String, name: String) {
+        _ = claimed.withLock { $0.remove(directory + "/" + name) }
+    }
+
+    /// Moves a finished `.part` file to its final name without ever replacing a file; when the name was
+    /// taken meanwhile (by another program), the next free numbered name is used. Returns the base name used.
+    package func publish(directory: String, name: String) throws(TransferFailure) -> String {
+        let partPath = PartialFile.path(directory: directory, name: name)
+        for n in 0..<Self.maxAttempts {
+            let candidate = n == 0 ? name : FileNaming.numbered(name, n)
+            if n > 0 {
+                let taken = claimed.withLock { set in
+                    if set.contains(directory + "/" + candidate) { return true }
+                    set.insert(directory + "/" + candidate)
+                    return false
+                }
+                if taken { continue }
+            }
+            let finalPath = directory + "/" + candidate
+            if link(partPath, finalPath) == 0 {
+                unlink(partPath)
+                if n > 0 { release(directory: directory, name: name) }
+                Self.syncDirectory(directory)
+                return candidate
+            }
+            let err = errno
+            if err == EEXIST {
+                if n > 0 { release(directory: directory, name: candidate) }
+                continue
+            }
+            // File systems without hard links: check, then rename (a tiny window, but never a known overwrite).
+            if err == EPERM || err == ENOTSUP || err == EOPNOTSUPP || err == EMLINK {
+                if Self.exists(finalPath) { continue }
+                if rename(partPath, finalPath) == 0 {
+                    if n > 0 { release(directory: directory, name: name) }
+                    Self.syncDirectory(directory)
+                    return candidate
+                }
+            }
+            throw .local("cannot move \(partPath) to \(finalPath): \(String(cString: strerror(errno)))")
+        }
+        throw .local("no free name for \(name) in \(directory)")
+    }
+
+    package static func exists(_ path: String) -> Bool {
+        var st = stat()
+        return lstat(path, &st) == 0
+    }
+
+    package static func syncDirectory(_ directory: String) {
+        let fd = open(directory, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+        guard fd >= 0 else { return }
+        _ = fsync(fd)
+        _ = close(fd)
+    }
+}

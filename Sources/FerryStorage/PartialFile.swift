@@ -1,0 +1,139 @@
+import FerryModel
+import Foundation
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// A `NAME.part` file being written: small pieces of body (a slow link hands over a few KiB at a time) are
+/// coalesced in a buffer and written in large blocks; a piece as large as the buffer is written at once.
+/// Not thread-safe: one attempt owns it and touches it from the serial delegate queue, then hands it on.
+package final class PartialFile {
+    /// Where a download named `name` in `directory` is written until it is complete: the one spelling of it.
+    package static func path(directory: String, name: String) -> String { directory + "/" + name + suffix }
+    package static let suffix = ".part"
+    package let path: String
+    package private(set) var fd: Int32
+    private let buffer: UnsafeMutableRawBufferPointer
+    private var buffered = 0
+    /// Bytes already written to the file (the buffer comes after them).
+    package private(set) var written: Int64
+    /// For a segment: where the next write lands (positioned writes into a preallocated file).
+    private var position: Int64?
+    /// The size the file will have when complete, when known: a full disk's message says what is missing.
+    package var expectedSize: Int64?
+
+    /// Opens (creating when missing) a partial file and positions at its end.
+    package convenience init(openingOrCreating path: String, bufferSize: Int) throws(TransferFailure) {
+        let fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0o644)
+        guard fd >= 0 else { throw .local("cannot open \(path): \(String(cString: strerror(errno)))") }
+        self.init(path: path, fd: fd, bufferSize: bufferSize)
+    }
+
+    /// Takes over an already open descriptor (e.g. one created with O_EXCL while claiming a name).
+    package init(path: String, fd: Int32, bufferSize: Int) {
+        self.path = path
+        self.fd = fd
+        self.buffer = .allocate(byteCount: max(bufferSize, 64 * 1024), alignment: 4096)
+        var st = stat()
+        written = fstat(fd, &st) == 0 ? Int64(st.st_size) : 0
+        _ = lseek(fd, off_t(written), SEEK_SET)
+    }
+
+    /// One segment of a preallocated file: writes land at `offset` and onwards; `written` counts this segment's bytes.
+    package init(segmentOf path: String, at offset: Int64, bufferSize: Int) throws(TransferFailure) {
+        let fd = open(path, O_WRONLY | O_CLOEXEC)
+        guard fd >= 0 else { throw .local("cannot open \(path): \(String(cString: strerror(errno)))") }
+        self.path = path
+        self.fd = fd
+        self.buffer = .allocate(byteCount: max(bufferSize, 64 * 1024), alignment: 4096)
+        self.written = 0
+        self.position = offset
+    }
+
+    deinit {
+        if fd >= 0 { _ = Glibc.close(fd) }
+        buffer.deallocate()
+    }
+
+    /// Everything received so far, flushed or not.
+    package var size: Int64 { written + Int64(buffered) }
+
+    package func append(_ data: Data) throws(TransferFailure) {
+        let count = data.count
+        if buffered + count > buffer.count { try flush() }
+        if count >= buffer.count {
+            let failure = data.withUnsafeBytes { raw -> TransferFailure? in
+                do throws(TransferFailure) { try writeAll(raw) } catch { return error }
+                return nil
+            }
+            if let failure { throw failure }
+            return
+        }
+        data.withUnsafeBytes { raw in
+            (buffer.baseAddress! + buffered).copyMemory(from: raw.baseAddress!, byteCount: count)
+        }
+        buffered += count
+    }
+
+    package func flush() throws(TransferFailure) {
+        guard buffered > 0 else { return }
+        let pending = UnsafeRawBufferPointer(start: buffer.baseAddress, count: buffered)
+        buffered = 0
+        try writeAll(pending)
+    }
+
+    private func writeAll(_ bytes: UnsafeRawBufferPointer) throws(TransferFailure) {
+        var offset = 0
+        while offset < bytes.count {
+            let n = position.map { pwrite(fd, bytes.baseAddress! + offset, bytes.count - offset, off_t($0)) }
+                ?? write(fd, bytes.baseAddress! + offset, bytes.count - offset)
+            if n < 0 {
+                if errno == EINTR { continue }
+                if errno == ENOSPC || errno == EDQUOT {
+                    throw .local(DiskSpace.fullMessage(writing: path, needed: expectedSize.map { $0 - written }))
+                }
+                throw .local("cannot write \(path): \(String(cString: strerror(errno)))")
+            }
+            offset += n
+            written += Int64(n)
+            if let current = position { position = current + Int64(n) }
+        }
+    }
+
+    /// Drops everything (the server sent the whole representation again, or a new one).
+    package func truncate() throws(TransferFailure) {
+        buffered = 0
+        guard ftruncate(fd, 0) == 0, lseek(fd, 0, SEEK_SET) == 0 else {
+            throw .local("cannot truncate \(path): \(String(cString: strerror(errno)))")
+        }
+        written = 0
+    }
+
+    package func sync() throws(TransferFailure) {
+        try flush()
+        guard fsync(fd) == 0 else { throw .local("cannot sync \(path): \(String(cString: strerror(errno)))") }
+    }
+
+    package func close() {
+        if fd >= 0 { _ = Glibc.close(fd) }
+        fd = -1
+    }
+}
+
+extension StoredTransfer {
+    /// An item whose saved progress could not be read (`unreadable`) starts over: its `.part` file is emptied
+    /// (what it holds is unknown: a preallocated file has holes of zeros) and its progress forgotten, so it can
+    /// never be published as it is. Call with the engine lock held, before the item runs. Returns the sentence
+    /// to tell the user, nil when the item needed nothing.
+    public mutating func startOverIfUnreadable() -> String? {
+        guard let what = unreadable else { return nil }
+        unreadable = nil
+        guard state != .completed else { return nil }
+        if let path = partPath { _ = truncate(path, 0) }
+        segments = nil
+        bytesDone = 0
+        let sentence = "\(what) could not be read from the queue: it starts over from the first byte"
+        lastError = sentence
+        return sentence
+    }
+}

@@ -1,0 +1,199 @@
+import FerryModel
+import Foundation
+import Synchronization
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Everything needed to bring an item back after a restart.
+public struct StoredTransfer: Sendable, Codable, Equatable {
+    public var id: TransferID
+    /// The item's rank in the queue's order (smaller first; ties by id). An add goes after the largest, a
+    /// move changes the ranks of one or two items (QueueMove.ranks), so no change rewrites the whole order.
+    public var position: Int
+    public var spec: TransferSpec
+    public var state: TransferState
+    public var fileName: String?
+    public var savedPath: String?
+    public var validators: Validators
+    public var bytesDone: Int64
+    public var bytesExpected: Int64?
+    public var retries: Int
+    public var attempts: [Attempt]
+    public var lastError: String?
+    /// Segmented downloads: the ranges and how much of each is on disk.
+    public var segments: [SegmentState]?
+    /// The item's bandwidth limit in force, bytes per second (nil: none); starts as the spec's.
+    public var rateLimit: Int64?
+    /// The batch (the command) that last asked for this item; nil for items queued before batches.
+    public var batch: Int64?
+    /// Set when reading the item back: a part of its saved progress could not be read (which, in words).
+    /// Its `.part` file's contents are then unknown: the engine starts the item over (never publishes it).
+    public var unreadable: String?
+
+    public init(id: TransferID, position: Int, spec: TransferSpec, state: TransferState = .queued) {
+        self.id = id
+        self.position = position
+        self.spec = spec
+        self.state = state
+        self.rateLimit = spec.rateLimit
+        self.validators = Validators()
+        self.bytesDone = 0
+        self.retries = 0
+        self.attempts = []
+    }
+
+    /// Its `.part` file, once it has a name.
+    public var partPath: String? { fileName.map { PartialFile.path(directory: spec.directory, name: $0) } }
+
+    /// The expected size as far as it is known.
+    public var total: Int64? { bytesExpected ?? validators.totalLength }
+
+    /// Of the items that are the same transfer as a new spec (newest first), the one an add reuses: the
+    /// newest not completed, else the newest completed whose file is still in place; nil: add a new item.
+    public static func reusable(among same: [StoredTransfer]) -> StoredTransfer? {
+        if let open = same.first(where: { $0.state != .completed }) { return open }
+        return same.first { item in
+            if item.spec.direction == .upload {
+                // Sent already, unless a file it sends changed since.
+                guard let sent = item.attempts.last?.endedAt else { return false }
+                return item.spec.upload?.sourcePaths.allSatisfy { path in
+                    var info = stat()
+                    return stat(path, &info) == 0 && Double(info.st_mtim.tv_sec) <= sent.timeIntervalSince1970
+                } ?? false
+            }
+            guard let path = item.savedPath else { return false }
+            var info = stat()
+            return stat(path, &info) == 0 && (info.st_mode & S_IFMT) == S_IFREG
+        }
+    }
+}
+
+/// One spec given to QueueStore.add: the item it became, new or already there.
+public struct QueueAddition: Sendable, Equatable {
+    public var item: StoredTransfer
+    /// The item was in the queue already (the same transfer, TransferSpec.identity), not added.
+    public var existing: Bool
+
+    public init(item: StoredTransfer, existing: Bool) {
+        self.item = item
+        self.existing = existing
+    }
+}
+
+/// Where the queue is kept. The manager calls it off the URLSession delegate path: on every state
+/// transition and about once a second for byte offsets. Several processes may share one store.
+public protocol QueueStore: Sendable {
+    func loadAll() throws -> [StoredTransfer]
+    /// Items with an id above `id` (ids only grow, never reused): what other processes added since.
+    func loadAdded(after id: TransferID) throws -> [StoredTransfer]
+    /// Appends new queued items at the end of the queue, all or none, in `batch`. With `reuse`, a spec of a
+    /// transfer already in the queue (TransferSpec.identity; StoredTransfer.reusable) adds nothing: its item
+    /// is returned, moved into `batch`; the same transfer twice in `specs` is one item.
+    func add(_ specs: [TransferSpec], batch: Int64?, reuse: Bool) throws -> [QueueAddition]
+    /// A new batch for what the user typed.
+    func makeBatch(command: String) throws -> Batch
+    /// The batches, oldest first.
+    func batches() throws -> [Batch]
+    /// Updates an item's state and progress; its place in the queue is saveRanks' business.
+    func save(_ item: StoredTransfer) throws
+    /// Several saves at once (one transaction where the store has them).
+    func save(_ items: [StoredTransfer]) throws
+    /// New ranks (positions) for some items (a move).
+    func saveRanks(_ ranks: [(TransferID, Int)]) throws
+    func checkpoint(_ id: TransferID, bytesDone: Int64) throws
+    /// The name a download is about to claim (before its `.part` file exists) and what the server said of
+    /// the file, so that a restart after a crash finds its `.part` file (or the finished file) by name.
+    func recordClaim(_ id: TransferID, fileName: String, validators: Validators) throws
+    func remove(_ id: TransferID) throws
+}
+
+extension QueueStore {
+    /// New items, always (no batch, no reuse).
+    public func add(_ specs: [TransferSpec]) throws -> [StoredTransfer] {
+        try add(specs, batch: nil, reuse: false).map(\.item)
+    }
+
+    public func loadAdded(after id: TransferID) throws -> [StoredTransfer] {
+        try loadAll().filter { $0.id > id }
+    }
+
+    public func save(_ items: [StoredTransfer]) throws {
+        for item in items { try save(item) }
+    }
+}
+
+public final class InMemoryQueueStore: QueueStore {
+    private struct State {
+        var items: [TransferID: StoredTransfer] = [:]
+        var nextID: Int64 = 1
+        var batches: [Batch] = []
+    }
+    private let state = Mutex(State())
+
+    public init() {}
+
+    public func loadAll() throws -> [StoredTransfer] {
+        state.withLock { Array($0.items.values) }.sorted { ($0.position, $0.id) < ($1.position, $1.id) }
+    }
+
+    public func add(_ specs: [TransferSpec], batch: Int64?, reuse: Bool) throws -> [QueueAddition] {
+        state.withLock { s in
+            var position = (s.items.values.map(\.position).max() ?? -1) + 1
+            return specs.map { spec in
+                if reuse, let identity = spec.identity {
+                    let same = s.items.values.filter { $0.spec.identity == identity }.sorted { $0.id > $1.id }
+                    if let found = StoredTransfer.reusable(among: same) {
+                        if let batch { s.items[found.id]?.batch = batch }
+                        return QueueAddition(item: s.items[found.id]!, existing: true)
+                    }
+                }
+                var item = StoredTransfer(id: TransferID(s.nextID), position: position, spec: spec)
+                item.batch = batch
+                s.nextID += 1
+                position += 1
+                s.items[item.id] = item
+                return QueueAddition(item: item, existing: false)
+            }
+        }
+    }
+
+    public func makeBatch(command: String) throws -> Batch {
+        state.withLock { s in
+            let batch = Batch(id: Int64(s.batches.count + 1), createdAt: Date(), command: command)
+            s.batches.append(batch)
+            return batch
+        }
+    }
+
+    public func batches() throws -> [Batch] { state.withLock { $0.batches } }
+
+    /// Like the SQLite store, a save keeps the item's place in the queue (saveRanks moves it).
+    public func save(_ item: StoredTransfer) throws {
+        state.withLock { s in
+            guard let position = s.items[item.id]?.position else { return }
+            var item = item
+            item.position = position
+            s.items[item.id] = item
+        }
+    }
+
+    public func saveRanks(_ ranks: [(TransferID, Int)]) throws {
+        state.withLock { s in
+            for (id, rank) in ranks { s.items[id]?.position = rank }
+        }
+    }
+
+    public func checkpoint(_ id: TransferID, bytesDone: Int64) throws {
+        state.withLock { $0.items[id]?.bytesDone = bytesDone }
+    }
+
+    public func recordClaim(_ id: TransferID, fileName: String, validators: Validators) throws {
+        state.withLock {
+            $0.items[id]?.fileName = fileName
+            $0.items[id]?.validators = validators
+        }
+    }
+
+    public func remove(_ id: TransferID) throws { _ = state.withLock { $0.items.removeValue(forKey: id) } }
+}

@@ -1,0 +1,350 @@
+import FerryModel
+import Foundation
+import GRDB
+import Synchronization
+
+/// The durable queue: SQLite in WAL mode, so `ferry list` and a second `ferry get` can read and add
+/// while an engine writes. Specs and attempts are JSON; everything a listing needs has its own column.
+public final class SQLiteQueueStore: QueueStore {
+    /// One row of an item's short history.
+    public struct Event: Sendable, Equatable {
+        public var at: Date
+        public var state: TransferState
+        public var message: String?
+    }
+
+    static let eventsKept = 20
+    let pool: DatabasePool
+
+    /// What this process knows each item's row holds, so a save needs no read first: the state last
+    /// written (an event is logged when it changes) and how many events the item has (pruned past 20).
+    /// Only the engine changes states; other processes only add rows, which this process then reads.
+    private struct Known {
+        var state: String
+        var events: Int
+        /// The attempts last written, with their JSON: most saves leave them as they were, and encoding
+        /// is the dearest part of a save.
+        var attempts: (value: [Attempt], json: String)?
+    }
+    private let known = Mutex<[Int64: Known]>([:])
+    private let encoder = JSONEncoder()
+
+    private let path: String
+
+    /// Opens (creating and migrating as needed) the queue database at `path`.
+    public init(path: String) throws(StateError) {
+        self.path = path
+        var configuration = Configuration()
+        configuration.busyMode = .timeout(10)
+        configuration.prepareDatabase { db in
+            try db.execute(sql: "PRAGMA synchronous = NORMAL")
+        }
+        do {
+            pool = try DatabasePool(path: path, configuration: configuration)
+            // The queue holds URLs with their credentials and the users' headers: readable by its owner only
+            // (SQLite gives the -wal and -shm files the database's mode).
+            for suffix in ["", "-wal", "-shm"] { _ = chmod(path + suffix, 0o600) }
+            try Self.migrator.migrate(pool)
+        } catch {
+            throw StateError("cannot open the queue: \(Self.words(error, path: path))")
+        }
+    }
+
+    /// What went wrong with the database, in words, with what to do where there is something to do.
+    public static func words(_ error: Error, path: String) -> String {
+        guard let error = error as? DatabaseError else { return "\(error)" }
+        let directory = (path as NSString).deletingLastPathComponent
+        switch error.resultCode {
+        case .SQLITE_FULL:
+            return "the disk holding \(directory) is full"
+        case .SQLITE_NOTADB, .SQLITE_CORRUPT:
+            return "\(path) is damaged (not a queue database); move it aside to start a new queue: mv \(path) \(path).damaged"
+        case .SQLITE_READONLY, .SQLITE_PERM, .SQLITE_CANTOPEN, .SQLITE_AUTH:
+            return "cannot write \(path) (its permissions, or a read-only filesystem)"
+        case .SQLITE_IOERR:
+            return "input/output error on \(path)"
+        default:
+            return "\(path): \(error.message ?? error.description)"
+        }
+    }
+
+    /// Runs a write; its error in words (StateError).
+    private func writing<T>(_ body: (Database) throws -> T) throws(StateError) -> T {
+        do {
+            return try pool.write(body)
+        } catch {
+            throw StateError(Self.words(error, path: path))
+        }
+    }
+
+    /// The schema, one migration per release that changed it; never edit a shipped migration.
+    static var migrator: DatabaseMigrator {
+        var migrator = DatabaseMigrator()
+        migrator.registerMigration("v1") { db in
+            try db.execute(sql: """
+                CREATE TABLE transfer (
+                    id INTEGER PRIMARY KEY AUTOINCREMENT,
+                    position INTEGER NOT NULL,
+                    direction TEXT NOT NULL,
+                    url TEXT NOT NULL,
+                    spec TEXT NOT NULL,
+                    state TEXT NOT NULL,
+                    fileName TEXT,
+                    savedPath TEXT,
+                    etag TEXT,
+                    lastModified TEXT,
+                    totalLength INTEGER,
+                    bytesDone INTEGER NOT NULL DEFAULT 0,
+                    bytesExpected INTEGER,
+                    retries INTEGER NOT NULL DEFAULT 0,
+                    attempts TEXT NOT NULL DEFAULT '[]',
+                    lastError TEXT,
+                    createdAt REAL NOT NULL,
+                    updatedAt REAL NOT NULL
+                );
+                CREATE INDEX transfer_position ON transfer(position);
+                CREATE TABLE event (
+                    id INTEGER PRIMARY KEY AUTOINCREMENT,
+                    transferId INTEGER NOT NULL REFERENCES transfer(id) ON DELETE CASCADE,
+                    at REAL NOT NULL,
+                    state TEXT NOT NULL,
+                    message TEXT
+                );
+                CREATE INDEX event_transfer ON event(transferId, id);
+                """)
+        }
+        migrator.registerMigration("v2: segments") { db in
+            try db.execute(sql: "ALTER TABLE transfer ADD COLUMN segments TEXT")
+        }
+        migrator.registerMigration("v3: rate limits") { db in
+            try db.execute(sql: "ALTER TABLE transfer ADD COLUMN rateLimit INTEGER")
+        }
+        migrator.registerMigration("v4: batches and identity") { db in
+            try db.execute(sql: """
+                CREATE TABLE batch (
+                    id INTEGER PRIMARY KEY AUTOINCREMENT,
+                    createdAt REAL NOT NULL,
+                    command TEXT NOT NULL
+                );
+                ALTER TABLE transfer ADD COLUMN batch INTEGER;
+                ALTER TABLE transfer ADD COLUMN identity TEXT;
+                """)
+            // Items queued before: their identity from their spec (one whose spec cannot be read keeps none).
+            let update = try db.makeStatement(sql: "UPDATE transfer SET identity = ? WHERE id = ?")
+            for row in try Row.fetchAll(db, sql: "SELECT id, spec FROM transfer") {
+                let text: String = row["spec"]
+                guard let spec = try? JSONDecoder().decode(TransferSpec.self, from: Data(text.utf8)) else { continue }
+                try update.execute(arguments: [spec.identity, row["id"] as Int64])
+            }
+            try db.execute(sql: """
+                CREATE INDEX transfer_identity ON transfer(identity);
+                CREATE INDEX transfer_batch ON transfer(batch);
+                """)
+        }
+        return migrator
+    }
+
+    public func loadAll() throws -> [StoredTransfer] {
+        try loadAdded(after: TransferID(0))  // rowids start at 1
+    }
+
+    public func loadAdded(after id: TransferID) throws -> [StoredTransfer] {
+        try pool.read { db in
+            try Row.fetchAll(db, sql: "SELECT * FROM transfer WHERE id > ? ORDER BY position, id", arguments: [id.rawValue])
+                .map(Self.decode)
+        }
+    }
+
+    public func add(_ specs: [TransferSpec], batch: Int64?, reuse: Bool) throws -> [QueueAddition] {
+        try writing { db in
+            var position = try Int.fetchOne(db, sql: "SELECT COALESCE(MAX(position), -1) + 1 FROM transfer") ?? 0
+            let now = Date().timeIntervalSince1970
+            let insert = try db.cachedStatement(sql: """
+                INSERT INTO transfer (position, direction, url, spec, state, rateLimit, batch, identity, createdAt, updatedAt)
+                VALUES (?, ?, ?, ?, 'queued', ?, ?, ?, ?, ?)
+                """)
+            let event = try db.cachedStatement(sql: "INSERT INTO event (transferId, at, state, message) VALUES (?, ?, 'queued', 'added')")
+            var added: [QueueAddition] = []
+            var known: [Int64: Known] = [:]
+            for spec in specs {
+                let identity = spec.identity
+                if reuse, let identity, var found = try Self.reusable(db, identity: identity) {
+                    if let batch, found.batch != batch {
+                        try db.cachedStatement(sql: "UPDATE transfer SET batch = ? WHERE id = ?").execute(arguments: [batch, found.id.rawValue])
+                        found.batch = batch
+                    }
+                    added.append(QueueAddition(item: found, existing: true))
+                    continue
+                }
+                try insert.execute(arguments: [position, spec.direction.rawValue, spec.url.absoluteString, try json(spec), spec.rateLimit,
+                                               batch, identity, now, now])
+                let id = TransferID(db.lastInsertedRowID)
+                try event.execute(arguments: [id.rawValue, now])
+                known[id.rawValue] = Known(state: TransferState.queued.rawValue, events: 1, attempts: ([], "[]"))
+                var item = StoredTransfer(id: id, position: position, spec: spec)
+                item.batch = batch
+                added.append(QueueAddition(item: item, existing: false))
+                position += 1
+            }
+            self.known.withLock { $0.merge(known) { $1 } }
+            return added
+        }
+    }
+
+    /// The item an add of `identity` reuses (StoredTransfer.reusable), if any.
+    private static func reusable(_ db: Database, identity: String) throws -> StoredTransfer? {
+        let same = try Row.fetchAll(db.cachedStatement(sql: "SELECT * FROM transfer WHERE identity = ? ORDER BY id DESC"),
+                                    arguments: [identity]).map(decode)
+        return StoredTransfer.reusable(among: same)
+    }
+
+    public func makeBatch(command: String) throws -> Batch {
+        try writing { db in
+            let now = Date()
+            try db.execute(sql: "INSERT INTO batch (createdAt, command) VALUES (?, ?)", arguments: [now.timeIntervalSince1970, command])
+            return Batch(id: db.lastInsertedRowID, createdAt: now, command: command)
+        }
+    }
+
+    public func batches() throws -> [Batch] {
+        try pool.read { db in
+            try Row.fetchAll(db, sql: "SELECT * FROM batch ORDER BY id").map { row in
+                Batch(id: row["id"], createdAt: Date(timeIntervalSince1970: row["createdAt"]), command: row["command"])
+            }
+        }
+    }
+
+    public func save(_ item: StoredTransfer) throws {
+        try save([item])
+    }
+
+    /// One transaction for all of them, with statements prepared once per connection. A burst of small
+    /// downloads makes thousands of these: each item costs one UPDATE, plus an INSERT when its state changed.
+    public func save(_ items: [StoredTransfer]) throws {
+        guard !items.isEmpty else { return }
+        try writing { db in
+            let now = Date().timeIntervalSince1970
+            let update = try db.cachedStatement(sql: """
+                UPDATE transfer SET state = ?, fileName = ?, savedPath = ?, etag = ?, lastModified = ?, totalLength = ?,
+                    bytesDone = ?, bytesExpected = ?, retries = ?, attempts = ?, lastError = ?, segments = ?, rateLimit = ?,
+                    updatedAt = ?
+                WHERE id = ?
+                """)
+            let event = try db.cachedStatement(sql: "INSERT INTO event (transferId, at, state, message) VALUES (?, ?, ?, ?)")
+            var written: [Int64: Known] = [:]
+            for item in items {
+                let id = item.id.rawValue
+                var before = try written[id] ?? known.withLock({ $0[id] }) ?? Self.readKnown(db, id)
+                let attempts = try before.attempts.flatMap { $0.value == item.attempts ? $0.json : nil } ?? json(item.attempts)
+                try update.execute(arguments: [item.state.rawValue, item.fileName, item.savedPath, item.validators.etag,
+                                               item.validators.lastModified, item.validators.totalLength, item.bytesDone,
+                                               item.bytesExpected, item.retries, attempts, item.lastError,
+                                               try item.segments.map { try json($0) }, item.rateLimit, now, id])
+                guard db.changesCount > 0 else { continue }  // removed meanwhile
+                before.attempts = (item.attempts, attempts)
+                if before.state != item.state.rawValue {
+                    try event.execute(arguments: [id, now, item.state.rawValue, item.lastError])
+                    before.state = item.state.rawValue
+                    before.events += 1
+                    if before.events > Self.eventsKept {
+                        try db.cachedStatement(sql: """
+                            DELETE FROM event WHERE transferId = ? AND id NOT IN
+                                (SELECT id FROM event WHERE transferId = ? ORDER BY id DESC LIMIT ?)
+                            """).execute(arguments: [id, id, Self.eventsKept])
+                        before.events = Self.eventsKept
+                    }
+                }
+                written[id] = before
+            }
+            // Known only once the transaction commits (a failed one leaves the rows as they were).
+            known.withLock { $0.merge(written) { $1 } }
+        }
+    }
+
+    /// An item this process has not written yet (another process added it): read what its row holds.
+    private static func readKnown(_ db: Database, _ id: Int64) throws -> Known {
+        let state = try String.fetchOne(db, sql: "SELECT state FROM transfer WHERE id = ?", arguments: [id]) ?? ""
+        let events = try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM event WHERE transferId = ?", arguments: [id]) ?? 0
+        return Known(state: state, events: events)
+    }
+
+    public func saveRanks(_ ranks: [(TransferID, Int)]) throws {
+        guard !ranks.isEmpty else { return }
+        try writing { db in
+            let update = try db.cachedStatement(sql: "UPDATE transfer SET position = ? WHERE id = ?")
+            for (id, rank) in ranks {
+                try update.execute(arguments: [rank, id.rawValue])
+            }
+        }
+    }
+
+    public func checkpoint(_ id: TransferID, bytesDone: Int64) throws {
+        try pool.write { db in
+            // Only for items still moving: a late checkpoint never rewrites a finished item's count.
+            try db.execute(sql: "UPDATE transfer SET bytesDone = ?, updatedAt = ? WHERE id = ? AND state IN ('running', 'queued', 'waiting', 'paused')",
+                           arguments: [bytesDone, Date().timeIntervalSince1970, id.rawValue])
+        }
+    }
+
+    public func recordClaim(_ id: TransferID, fileName: String, validators: Validators) throws {
+        try writing { db in
+            try db.execute(sql: """
+                UPDATE transfer SET fileName = ?, etag = ?, lastModified = ?, totalLength = ?, updatedAt = ?
+                WHERE id = ? AND state IN ('running', 'queued', 'waiting', 'paused')
+                """, arguments: [fileName, validators.etag, validators.lastModified, validators.totalLength,
+                                 Date().timeIntervalSince1970, id.rawValue])
+        }
+    }
+
+    public func remove(_ id: TransferID) throws {
+        try pool.write { db in
+            try db.execute(sql: "DELETE FROM event WHERE transferId = ?", arguments: [id.rawValue])
+            try db.execute(sql: "DELETE FROM transfer WHERE id = ?", arguments: [id.rawValue])
+        }
+        _ = known.withLock { $0.removeValue(forKey: id.rawValue) }
+    }
+
+    /// The item's recent state changes, oldest first.
+    public func history(_ id: TransferID) throws -> [Event] {
+        try pool.read { db in
+            try Row.fetchAll(db, sql: "SELECT at, state, message FROM event WHERE transferId = ? ORDER BY id",
+                             arguments: [id.rawValue]).map { row in
+                Event(at: Date(timeIntervalSince1970: row["at"]),
+                      state: TransferState(rawValue: row["state"]) ?? .queued, message: row["message"])
+            }
+        }
+    }
+
+    /// Every caller runs inside `pool.write`, so the one encoder is never used by two threads at once.
+    private func json<T: Encodable>(_ value: T) throws -> String {
+        String(decoding: try encoder.encode(value), as: UTF8.self)
+    }
+
+    private static func decode(_ row: Row) throws -> StoredTransfer {
+        let specText: String = row["spec"]
+        let spec = try JSONDecoder().decode(TransferSpec.self, from: Data(specText.utf8))
+        var item = StoredTransfer(id: TransferID(row["id"]), position: row["position"], spec: spec,
+                                  state: TransferState(rawValue: row["state"]) ?? .queued)
+        item.fileName = row["fileName"]
+        item.savedPath = row["savedPath"]
+        item.validators = Validators(etag: row["etag"], lastModified: row["lastModified"], totalLength: row["totalLength"])
+        item.bytesDone = row["bytesDone"]
+        item.bytesExpected = row["bytesExpected"]
+        item.retries = row["retries"]
+        let attempts: String = row["attempts"]
+        item.attempts = (try? JSONDecoder().decode([Attempt].self, from: Data(attempts.utf8))) ?? []
+        item.lastError = row["lastError"]
+        item.rateLimit = row["rateLimit"]
+        item.batch = row["batch"]
+        if let segments: String = row["segments"] {
+            // Never guessed: without its ranges, what the preallocated `.part` file holds is unknown (holes of
+            // zeros), so the item must start over, not resume as one stream and publish the holes.
+            do {
+                item.segments = try JSONDecoder().decode([SegmentState].self, from: Data(segments.utf8))
+            } catch {
+                item.unreadable = "its saved ranges"
+            }
+        }
+        return item
+    }
+}

@@ -1,0 +1,59 @@
+import FerryModel
+import Foundation
+import Synchronization
+
+/// The bandwidth limits of one engine, read by the transport: a global download limit, a global upload
+/// limit, and a limit per item. Rates in bytes per second; nil is unlimited. The transport shares the global
+/// rate between the items moving in that direction (LimitShares), and an item's rate between its ranges.
+public final class BandwidthLimits: Sendable {
+    public struct Rates: Sendable, Equatable {
+        public var download: Int64?
+        public var upload: Int64?
+        public var items: [Int64: Int64] = [:]
+    }
+
+    private let rates = Mutex(Rates())
+    private let changes = Atomic<UInt64>(0)
+
+    public init() {}
+
+    public var current: Rates { rates.withLock { $0 } }
+
+    /// Bumped on every change: the transport recomputes its shares when it moves.
+    package var version: UInt64 { changes.load(ordering: .acquiring) }
+
+    public func setGlobal(download: Int64?, upload: Int64?) {
+        update { $0.download = Self.normalized(download); $0.upload = Self.normalized(upload) }
+    }
+
+    public func setGlobalDownload(_ rate: Int64?) { update { $0.download = Self.normalized(rate) } }
+    public func setGlobalUpload(_ rate: Int64?) { update { $0.upload = Self.normalized(rate) } }
+
+    public func setItem(_ item: Int64, _ rate: Int64?) {
+        update { $0.items[item] = Self.normalized(rate) }
+    }
+
+    private func update(_ change: (inout Rates) -> Void) {
+        rates.withLock { change(&$0) }
+        changes.add(1, ordering: .releasing)
+        CurlTransport.shared.limitsChanged()
+    }
+
+    private static func normalized(_ rate: Int64?) -> Int64? {
+        guard let rate, rate > 0 else { return nil }
+        return rate
+    }
+}
+
+/// Which limits a transfer answers to: its engine's, as the item it belongs to, in one direction.
+package struct LimitMembership {
+    package let limits: BandwidthLimits
+    package let item: Int64
+    package let direction: Direction
+
+    package init(limits: BandwidthLimits, item: Int64, direction: Direction) {
+        self.limits = limits
+        self.item = item
+        self.direction = direction
+    }
+}

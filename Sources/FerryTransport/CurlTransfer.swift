@@ -1,0 +1,457 @@
+import CCurl
+import FerryModel
+import Foundation
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+import Synchronization
+
+/// One request of a URLSession task on libcurl, hop by hop through redirects. Made on the task's work queue,
+/// then touched only on the transport's thread, except `delivery`, which hands results to the task's work queue.
+final class CurlTransfer: @unchecked Sendable {
+    /// How results reach URLSession: on the task's work queue, in order, and never after a cancel.
+    /// Touched on the work queue only. It lets go of the protocol and its client after the last delivery (or
+    /// a cancel): the protocol holds its transfer, so keeping them would keep every finished transfer, its
+    /// task and its last piece of body alive for good.
+    final class Delivery: @unchecked Sendable {
+        private var urlProtocol: URLProtocol?
+        private var client: URLProtocolClient?
+        let queue: DispatchQueue
+
+        init(urlProtocol: URLProtocol, client: URLProtocolClient, queue: DispatchQueue) {
+            self.urlProtocol = urlProtocol
+            self.client = client
+            self.queue = queue
+        }
+
+        func callAsFunction(_ work: (URLProtocol, URLProtocolClient) -> Void) {
+            if let urlProtocol, let client { work(urlProtocol, client) }
+        }
+
+        /// After the last delivery, or a cancel (URLSession tells the client itself): nothing more is said.
+        func end() {
+            urlProtocol = nil
+            client = nil
+        }
+    }
+
+    /// Bytes read are handed on in pieces of up to this size: at the end of each round of the transport's
+    /// loop, or sooner when this much has come (one hop to the work queue and one to the delegate per piece).
+    static let deliverySize = 512 << 10
+    /// At most this many bytes of a transfer are on their way to the delegate (on the work queue, on the
+    /// delegate queue); past it the transfer pauses, libcurl stops reading its socket and TCP slows the sender.
+    static let maxBytesInFlight = 2 << 20
+    static let maxRedirects = 20
+    /// Bytes a second under which a transfer counts as stalled for the idle timeout (bandwidth limits pause
+    /// the transfer instead of slowing it under this: curl does not judge a paused transfer's speed).
+    static let stallRate = 10
+
+    let delivery: Delivery
+    private let transport: CurlTransport
+    private let task: URLSessionTask
+    private let delegate: TransportDelegate?
+    private let settings: TransportSettings
+    private let originalURL: URL?
+    private var request: URLRequest
+    private var body: BodySource?
+    private var hops = 0
+
+    private(set) var easy: UnsafeMutableRawPointer?
+    private var headerList: UnsafeMutableRawPointer?
+    private let errorBuffer = UnsafeMutablePointer<CChar>.allocate(capacity: Int(FERRY_CURL_ERROR_SIZE))
+    private var response = ResponseHead()
+    private var responseDelivered = false
+    /// The next hop, when this response is a redirect being followed (its body is dropped).
+    private var redirect: URLRequest?
+    private var bodyFailure: String?
+    private var finished = false
+
+    /// Read, not yet handed on (see deliverySize).
+    private var pending = Data()
+    /// Body bytes read in this hop.
+    private var received = 0
+    /// What is left of the body by its Content-Length (0 when unknown): a small file's piece is sized to
+    /// the file, not to deliverySize (a thousand small files otherwise held 512 KiB each: 120 MiB RSS).
+    private var expectedRemaining: Int {
+        guard let length = response.value("Content-Length").flatMap(Int.init) else { return 0 }
+        return max(0, length - received)
+    }
+    private let inFlight = Atomic<Int>(0)
+    private let pausedForBackpressure = Atomic<Bool>(false)
+
+    /// The limits this transfer answers to (asked once), its share of them as a bucket (nil: unlimited),
+    /// and when a transfer paused for its rate may go on. Transport thread only.
+    private(set) var limits: LimitMembership?
+    private var bucket: TokenBucket?
+    private(set) var rateResumeAt: TimeInterval?
+    /// Bytes taken since the shares were last worked out, and whether the bucket held the transfer back.
+    private var taken = 0
+    private var heldBack = false
+    /// Bytes per second the transfer took in over the last measurement while its rate never held it back
+    /// (a slow server, a slow disk); nil when it was held back, ran without a rate, or is new.
+    fileprivate(set) var intake: Double?
+
+    init(request: URLRequest, task: URLSessionTask, delegate: TransportDelegate?, delivery: Delivery, transport: CurlTransport) {
+        self.request = request
+        self.task = task
+        self.delegate = delegate
+        self.delivery = delivery
+        self.transport = transport
+        self.settings = delegate?.transportSettings ?? TransportSettings()
+        self.originalURL = request.url
+    }
+
+    deinit {
+        releaseHandle()
+        errorBuffer.deallocate()
+    }
+
+    // MARK: Easy handles (transport thread)
+
+    /// The easy handle for the current hop, configured; nil when the transfer failed instead.
+    func makeEasyHandle() -> UnsafeMutableRawPointer? {
+        releaseHandle()
+        response = ResponseHead()
+        received = 0
+        redirect = nil
+        errorBuffer[0] = 0
+        guard let url = request.url, let handle = ferry_curl_easy_init() else {
+            failToStart("cannot start a request for \(request.url?.absoluteString ?? "no URL")")
+            return nil
+        }
+        easy = handle
+        if hops == 0 { limits = delegate?.transportLimits(for: task) }
+        if hops == 0, let made = delegate?.transportBody(for: task) {
+            switch made {
+            case let .stream(stream): body = StreamBodySource(stream)
+            case let .pipe(path): body = PipeBodySource(path: path)
+            }
+            body?.onReady = { [transport, self] in transport.submit(.unpause(self)) }
+        }
+        let me = Unmanaged.passUnretained(self).toOpaque()
+        func set(_ option: Int, _ value: Int) { _ = ferry_curl_easy_setopt_long(handle, option, value) }
+        func set(_ option: Int, _ value: String) { _ = ferry_curl_easy_setopt_pointer(handle, option, value) }
+
+        set(FERRY_CURLOPT_URL, url.absoluteString)
+        set(FERRY_CURLOPT_PROTOCOLS_STR, "http,https")
+        set(FERRY_CURLOPT_NOSIGNAL, 1)
+        set(FERRY_CURLOPT_TCP_KEEPALIVE, 1)
+        set(FERRY_CURLOPT_BUFFERSIZE, CurlTransport.receiveBufferSize)
+        set(FERRY_CURLOPT_UPLOAD_BUFFERSIZE, CurlTransport.sendBufferSize)
+        set(FERRY_CURLOPT_HTTP_VERSION, FERRY_CURL_HTTP_VERSION_1_1)
+        // Bytes are handed over as the server sent them (downloads ask for identity; ranges count raw bytes).
+        set(FERRY_CURLOPT_HTTP_CONTENT_DECODING, 0)
+        set(FERRY_CURLOPT_FOLLOWLOCATION, 0)
+        set(FERRY_CURLOPT_SUPPRESS_CONNECT_HEADERS, 1)
+        _ = ferry_curl_easy_setopt_pointer(handle, FERRY_CURLOPT_ERRORBUFFER, errorBuffer)
+        // The idle timeout: no byte for this long, or a trickle under `stallRate` (a byte a second would
+        // otherwise hold a slot for ever), ends the attempt.
+        let idle = max(1, Int(request.timeoutInterval.rounded(.up)))
+        set(FERRY_CURLOPT_CONNECTTIMEOUT, idle)
+        set(FERRY_CURLOPT_LOW_SPEED_LIMIT, Self.stallRate)
+        set(FERRY_CURLOPT_LOW_SPEED_TIME, idle)
+        // Proxies as curl reads them from the environment, but stated here: an empty proxy means none.
+        set(FERRY_CURLOPT_PROXY, settings.proxy(for: url) ?? "")
+        if let noProxy = settings.noProxy { set(FERRY_CURLOPT_NOPROXY, noProxy) }
+        if let caFile = settings.caFile {
+            set(FERRY_CURLOPT_CAINFO, caFile)
+            set(FERRY_CURLOPT_PROXY_CAINFO, caFile)
+        }
+        if let caDirectory = settings.caDirectory { set(FERRY_CURLOPT_CAPATH, caDirectory) }
+
+        _ = ferry_curl_easy_setopt_callback(handle, FERRY_CURLOPT_WRITEFUNCTION, curlWrite)
+        _ = ferry_curl_easy_setopt_pointer(handle, FERRY_CURLOPT_WRITEDATA, me)
+        _ = ferry_curl_easy_setopt_callback(handle, FERRY_CURLOPT_HEADERFUNCTION, curlHeader)
+        _ = ferry_curl_easy_setopt_pointer(handle, FERRY_CURLOPT_HEADERDATA, me)
+
+        let method = (request.httpMethod ?? "GET").uppercased()
+        var headers = request.allHTTPHeaderFields ?? [:]
+        let length = headers.first { $0.key.lowercased() == "content-length" }.flatMap { Int64($0.value) }
+        for name in headers.keys where ["content-length", "transfer-encoding", "expect"].contains(name.lowercased()) {
+            headers[name] = nil
+        }
+        if body != nil {
+            _ = ferry_curl_easy_setopt_callback(handle, FERRY_CURLOPT_READFUNCTION, curlRead)
+            _ = ferry_curl_easy_setopt_pointer(handle, FERRY_CURLOPT_READDATA, me)
+            if method == "POST" {
+                set(FERRY_CURLOPT_POST, 1)
+                _ = ferry_curl_easy_setopt_offset(handle, FERRY_CURLOPT_POSTFIELDSIZE_LARGE, length ?? -1)
+                if length == nil { headers["Transfer-Encoding"] = "chunked" }
+            } else {
+                // PUT (or another method) with a body: chunked by libcurl itself when the length is unknown.
+                set(FERRY_CURLOPT_UPLOAD, 1)
+                _ = ferry_curl_easy_setopt_offset(handle, FERRY_CURLOPT_INFILESIZE_LARGE, length ?? -1)
+                if method != "PUT" { set(FERRY_CURLOPT_CUSTOMREQUEST, method) }
+            }
+        } else if method == "HEAD" {
+            set(FERRY_CURLOPT_NOBODY, 1)
+        } else if method == "GET" {
+            set(FERRY_CURLOPT_HTTPGET, 1)
+        } else {
+            set(FERRY_CURLOPT_CUSTOMREQUEST, method)
+        }
+        var lines = headers.compactMap { name, value -> String? in
+            // A blank value would tell libcurl to drop a header of its own: send what was asked or nothing.
+            let trimmed = value.trimmingCharacters(in: .whitespaces)
+            return trimmed.isEmpty ? nil : "\(name): \(trimmed)"
+        }
+        if body != nil { lines.append("Expect:") }  // no 100-continue round trip
+        for line in lines { headerList = ferry_curl_slist_append(headerList, line) }
+        if let headerList { _ = ferry_curl_easy_setopt_pointer(handle, FERRY_CURLOPT_HTTPHEADER, headerList) }
+        return handle
+    }
+
+    private func releaseHandle() {
+        if let easy { ferry_curl_easy_cleanup(easy) }
+        easy = nil
+        if let headerList { ferry_curl_slist_free_all(headerList) }
+        headerList = nil
+    }
+
+    /// The transfer ended in libcurl: the next hop of a redirect to start, or nil when it is over.
+    func finished(result: Int) -> CurlTransfer? {
+        if result == FERRY_CURLE_OK || (redirect != nil && response.complete) {
+            if let next = redirect {
+                hops += 1
+                guard hops <= Self.maxRedirects else {
+                    fail(code: .httpTooManyRedirects, "more than \(Self.maxRedirects) redirects from \(hostDescription(originalURL))")
+                    return nil
+                }
+                request = next
+                return self
+            }
+            deliverResponseIfNeeded()
+            flush()
+            finish { $0 { $1.urlProtocolDidFinishLoading($0) } }
+            return nil
+        }
+        flush()
+        var osError = 0
+        if let easy { _ = ferry_curl_easy_getinfo_long(easy, FERRY_CURLINFO_OS_ERRNO, &osError) }
+        let (code, message) = TransportError.describe(result, curlMessage: String(cString: errorBuffer), osError: Int32(osError),
+                                                      url: request.url, bodyFailure: bodyFailure,
+                                                      idleTimeout: request.timeoutInterval)
+        fail(code: code, message)
+        return nil
+    }
+
+    /// Removed from libcurl after a cancel (the client was told by URLSession itself).
+    func stopped() {
+        end()
+    }
+
+    private func end() {
+        finished = true
+        body?.close()
+        releaseHandle()
+    }
+
+    func failToStart(_ message: String) {
+        fail(code: .unknown, message)
+    }
+
+    private func fail(code: URLError.Code, _ message: String) {
+        var info: [String: Any] = [NSLocalizedDescriptionKey: message]
+        if let url = request.url { info[NSURLErrorFailingURLErrorKey] = url }
+        let error = URLError(code, userInfo: info)
+        finish { $0 { $1.urlProtocol($0, didFailWithError: error) } }
+    }
+
+    private func finish(_ last: @escaping @Sendable (Delivery) -> Void) {
+        end()
+        deliver { delivery in
+            last(delivery)
+            delivery.end()
+        }
+    }
+
+    // MARK: Delivery
+
+    /// Hands what was read so far to URLSession (the transport calls it at the end of each round).
+    func flush() {
+        guard !pending.isEmpty else { return }
+        let chunk = pending
+        pending = Data()
+        deliver(bytes: chunk.count) { $0 { $1.urlProtocol($0, didLoad: chunk) } }
+    }
+
+    var hasPendingBytes: Bool { !pending.isEmpty }
+
+    private func deliver(bytes: Int = 0, _ work: @escaping @Sendable (Delivery) -> Void) {
+        inFlight.add(bytes, ordering: .sequentiallyConsistent)
+        let delivery = delivery
+        let delegateQueue = delegate?.transportDelegateQueue
+        delivery.queue.async { [self] in
+            work(delivery)
+            guard bytes > 0 else { return }
+            // After the delegate's own operation for these bytes (the queue is serial), or at once without one.
+            if let delegateQueue {
+                delegateQueue.addOperation { self.handedOver(bytes) }
+            } else {
+                handedOver(bytes)
+            }
+        }
+    }
+
+    private func handedOver(_ bytes: Int) {
+        let left = inFlight.subtract(bytes, ordering: .sequentiallyConsistent).newValue
+        if left <= Self.maxBytesInFlight / 2,
+           pausedForBackpressure.compareExchange(expected: true, desired: false, ordering: .sequentiallyConsistent).exchanged {
+            transport.submit(.unpause(self))
+        }
+    }
+
+    private func deliverResponseIfNeeded() {
+        guard !responseDelivered, response.complete, let url = request.url else { return }
+        responseDelivered = true
+        guard let http = response.httpResponse(url: url) else { return }
+        deliver { $0 { $1.urlProtocol($0, didReceive: http, cacheStoragePolicy: .notAllowed) } }
+    }
+
+    // MARK: libcurl callbacks (transport thread)
+
+    fileprivate func received(header line: UnsafeMutablePointer<CChar>, count: Int) -> Int {
+        let text = String(decoding: UnsafeRawBufferPointer(start: line, count: count), as: UTF8.self)
+        response.add(line: text)
+        guard response.complete else { return count }
+        if (300..<400).contains(response.status), let location = response.value("Location"),
+           let next = redirectTarget(location) {
+            redirect = next
+        } else {
+            deliverResponseIfNeeded()
+        }
+        return count
+    }
+
+    private func redirectTarget(_ location: String) -> URLRequest? {
+        guard let current = request.url,
+              let target = URL(string: location.trimmingCharacters(in: .whitespaces), relativeTo: current)?.absoluteURL,
+              let http = response.httpResponse(url: current) else { return nil }
+        var next = request
+        next.url = target
+        let method = (request.httpMethod ?? "GET").uppercased()
+        if response.status == 303 && method != "HEAD" { next.httpMethod = "GET" }
+        if let delegate { return delegate.transportRedirect(for: task, response: http, to: next) }
+        // Without a delegate that decides: follow for requests without a body, over http(s) only.
+        let scheme = target.scheme?.lowercased()
+        return body == nil && (scheme == "http" || scheme == "https") ? next : nil
+    }
+
+    /// Returns `count` when the bytes were taken, or the pause code (libcurl hands the same bytes again later).
+    fileprivate func received(data: UnsafeMutablePointer<CChar>, count: Int) -> Int {
+        if redirect != nil || finished { return count }
+        if inFlight.load(ordering: .sequentiallyConsistent) >= Self.maxBytesInFlight {
+            pausedForBackpressure.store(true, ordering: .sequentiallyConsistent)
+            // Drained meanwhile? Then take the pause back (no delivery left to lift it) and go on.
+            if inFlight.load(ordering: .sequentiallyConsistent) > Self.maxBytesInFlight / 2
+                || !pausedForBackpressure.compareExchange(expected: true, desired: false, ordering: .sequentiallyConsistent).exchanged {
+                flush()
+                return FERRY_CURL_FUNC_PAUSE
+            }
+        }
+        if bucket != nil {
+            let now = monotonicSeconds()
+            guard bucket!.available(now) > 0 else { return waitForRate(now) }
+            bucket!.take(count, now: now)
+        }
+        taken += count
+        if pending.isEmpty { pending.reserveCapacity(min(Self.deliverySize, max(count, expectedRemaining))) }
+        received += count
+        pending.append(UnsafeRawPointer(data).assumingMemoryBound(to: UInt8.self), count: count)
+        if pending.count >= Self.deliverySize { flush() }
+        return count
+    }
+
+    fileprivate func send(into buffer: UnsafeMutablePointer<CChar>, count: Int) -> Int {
+        guard let body else { return 0 }
+        var count = count
+        let now = bucket == nil ? 0 : monotonicSeconds()
+        if bucket != nil {
+            let available = bucket!.available(now)
+            guard available > 0 else { return waitForRate(now) }
+            count = min(count, max(available, 16 << 10))
+        }
+        do {
+            guard let n = try body.read(into: buffer, count: count) else { return FERRY_CURL_FUNC_PAUSE }
+            if n > 0 {
+                taken += n
+                bucket?.take(n, now: now)
+                delegate?.transportDidSend(for: task, bytes: Int64(n))
+            }
+            return n
+        } catch {
+            bodyFailure = error.message
+            return FERRY_CURL_READFUNC_ABORT
+        }
+    }
+}
+
+extension CurlTransfer {
+    /// Pauses for the rate: the transport lifts the pause when the bucket's debt is repaid.
+    fileprivate func waitForRate(_ now: TimeInterval) -> Int {
+        heldBack = true
+        rateResumeAt = bucket?.readyAt(now) ?? now
+        transport.waitForRate(self)
+        return FERRY_CURL_FUNC_PAUSE
+    }
+
+    /// Measures `intake` over the last `interval` seconds and starts the next measurement.
+    func measureIntake(over interval: TimeInterval) {
+        intake = bucket == nil || heldBack || interval <= 0 ? nil : Double(taken) / interval
+        taken = 0
+        heldBack = false
+    }
+
+    /// The transport decided this transfer's share of its limits (nil: unlimited).
+    func setRate(_ rate: Double?, now: TimeInterval) {
+        let before = bucket?.rate
+        if let rate {
+            if bucket == nil { bucket = TokenBucket(rate: rate, now: now) } else { bucket!.setRate(rate, now: now) }
+        } else {
+            bucket = nil
+        }
+        if limits?.direction == .download, before != rate, let easy {
+            _ = ferry_curl_easy_set_receive_buffer(easy, Self.receiveBuffer(for: rate))
+        }
+    }
+
+    /// The kernel's receive buffer for a limited download: a quarter second's worth (Linux doubles what it
+    /// is given). Autotuned, it grows to several MiB, which the server sends at link speed before the limit
+    /// shows: a 40 MiB download limited to 2 MiB/s looked like 2.23 MiB/s from the server. Unlimited again
+    /// (a limit lifted live), the socket gets a buffer large enough for a fast link.
+    static func receiveBuffer(for rate: Double?) -> Int {
+        guard let rate else { return 4 << 20 }
+        return min(4 << 20, max(32 << 10, Int(rate / 8)))
+    }
+
+    /// Lifted from a pause for the rate (on the transport's thread).
+    func rateWaitEnded() {
+        rateResumeAt = nil
+    }
+}
+
+func monotonicSeconds() -> TimeInterval {
+    Double(DispatchTime.now().uptimeNanoseconds) / 1e9
+}
+
+private func transfer(_ userdata: UnsafeMutableRawPointer?) -> CurlTransfer {
+    Unmanaged<CurlTransfer>.fromOpaque(userdata!).takeUnretainedValue()
+}
+
+private let curlWrite: ferry_curl_data_callback = { data, size, count, userdata in
+    transfer(userdata).received(data: data!, count: size * count)
+}
+
+private let curlHeader: ferry_curl_data_callback = { line, size, count, userdata in
+    transfer(userdata).received(header: line!, count: size * count)
+}
+
+private let curlRead: ferry_curl_data_callback = { buffer, size, count, userdata in
+    transfer(userdata).send(into: buffer!, count: size * count)
+}
+
+func hostDescription(_ url: URL?) -> String {
+    guard let url, let host = url.host else { return "the server" }
+    let shown = host.contains(":") ? "[\(host)]" : host
+    return url.port.map { "\(shown):\($0)" } ?? shown
+}

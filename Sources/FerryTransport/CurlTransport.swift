@@ -1,0 +1,196 @@
+import CCurl
+import FerryModel
+import Foundation
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+import Synchronization
+
+/// Carries every http(s) request of ferry's URLSession: libcurl's multi interface, driven by one thread of
+/// our own that waits with `curl_multi_poll`, under `FerryURLProtocol`.
+///
+/// URLSession's own transport (corelibs' `_MultiHandle`) keeps a dispatch write source on a socket once
+/// libcurl has asked to write to it, and never removes it when libcurl then asks to read only; an idle
+/// socket is always writable, so a transfer waiting for data keeps a core busy (docs/transport.md).
+/// `curl_multi_poll` asks libcurl afresh on every wait which sockets to watch and for what.
+package final class CurlTransport: @unchecked Sendable {
+    /// The process's transport (one thread, one connection cache for every session).
+    static let shared = CurlTransport()
+
+    /// libcurl reads the socket this much at a time (it still hands data over 16 KiB per callback:
+    /// CurlTransfer gathers it into larger pieces).
+    static let receiveBufferSize = 256 << 10
+    /// And sends at most this much per read of the body.
+    static let sendBufferSize = 512 << 10
+
+    enum Command {
+        case start(CurlTransfer)
+        case stop(CurlTransfer)
+        case unpause(CurlTransfer)
+    }
+
+    private let commands = Mutex<[Command]>([])
+    /// Touched only on the transport's thread.
+    private var running: [UnsafeMutableRawPointer: CurlTransfer] = [:]
+    /// Transfers paused for their rate, until their bucket's debt is repaid (transport thread).
+    private var rateWaiting: [CurlTransfer] = []
+    /// The limited transfers' shares need working out again (a transfer came or went, a limit changed).
+    private let sharesChanged = Atomic<Bool>(false)
+    /// When the shares were last worked out (transport thread).
+    private var lastShareAt: TimeInterval = 0
+    private let multi: UnsafeMutableRawPointer?
+    /// Why libcurl cannot be used (nil when it can).
+    let unavailable: String?
+
+    private init() {
+        if ferry_curl_load() != 0 {
+            unavailable = ferry_curl_load_error().map { String(cString: $0) } ?? "libcurl cannot be loaded"
+            multi = nil
+            return
+        }
+        multi = ferry_curl_multi_init()
+        unavailable = multi == nil ? "curl_multi_init failed" : nil
+        guard multi != nil else { return }
+        let thread = Thread { [self] in loop() }
+        thread.name = "ferry.transport"
+        thread.start()
+    }
+
+    /// libcurl's version line, e.g. "libcurl/7.88.1 OpenSSL/3.0.17 ...".
+    package static var libcurlVersion: String {
+        guard ferry_curl_load() == 0, let version = ferry_curl_version() else { return "libcurl unavailable" }
+        return String(cString: version)
+    }
+
+    func submit(_ command: Command) {
+        commands.withLock { $0.append(command) }
+        if let multi { _ = ferry_curl_multi_wakeup(multi) }
+    }
+
+    private func loop() {
+        guard let multi else { return }
+        while true {
+            for command in commands.withLock({ c -> [Command] in defer { c.removeAll() }; return c }) {
+                handle(command, multi)
+            }
+            if sharesChanged.exchange(false, ordering: .acquiringAndReleasing)
+                || (!running.isEmpty && monotonicSeconds() - lastShareAt >= 1) { shareLimits() }
+            resumeRateWaiters(multi)
+            var stillRunning: Int32 = 0
+            _ = ferry_curl_multi_perform(multi, &stillRunning)
+            for transfer in running.values where transfer.hasPendingBytes { transfer.flush() }
+            var result: Int32 = 0
+            while let easy = ferry_curl_multi_next_done(multi, &result) {
+                guard let transfer = running.removeValue(forKey: easy) else { continue }
+                _ = ferry_curl_multi_remove_handle(multi, easy)
+                forget(transfer)
+                if let next = transfer.finished(result: Int(result)) {
+                    attach(next, multi)
+                }
+            }
+            // With nothing running there is nothing to time: sleep until a command wakes us.
+            var timeout: Int32 = running.isEmpty ? 60_000 : 1_000
+            if let next = rateWaiting.compactMap(\.rateResumeAt).min() {
+                timeout = min(timeout, Int32(max(1, ((next - monotonicSeconds()) * 1000).rounded(.up))))
+            }
+            var ready: Int32 = 0
+            _ = ferry_curl_multi_poll(multi, timeout, &ready)
+        }
+    }
+
+    private func handle(_ command: Command, _ multi: UnsafeMutableRawPointer) {
+        switch command {
+        case let .start(transfer):
+            attach(transfer, multi)
+        case let .stop(transfer):
+            if let easy = transfer.easy, running.removeValue(forKey: easy) != nil {
+                _ = ferry_curl_multi_remove_handle(multi, easy)
+            }
+            forget(transfer)
+            transfer.stopped()
+        case let .unpause(transfer):
+            if let easy = transfer.easy, running[easy] != nil {
+                _ = ferry_curl_easy_pause(easy, FERRY_CURLPAUSE_CONT)
+            }
+        }
+    }
+
+    // MARK: Bandwidth limits
+
+    /// A limit changed somewhere: shares are worked out again on the next round.
+    func limitsChanged() {
+        sharesChanged.store(true, ordering: .releasing)
+        if let multi { _ = ferry_curl_multi_wakeup(multi) }
+    }
+
+    /// Called from a transfer's callback on this thread.
+    func waitForRate(_ transfer: CurlTransfer) {
+        if !rateWaiting.contains(where: { $0 === transfer }) { rateWaiting.append(transfer) }
+    }
+
+    private func forget(_ transfer: CurlTransfer) {
+        rateWaiting.removeAll { $0 === transfer }
+        if transfer.limits != nil { sharesChanged.store(true, ordering: .releasing) }
+    }
+
+    private func resumeRateWaiters(_ multi: UnsafeMutableRawPointer) {
+        guard !rateWaiting.isEmpty else { return }
+        let now = monotonicSeconds()
+        let due = rateWaiting.filter { ($0.rateResumeAt ?? 0) <= now }
+        guard !due.isEmpty else { return }
+        rateWaiting.removeAll { t in due.contains { $0 === t } }
+        for transfer in due {
+            transfer.rateWaitEnded()
+            // The write callback may run inside this call (libcurl hands over what it holds) and pause again.
+            if let easy = transfer.easy, running[easy] != nil { _ = ferry_curl_easy_pause(easy, FERRY_CURLPAUSE_CONT) }
+        }
+    }
+
+    /// Each limited transfer's rate: an engine's global rate for a direction is shared between the items
+    /// moving that way (max-min fair, LimitShares: what a slow item cannot use goes to the others), an item's
+    /// rate (its own limit, or its share when lower) equally between its ranges. Worked out again when a
+    /// transfer comes or goes, a limit changes, and once a second from what each item took in.
+    private func shareLimits() {
+        let now = monotonicSeconds()
+        // Once a second each transfer's intake is measured; a pass for a transfer that came or went or a
+        // changed limit uses the last measurement (a few milliseconds say nothing of what a transfer can use).
+        if now - lastShareAt >= 1 {
+            for transfer in running.values where transfer.limits != nil { transfer.measureIntake(over: now - lastShareAt) }
+            lastShareAt = now
+        }
+        var groups: [ObjectIdentifier: [CurlTransfer]] = [:]
+        for transfer in running.values {
+            guard let limits = transfer.limits else { continue }
+            groups[ObjectIdentifier(limits.limits), default: []].append(transfer)
+        }
+        for transfers in groups.values {
+            guard let rates = transfers.first?.limits?.limits.current else { continue }
+            for direction in [Direction.download, .upload] {
+                let moving = transfers.filter { $0.limits?.direction == direction }
+                let byItem = Dictionary(grouping: moving) { $0.limits!.item }
+                let global = (direction == .download ? rates.download : rates.upload).map(Double.init)
+                let items = byItem.map { item, members -> LimitShares.Item in
+                    let intakes = members.compactMap(\.intake)
+                    let demand = intakes.count < members.count ? nil : LimitShares.demand(intake: intakes.reduce(0, +))
+                    return LimitShares.Item(id: item, own: rates.items[item].map(Double.init), demand: demand)
+                }
+                let shares = LimitShares.allocate(global: global, items: items)
+                for (item, members) in byItem {
+                    let rate = shares[item] ?? nil
+                    for member in members { member.setRate(rate.map { $0 / Double(members.count) }, now: now) }
+                }
+            }
+        }
+    }
+
+    /// Makes the transfer's next easy handle and adds it, or lets it fail at once (bad URL, body unreadable).
+    private func attach(_ transfer: CurlTransfer, _ multi: UnsafeMutableRawPointer) {
+        guard let easy = transfer.makeEasyHandle() else { return }
+        if ferry_curl_multi_add_handle(multi, easy) == 0 {
+            running[easy] = transfer
+            if transfer.limits != nil { shareLimits() }
+        } else {
+            transfer.failToStart("libcurl refused the transfer")
+        }
+    }
+}

@@ -1,0 +1,63 @@
+import FerryModel
+import Foundation
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+import Synchronization
+
+/// What a session's delegate tells the transport about a task (corelibs' URLProtocol client has no way to
+/// ask the delegate about redirects or bodies, and no way to report bytes sent).
+package protocol TransportDelegate: AnyObject, Sendable {
+    var transportSettings: TransportSettings { get }
+    /// The session's delegate queue: a transfer's bytes count as in flight until the delegate has had them.
+    var transportDelegateQueue: OperationQueue? { get }
+    /// The body of an upload task, made anew for each attempt; nil for none.
+    func transportBody(for task: URLSessionTask) -> TransportBody?
+    /// A 3xx with a Location arrived: the next request, or nil to hand the 3xx to the delegate as the response.
+    func transportRedirect(for task: URLSessionTask, response: HTTPURLResponse, to request: URLRequest) -> URLRequest?
+    /// Bytes of the body handed to the connection (called on the transport's thread).
+    func transportDidSend(for task: URLSessionTask, bytes: Int64)
+    /// The bandwidth limits the task answers to, and as which item; nil for none.
+    func transportLimits(for task: URLSessionTask) -> LimitMembership?
+}
+
+/// ferry's transport under URLSession: every http(s) task of a session whose configuration lists this class
+/// is carried by `CurlTransport`. URLSession still makes the tasks, cancels them and calls the delegate.
+public final class FerryURLProtocol: URLProtocol {
+    private let transfer = Mutex<CurlTransfer?>(nil)
+
+    override public class func canInit(with request: URLRequest) -> Bool {
+        let scheme = request.url?.scheme?.lowercased()
+        return scheme == "http" || scheme == "https"
+    }
+
+    override public class func canonicalRequest(for request: URLRequest) -> URLRequest {
+        request
+    }
+
+    // On the task's work queue.
+    override public func startLoading() {
+        guard let task, let client, let queue = TaskWorkQueue.of(task) else {
+            client?.urlProtocol(self, didFailWithError: URLError(.unknown, userInfo: [
+                NSLocalizedDescriptionKey: "ferry's transport cannot reach this Foundation's task queue"]))
+            return
+        }
+        let delegate = task.delegate as? TransportDelegate
+        let delivery = CurlTransfer.Delivery(urlProtocol: self, client: client, queue: queue)
+        let transfer = CurlTransfer(request: task.currentRequest ?? request, task: task, delegate: delegate,
+                                    delivery: delivery, transport: CurlTransport.shared)
+        self.transfer.withLock { $0 = transfer }
+        if let unavailable = CurlTransport.shared.unavailable {
+            client.urlProtocol(self, didFailWithError: URLError(.unknown, userInfo: [NSLocalizedDescriptionKey: unavailable]))
+            return
+        }
+        CurlTransport.shared.submit(.start(transfer))
+    }
+
+    // On the task's work queue (a cancel): nothing reaches the client after this.
+    override public func stopLoading() {
+        guard let transfer = transfer.withLock({ t -> CurlTransfer? in defer { t = nil }; return t }) else { return }
+        transfer.delivery.end()
+        CurlTransport.shared.submit(.stop(transfer))
+    }
+}

@@ -1,0 +1,54 @@
+import CCurl
+import FerryModel
+import Foundation
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+
+/// libcurl's result codes as the URLError codes the engine's retry rules know, with a message that names
+/// the host and the cause.
+enum TransportError {
+    static func describe(_ result: Int, curlMessage: String, osError: Int32, url: URL?, bodyFailure: String?,
+                         idleTimeout: TimeInterval) -> (URLError.Code, String) {
+        let host = hostDescription(url)
+        let detail = curlMessage.isEmpty ? String(cString: ferry_curl_easy_strerror(Int32(result))) : curlMessage
+        switch result {
+        case FERRY_CURLE_COULDNT_RESOLVE_HOST:
+            return (.cannotFindHost, "cannot resolve host name \(url?.host ?? host) (DNS): \(detail)")
+        case FERRY_CURLE_COULDNT_RESOLVE_PROXY:
+            return (.cannotFindHost, "cannot resolve the proxy's host name (DNS): \(detail)")
+        case FERRY_CURLE_COULDNT_CONNECT:
+            // curl's text says only "Couldn't connect to server"; the system's error says why.
+            guard osError != 0 else { return (.cannotConnectToHost, "cannot connect to \(host): \(detail)") }
+            return (.cannotConnectToHost, "cannot connect to \(host) (\(String(cString: strerror(osError)).lowercased()))")
+        case FERRY_CURLE_OPERATION_TIMEDOUT:
+            let seconds = Int(idleTimeout.rounded())
+            return (.timedOut, "timed out: nothing (or under \(CurlTransfer.stallRate) B/s) from \(host) for \(seconds) s (the idle timeout): \(detail)")
+        case FERRY_CURLE_PEER_FAILED_VERIFICATION, FERRY_CURLE_SSL_CACERT_BADFILE, FERRY_CURLE_SSL_ISSUER_ERROR:
+            return (.serverCertificateUntrusted,
+                    "TLS: the certificate of \(host) is not trusted (\(detail)); for a private CA set SSL_CERT_FILE or [network] ca_file")
+        case FERRY_CURLE_SSL_CONNECT_ERROR, FERRY_CURLE_SSL_CERTPROBLEM, FERRY_CURLE_SSL_CIPHER:
+            return (.secureConnectionFailed, "TLS: the secure connection to \(host) failed: \(detail)")
+        case FERRY_CURLE_PARTIAL_FILE, FERRY_CURLE_RECV_ERROR, FERRY_CURLE_SEND_ERROR, FERRY_CURLE_GOT_NOTHING,
+             FERRY_CURLE_HTTP2, FERRY_CURLE_HTTP2_STREAM:
+            return (.networkConnectionLost, "the connection to \(host) was lost: \(detail)")
+        case FERRY_CURLE_PROXY:
+            return (.cannotConnectToHost, "the proxy refused the connection to \(host): \(detail)")
+        case FERRY_CURLE_UNSUPPORTED_PROTOCOL:
+            return (.unsupportedURL, "unsupported URL: \(detail)")
+        case FERRY_CURLE_URL_MALFORMAT:
+            return (.badURL, "malformed URL: \(detail)")
+        case FERRY_CURLE_WEIRD_SERVER_REPLY:
+            return (.badServerResponse, "\(host) sent something that is not HTTP: \(detail)")
+        case FERRY_CURLE_BAD_CONTENT_ENCODING:
+            return (.cannotDecodeContentData, "\(host) sent a body that cannot be decoded: \(detail)")
+        case FERRY_CURLE_OUT_OF_MEMORY:
+            // What a response header past curl's limit (100 KiB) gives, more often than a real shortage.
+            return (.badServerResponse, "\(host) sent a response header too large to read (over 100 KiB), or memory ran out: \(detail)")
+        case FERRY_CURLE_READ_ERROR, FERRY_CURLE_ABORTED_BY_CALLBACK:
+            return (.cannotOpenFile, bodyFailure ?? "the body could not be read: \(detail)")
+        default:
+            return (.networkConnectionLost, "the transfer from \(host) failed: \(detail) (curl error \(result))")
+        }
+    }
+}
