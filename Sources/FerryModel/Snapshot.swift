@@ -70,7 +70,10 @@ public struct TransferSnapshot: Sendable, Identifiable, Equatable, Codable {
     }
 
     /// A name to show before the real one is known.
-    public var displayName: String {
+    public var displayName: String { Self.displayName(spec: spec, fileName: fileName) }
+
+    /// An item's name in lists: an upload's source, else the download's file name as far as it is known.
+    public static func displayName(spec: TransferSpec, fileName: String?) -> String {
         if let source = spec.upload?.primarySource { return source.displayName }
         return fileName ?? FileNaming.filename(fromURL: spec.url) ?? spec.url.host ?? "?"
     }
@@ -114,6 +117,9 @@ public struct QueueSnapshot: Sendable, Equatable, Codable {
     /// The global bandwidth limits in force, bytes per second (nil: none).
     public var downloadLimit: Int64?
     public var uploadLimit: Int64?
+    /// When `items` is a window of a view (QueueView): where it starts in the view and how many rows the view
+    /// has. nil: `items` is the whole queue.
+    public var window: QueueWindow?
 
     public init(version: UInt64, items: [TransferSnapshot], totals: QueueTotals, maxConcurrent: Int, maxPerHost: Int) {
         self.version = version

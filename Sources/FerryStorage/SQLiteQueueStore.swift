@@ -304,6 +304,14 @@ public final class SQLiteQueueStore: QueueStore {
         _ = known.withLock { $0.removeValue(forKey: id.rawValue) }
     }
 
+    /// Every item in queue order, one row at a time (a cursor: memory stays flat whatever the queue's length).
+    public func forEach(_ body: (StoredTransfer) throws -> Void) throws {
+        try pool.read { db in
+            let rows = try Row.fetchCursor(db, sql: "SELECT * FROM transfer ORDER BY position, id")
+            while let row = try rows.next() { try body(try Self.decode(row)) }
+        }
+    }
+
     /// The item's recent state changes, oldest first.
     public func history(_ id: TransferID) throws -> [Event] {
         try pool.read { db in

@@ -33,7 +33,8 @@ enum Follow {
         ticker.resume()
         defer { ticker.cancel() }
         do {
-            try client.subscribe(onUpdate: { snapshot in
+            // Only these items: the engine sends nothing about the rest of the queue.
+            try client.subscribe(view: QueueView(ids: ids.map(\.rawValue)), onUpdate: { snapshot in
                 var open = ids
                 for item in snapshot.items where ids.contains(item.id) {
                     let now = Seen(state: item.state, attempts: item.attempts.count, retries: item.retries)

@@ -19,40 +19,51 @@ struct List: ParsableCommand {
 
     @OptionGroup var common: CommonOptions
 
+    /// Rows asked of a running engine at a time.
+    static let page = 5_000
+
     func run() throws {
         _ = try common.loadConfig()  // a broken config is reported by every command
         let directory = common.stateDirectory
         let selection = Selection(states: try states.map { (text: String) throws(UsageError) in try Selection.states(text) }, batch: batch)
-        // Live from the running engine (byte counts of this moment), else from the store.
+        let view = QueueView(states: selection.states, batch: batch)
+        let stream = QueueListing.Stream(json: json) { FileHandle.standardOutput.write($0) }
+        // Live from the running engine (byte counts of this moment), page by page; else from the store, row by row.
         if let client = ControlClient.connect(directory) {
-            var request = ControlRequest(id: 0, verb: .list)
-            request.selection = selection.isEmpty ? nil : selection
-            let reply = try client.request(request)
-            guard reply.ok, let items = reply.items else { throw ControlError(reply.error ?? "the engine did not list the queue") }
-            return try show(items)
+            var page = view
+            page.limit = Self.page
+            while true {
+                var request = ControlRequest(id: 0, verb: .list)
+                request.view = page
+                let reply = try client.request(request)
+                guard reply.ok, let items = reply.items else { throw ControlError(reply.error ?? "the engine did not list the queue") }
+                try stream.add(items)
+                page.offset += items.count
+                if items.isEmpty || page.offset >= reply.total ?? 0 { break }
+            }
+            return stream.finish()
         }
-        guard FileManager.default.fileExists(atPath: directory.databasePath) else {
-            print(json ? "[]" : "the queue is empty")
-            return
-        }
-        let items: [StoredTransfer]
+        guard FileManager.default.fileExists(atPath: directory.databasePath) else { return stream.finish() }
         let store = try directory.openStore()
+        let matcher = view.matcher
+        var pending: [StoredTransfer] = []
         do {
-            items = try store.loadAll()
+            try store.forEach { item in
+                guard matcher.matches(id: item.id, state: item.state, batch: item.batch,
+                                      name: { TransferSnapshot.displayName(spec: item.spec, fileName: item.fileName) },
+                                      url: { item.spec.url }) else { return }
+                pending.append(item)
+                if pending.count >= 1_000 {
+                    try stream.add(pending)
+                    pending.removeAll(keepingCapacity: true)
+                }
+            }
+        } catch let error as StateError {
+            throw error
         } catch {
             throw StateError("cannot read the queue: \(SQLiteQueueStore.words(error, path: directory.databasePath))")
         }
-        guard !selection.isEmpty else { return try show(items) }
-        let chosen = Set(try selection.choose(among: items.map { ($0.id, $0.state, $0.batch) }).get())
-        try show(items.filter { chosen.contains($0.id) })
-    }
-
-    private func show(_ items: [StoredTransfer]) throws {
-        if json {
-            FileHandle.standardOutput.write(try QueueListing.json(items))
-            print()
-        } else {
-            print(QueueListing.table(items), terminator: "")
-        }
+        try stream.add(pending)
+        stream.finish()
     }
 }

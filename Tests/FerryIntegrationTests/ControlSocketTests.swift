@@ -202,6 +202,95 @@ import Glibc
               let kib = Int(line.split(separator: " ", omittingEmptySubsequences: true)[1]) else { return 0 }
         return kib << 10
     }
+
+    /// Lines from a raw connection, up to `count` of them (or the connection's timeout).
+    func readLines(_ fd: Int32, _ count: Int, into pending: inout Data) -> [Data] {
+        var lines: [Data] = []
+        var buffer = [UInt8](repeating: 0, count: 65536)
+        while lines.count < count {
+            if let newline = pending.firstIndex(of: 0x0A) {
+                lines.append(pending[pending.startIndex..<newline])
+                pending = Data(pending[(newline + 1)...])
+                continue
+            }
+            let n = read(fd, &buffer, buffer.count)
+            if n <= 0 { break }
+            pending.append(contentsOf: buffer[0..<n])
+        }
+        return lines
+    }
+
+    /// A subscriber with a window gets that window and the counts, then only what changes inside it: a change
+    /// to an item outside it costs that subscriber no bytes, while a subscriber of the whole queue hears it.
+    @Test func aWindowedSubscriberGetsItsWindowAndNothingOfChangesOutsideIt() throws {
+        try directory.prepare()
+        let store = InMemoryQueueStore()
+        let stored = try store.add((1...30).map { TransferSpec(download: server.url("/w/\($0).bin"), directory: dir.path) })
+        try store.save(stored.map { item in
+            var item = item
+            item.state = .paused
+            return item
+        })
+        let manager = try TransferManager(configuration: testConfiguration(), store: store)
+        let host = try EngineHost(manager: manager, directory: directory) {}
+        defer { host.close(); manager.shutdown() }
+
+        // Rows 10 to 14 of the paused items.
+        let fd = try rawConnection()
+        defer { close(fd) }
+        var request = ControlRequest(id: 1, verb: .subscribe)
+        request.view = QueueView(states: [.paused], offset: 10, limit: 5)
+        var line = try JSONEncoder().encode(request)
+        line.append(0x0A)
+        send(fd, line)
+        var pending = Data()
+        let first = readLines(fd, 2, into: &pending)
+        try #require(first.count == 2)
+        #expect(try JSONDecoder().decode(ControlMessage.self, from: first[0]).reply?.ok == true)
+        let whole = try #require(try JSONDecoder().decode(ControlMessage.self, from: first[1]).update)
+        #expect(whole.full)
+        #expect(whole.items.map(\.id.rawValue) == [11, 12, 13, 14, 15])
+        #expect(whole.window == QueueWindow(offset: 10, total: 30))
+        #expect(whole.totals.count[.paused] == 30)
+
+        // A subscriber of the whole queue, to know when the engine has sent a change.
+        let everything = try #require(ControlClient.connect(directory))
+        try everything.subscribe(onUpdate: { _ in }, onClose: { _ in })
+        manager.setRateLimit(TransferID(3), 1000)
+        manager.move(TransferID(25), .top)
+        let deadline = Date().addingTimeInterval(10)
+        while everything.snapshot.items.first?.id != TransferID(25) || everything.snapshot.items.first { $0.id == TransferID(3) }?.rateLimit != 1000 {
+            guard Date() < deadline else { throw Timeout() }
+            usleep(10_000)
+        }
+        // #25 went to the top: the window (rows 10-14) now holds #10 to #14.
+        let next = readLines(fd, 1, into: &pending)
+        try #require(next.count == 1)
+        let update = try #require(try JSONDecoder().decode(ControlMessage.self, from: next[0]).update)
+        // The move reached this subscriber as its window's new rows (it changed what the window shows); the
+        // new limit of #3 (outside the window) never did.
+        #expect(!update.full)
+        #expect(update.order == [10, 11, 12, 13, 14])
+        #expect(update.items.map(\.id.rawValue).contains(10))
+        #expect(!update.items.contains { $0.id == TransferID(3) })
+        #expect(update.window == QueueWindow(offset: 10, total: 30))
+
+        // A change outside the window that does not move it: nothing at all reaches this subscriber. The next
+        // line it gets is the change inside the window that follows.
+        manager.setRateLimit(TransferID(29), 3000)
+        while everything.snapshot.items.first(where: { $0.id == TransferID(29) })?.rateLimit != 3000 {
+            guard Date() < deadline else { throw Timeout() }
+            usleep(10_000)
+        }
+        manager.setRateLimit(TransferID(13), 4000)
+        let last = readLines(fd, 1, into: &pending)
+        try #require(last.count == 1)
+        let inside = try #require(try JSONDecoder().decode(ControlMessage.self, from: last[0]).update)
+        #expect(inside.items.map(\.id.rawValue) == [13])
+        #expect(inside.items.first?.rateLimit == 4000)
+        #expect(inside.order == nil)
+        #expect(pending.isEmpty)
+    }
 }
 
 struct Observation: Sendable {
@@ -229,4 +318,5 @@ final class UpdateCount: @unchecked Sendable {
     private var count = 0
     func add() { lock.withLock { count += 1 } }
     var value: Int { lock.withLock { count } }
+
 }

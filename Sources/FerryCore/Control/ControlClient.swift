@@ -85,9 +85,18 @@ public final class ControlClient: Sendable {
 
     /// Asks for updates: `onUpdate` gets the whole queue after each one (on the client's thread), `onClose`
     /// why the connection ended.
-    public func subscribe(onUpdate: @escaping @Sendable (QueueSnapshot) -> Void,
+    /// `view`: the rows the client shows (nil: the whole queue); `snapshot` then holds its window.
+    public func subscribe(view: QueueView? = nil, onUpdate: @escaping @Sendable (QueueSnapshot) -> Void,
                           onClose: @escaping @Sendable (String) -> Void) throws(ControlError) {
-        try connection.subscribe(onUpdate: onUpdate, onClose: onClose)
+        try connection.subscribe(view: view, onUpdate: onUpdate, onClose: onClose)
+    }
+
+    /// A subscriber's new view (scrolled, filtered): its window comes whole, then its changes.
+    public func setView(_ view: QueueView) throws(ControlError) {
+        var request = ControlRequest(id: 0, verb: .view)
+        request.view = view
+        let reply = try self.request(request)
+        guard reply.ok else { throw ControlError(reply.error ?? "the engine refused the view", refused: true) }
     }
 
     /// Ends the connection.
@@ -145,13 +154,15 @@ private final class Connection: Sendable {
         throw ControlError(timedOut ? "the engine did not answer in \(Int(Self.replyTimeout)) s" : closed ?? "the engine closed the connection")
     }
 
-    func subscribe(onUpdate: @escaping @Sendable (QueueSnapshot) -> Void,
+    func subscribe(view: QueueView?, onUpdate: @escaping @Sendable (QueueSnapshot) -> Void,
                    onClose: @escaping @Sendable (String) -> Void) throws(ControlError) {
         state.withLock {
             $0.onUpdate = onUpdate
             $0.onClose = onClose
         }
-        let reply = try request(ControlRequest(id: 0, verb: .subscribe))
+        var subscribe = ControlRequest(id: 0, verb: .subscribe)
+        subscribe.view = view
+        let reply = try request(subscribe)
         guard reply.ok else { throw ControlError(reply.error ?? "the engine refused the subscription") }
     }
 

@@ -21,10 +21,14 @@ public enum ControlProtocol {
 }
 
 public enum ControlVerb: String, Codable, Sendable, CaseIterable {
-    /// The queue as the store keeps it, with live byte counts (`ferry list`; `selection`: some items only).
+    /// The queue as the store keeps it, with live byte counts (`ferry list`): the window of `view`, and the
+    /// rows in the view (`total`), so a long queue is listed page by page.
     case list
-    /// Updates from now on: the full queue, then changes.
+    /// Updates from now on: the window of `view` (the whole queue without one) and the counts, then what
+    /// changed in the window (and the counts).
     case subscribe
+    /// A subscriber's new view (scrolled, filtered): its window comes whole, then its changes.
+    case view
     /// A change of the queue: `command`; the reply has its result.
     case command
     /// The engine stops its transfers (their `.part` files stay) and exits.
@@ -37,8 +41,8 @@ public struct ControlRequest: Codable, Sendable, Equatable {
     public var verb: ControlVerb
     /// command: what to do.
     public var command: QueueCommand?
-    /// list: the items to list (nil: all).
-    public var selection: Selection?
+    /// list, subscribe, view: the rows asked for (nil: the whole queue).
+    public var view: QueueView?
 
     public init(id: Int, verb: ControlVerb) {
         self.id = id
@@ -59,8 +63,9 @@ public struct ControlReply: Codable, Sendable, Equatable {
     public var error: String?
     /// `command`: what it did.
     public var result: CommandResult?
-    /// `list`: the queue as records.
+    /// `list`: the window's records, and the rows in the view.
     public var items: [StoredTransfer]?
+    public var total: Int?
     /// The engine's process id (every reply says it, for messages).
     public var pid: Int32?
 
@@ -85,6 +90,8 @@ public struct ControlUpdate: Codable, Sendable, Equatable {
     public var maxPerHost: Int
     public var downloadLimit: Int64?
     public var uploadLimit: Int64?
+    /// A subscriber's window: where it sits in its view.
+    public var window: QueueWindow?
 }
 
 /// One line from the engine.
@@ -102,12 +109,19 @@ extension ControlUpdate {
         self.init(full: true, version: snapshot.version, items: snapshot.items, removed: nil,
                   order: snapshot.items.map(\.id.rawValue), totals: snapshot.totals,
                   maxConcurrent: snapshot.maxConcurrent, maxPerHost: snapshot.maxPerHost,
-                  downloadLimit: snapshot.downloadLimit, uploadLimit: snapshot.uploadLimit)
+                  downloadLimit: snapshot.downloadLimit, uploadLimit: snapshot.uploadLimit, window: snapshot.window)
     }
 
-    /// What changed from `old` to `new`; nil when nothing did.
-    init?(from old: QueueSnapshot, to new: QueueSnapshot) {
-        guard old != new else { return nil }
+    /// What changed from `old` to `new`; nil when nothing did that the client shows: the window's rows, the
+    /// counts, the settings, and (when `ratesDue`) the total rates. The version alone is no reason to write.
+    init?(from old: QueueSnapshot, to new: QueueSnapshot, ratesDue: Bool) {
+        var shown = old
+        shown.version = new.version
+        if !ratesDue {
+            shown.totals.downloadBytesPerSecond = new.totals.downloadBytesPerSecond
+            shown.totals.uploadBytesPerSecond = new.totals.uploadBytesPerSecond
+        }
+        guard shown != new else { return nil }
         let before = Dictionary(old.items.map { ($0.id, $0) }, uniquingKeysWith: { a, _ in a })
         let changed = new.items.filter { before[$0.id] != $0 }
         let now = Set(new.items.map(\.id))
@@ -116,7 +130,7 @@ extension ControlUpdate {
         self.init(full: false, version: new.version, items: changed, removed: removed.isEmpty ? nil : removed.map(\.rawValue),
                   order: sameOrder ? nil : new.items.map(\.id.rawValue), totals: new.totals,
                   maxConcurrent: new.maxConcurrent, maxPerHost: new.maxPerHost,
-                  downloadLimit: new.downloadLimit, uploadLimit: new.uploadLimit)
+                  downloadLimit: new.downloadLimit, uploadLimit: new.uploadLimit, window: new.window)
     }
 }
 
@@ -136,6 +150,7 @@ extension QueueSnapshot {
                                      maxConcurrent: update.maxConcurrent, maxPerHost: update.maxPerHost)
         snapshot.downloadLimit = update.downloadLimit
         snapshot.uploadLimit = update.uploadLimit
+        snapshot.window = update.window
         return snapshot
     }
 }

@@ -23,6 +23,10 @@ final class ControlServer: @unchecked Sendable {
         var behind = false
         /// Since when output has been pending without any of it being written.
         var stalledSince: DispatchTime?
+        /// A subscriber's view, and the window last sent of it (what the client holds).
+        var view = QueueView.everything
+        var lastSent: QueueSnapshot?
+        var lastSentAt = DispatchTime(uptimeNanoseconds: 0)
         var readSource: DispatchSourceRead?
         var writeSource: DispatchSourceWrite?
         var writing = false
@@ -41,20 +45,20 @@ final class ControlServer: @unchecked Sendable {
     private var acceptSource: DispatchSourceRead?
     private var connections: [Int32: Connection] = [:]
     private let handle: (ControlRequest) -> ControlReply
-    private let fullUpdate: () -> ControlUpdate
+    private let window: (QueueView) -> QueueSnapshot
     private let encoder = JSONEncoder()
     /// Called on `queue` whenever a client connects or goes.
     var clientsChanged: ((_ clients: Int, _ subscribers: Int) -> Void)?
 
     /// - Parameters:
     ///   - handle: answers a request (on `queue`).
-    ///   - fullUpdate: the whole queue, for a new subscriber or one that fell behind (on `queue`).
+    ///   - window: the window of a view as it is now (on `queue`).
     init(path: String, handle: @escaping (ControlRequest) -> ControlReply,
-         fullUpdate: @escaping () -> ControlUpdate) throws(StateError) {
+         window: @escaping (QueueView) -> QueueSnapshot) throws(StateError) {
         self.path = path
         self.listenFD = try UnixSocket.listen(path: path)
         self.handle = handle
-        self.fullUpdate = fullUpdate
+        self.window = window
         let source = DispatchSource.makeReadSource(fileDescriptor: listenFD, queue: queue)
         source.setEventHandler { [unowned self] in self.acceptAll() }
         source.resume()
@@ -150,10 +154,12 @@ final class ControlServer: @unchecked Sendable {
         var reply = handle(request)
         reply.pid = getpid()
         send(ControlMessage(reply: reply), to: connection)
-        if request.verb == .subscribe, reply.ok, connections[connection.fd] === connection {
+        if request.verb == .subscribe || request.verb == .view, reply.ok, connections[connection.fd] === connection {
+            connection.view = request.view ?? .everything
+            let wasSubscribed = connection.subscribed
             connection.subscribed = true
-            send(ControlMessage(update: fullUpdate()), to: connection)
-            clientsChanged?(connections.count, subscriberCount)
+            sendWhole(connection)
+            if !wasSubscribed { clientsChanged?(connections.count, subscriberCount) }
         }
         return connections[connection.fd] === connection
     }
@@ -166,21 +172,39 @@ final class ControlServer: @unchecked Sendable {
         drop(connection)
     }
 
-    /// Sends an update to every subscriber that keeps up; the others get the whole queue once they drain.
-    func broadcast(_ update: ControlUpdate) {
+    /// Sends every subscriber that keeps up what changed in its window (nothing when nothing it shows did;
+    /// the total rates at most once a second); one that does not keep up gets its window whole once it drains.
+    func sendChanges() {
         let now = DispatchTime.now()
-        var line: Data?
+        var windows: [QueueView: QueueSnapshot] = [:]
         for connection in Array(connections.values) where connection.subscribed {
-            if connection.output.isEmpty {
-                if line == nil { line = encode(ControlMessage(update: update)) }
-                write(line!, to: connection)
-            } else {
+            guard connection.output.isEmpty else {
                 connection.behind = true
                 if let since = connection.stalledSince, now.uptimeNanoseconds - since.uptimeNanoseconds > UInt64(Self.stallLimit * 1e9) {
                     drop(connection)
                 }
+                continue
             }
+            let snapshot = windows[connection.view] ?? window(connection.view)
+            windows[connection.view] = snapshot
+            guard let last = connection.lastSent else {
+                sendWhole(connection, snapshot)
+                continue
+            }
+            let ratesDue = now.uptimeNanoseconds - connection.lastSentAt.uptimeNanoseconds >= 1_000_000_000
+            guard let update = ControlUpdate(from: last, to: snapshot, ratesDue: ratesDue) else { continue }
+            send(ControlMessage(update: update), to: connection)
+            connection.lastSent = snapshot
+            connection.lastSentAt = now
         }
+    }
+
+    /// A subscriber's window whole (a new subscriber, a new view, one that fell behind).
+    private func sendWhole(_ connection: Connection, _ snapshot: QueueSnapshot? = nil) {
+        let snapshot = snapshot ?? window(connection.view)
+        send(ControlMessage(update: ControlUpdate(full: snapshot)), to: connection)
+        connection.lastSent = snapshot
+        connection.lastSentAt = .now()
     }
 
     private func encode(_ message: ControlMessage) -> Data {
@@ -239,7 +263,7 @@ final class ControlServer: @unchecked Sendable {
         connection.writeSource?.suspend()
         if connection.behind {
             connection.behind = false
-            send(ControlMessage(update: fullUpdate()), to: connection)
+            sendWhole(connection)
         }
     }
 

@@ -17,7 +17,7 @@ public final class EngineHost: @unchecked Sendable {
     private var server: ControlServer!
     private let onStop: @Sendable () -> Void
     // On the server's queue:
-    private var lastSent: QueueSnapshot?
+    private var lastVersion: UInt64?
     private var timer: DispatchSourceTimer?
     private var quietTicks = 0
     private var subscribers = 0
@@ -33,7 +33,7 @@ public final class EngineHost: @unchecked Sendable {
         self.manager = manager
         self.onStop = onStop
         server = try ControlServer(path: directory.socketPath, handle: { [unowned self] in self.handle($0) },
-                                   fullUpdate: { [unowned self] in self.fullUpdate() })
+                                   window: { [unowned manager] in manager.snapshot($0) })
         server.clientsChanged = { [unowned self] clients, subscribers in
             self.clientCount.store(clients, ordering: .relaxed)
             if clients == 0 { self.lastClientGone.withLock { $0 = .now() } }
@@ -80,32 +80,21 @@ public final class EngineHost: @unchecked Sendable {
 
     private func tick() {
         guard subscribers > 0 else { return stopUpdates() }
-        if manager.version == lastSent?.version {
+        let version = manager.version
+        if version == lastVersion {
             // Nothing moves: the timer sleeps until the engine's next event (nudge).
             quietTicks += 1
-            if quietTicks >= 5, lastSent?.totals.count[.running, default: 0] == 0 { stopUpdates() }
+            if quietTicks >= 5, !manager.moving { stopUpdates() }
             return
         }
         quietTicks = 0
-        sendChanges(manager.snapshot())
+        lastVersion = version
+        server.sendChanges()
     }
 
     private func stopUpdates() {
         timer?.cancel()
         timer = nil
-    }
-
-    private func sendChanges(_ snapshot: QueueSnapshot) {
-        if let lastSent, let update = ControlUpdate(from: lastSent, to: snapshot) { server.broadcast(update) }
-        lastSent = snapshot
-    }
-
-    /// The whole queue for a subscriber. The others get what changed up to this same snapshot first, so
-    /// every later update applies to what each of them holds.
-    private func fullUpdate() -> ControlUpdate {
-        let snapshot = manager.snapshot()
-        sendChanges(snapshot)
-        return ControlUpdate(full: snapshot)
     }
 
     // MARK: Requests (on the server's queue)
@@ -114,19 +103,10 @@ public final class EngineHost: @unchecked Sendable {
         var reply = ControlReply(id: request.id, ok: true)
         switch request.verb {
         case .list:
-            let records = manager.records()
-            guard let selection = request.selection, !selection.isEmpty else {
-                reply.items = records
-                break
-            }
-            switch selection.choose(among: records.map { ($0.id, $0.state, $0.batch) }) {
-            case let .success(ids):
-                let chosen = Set(ids)
-                reply.items = records.filter { chosen.contains($0.id) }
-            case let .failure(error):
-                return failure(request, error.description)
-            }
-        case .subscribe:
+            let (items, total) = manager.records(request.view ?? .everything)
+            reply.items = items
+            reply.total = total
+        case .subscribe, .view:
             break
         case .command:
             guard let command = request.command else { return failure(request, "command needs a command") }

@@ -48,16 +48,59 @@ public enum QueueListing {
 
     public static func table(_ items: [StoredTransfer]) -> String {
         guard !items.isEmpty else { return "the queue is empty\n" }
-        var out = ""
-        for item in items.map(entry) {
-            let arrow = item.direction == "download" ? "down" : "up  "
-            let size = item.total.map { "\(ByteFormat.bytes(item.bytes))/\(ByteFormat.bytes($0))" } ?? ByteFormat.bytes(item.bytes)
-            let place = item.destination ?? item.source ?? ""
-            let batch = item.batch.map { "batch \($0)" } ?? "-"
-            var line = "#\(item.id)\t\(arrow)\t\(item.state)\t\(batch)\t\(size)\t\(item.url)\t\(place)"
-            if let error = item.lastError { line += "\t\(error)" }
-            out += line + "\n"
+        return items.map(line).joined()
+    }
+
+    /// One item's line of the table.
+    static func line(_ item: StoredTransfer) -> String {
+        let item = entry(item)
+        let arrow = item.direction == "download" ? "down" : "up  "
+        let size = item.total.map { "\(ByteFormat.bytes(item.bytes))/\(ByteFormat.bytes($0))" } ?? ByteFormat.bytes(item.bytes)
+        let place = item.destination ?? item.source ?? ""
+        let batch = item.batch.map { "batch \($0)" } ?? "-"
+        var line = "#\(item.id)\t\(arrow)\t\(item.state)\t\(batch)\t\(size)\t\(item.url)\t\(place)"
+        if let error = item.lastError { line += "\t\(error)" }
+        return line + "\n"
+    }
+
+    /// Writes a listing as its items come (page by page from an engine, row by row from the store): memory
+    /// stays flat whatever the queue's length. The same text as `json` and `table` of all the items at once.
+    public final class Stream {
+        private let json: Bool
+        private let write: (Data) -> Void
+        private var count = 0
+        private let encoder = JSONEncoder()
+
+        public init(json: Bool, write: @escaping (Data) -> Void) {
+            self.json = json
+            self.write = write
+            encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
         }
-        return out
+
+        public func add(_ items: [StoredTransfer]) throws {
+            guard !items.isEmpty else { return }
+            var out = Data()
+            for item in items {
+                if json {
+                    out.append(contentsOf: (count == 0 ? "[\n" : ",\n").utf8)
+                    // Indented as one element of a pretty-printed array.
+                    let object = String(decoding: try encoder.encode(entry(item)), as: UTF8.self)
+                    out.append(contentsOf: object.split(separator: "\n", omittingEmptySubsequences: false)
+                        .map { "  " + $0 }.joined(separator: "\n").utf8)
+                } else {
+                    out.append(contentsOf: line(item).utf8)
+                }
+                count += 1
+            }
+            write(out)
+        }
+
+        public func finish() {
+            if json {
+                write(Data((count == 0 ? "[]\n" : "\n]\n").utf8))
+            } else if count == 0 {
+                write(Data("the queue is empty\n".utf8))
+            }
+        }
     }
 }

@@ -5,28 +5,61 @@ import Foundation
 
 /// What front ends read: snapshots of the queue, and waiting for items to finish.
 extension TransferManager {
-    public func snapshot() -> QueueSnapshot {
+    public func snapshot() -> QueueSnapshot { snapshot(nil) }
+
+    /// The rows of `view`'s window (nil: the whole queue), with the queue's counts and rates: one walk over
+    /// the queue, a snapshot made only of the rows in the window.
+    public func snapshot(_ view: QueueView?) -> QueueSnapshot {
         core.withLock { core in
             var totals = QueueTotals()
             var items: [TransferSnapshot] = []
-            items.reserveCapacity(core.queue.count)
+            if view?.limit == nil { items.reserveCapacity(core.queue.count) }
+            let matcher = view?.matcher
+            var row = 0
             for transfer in core.queue {
-                let snap = transfer.snapshot()
                 totals.count[transfer.state, default: 0] += 1
-                if transfer.state == .running, let rate = snap.bytesPerSecond {
+                if transfer.state == .running, let rate = transfer.rate.bytesPerSecond {
                     if transfer.spec.direction == .download { totals.downloadBytesPerSecond += rate }
                     else { totals.uploadBytesPerSecond += rate }
                 }
-                items.append(snap)
+                if let matcher, !matcher.matches(id: transfer.id, state: transfer.state, batch: transfer.batch,
+                                                 name: { TransferSnapshot.displayName(spec: transfer.spec, fileName: transfer.fileName) },
+                                                 url: { transfer.spec.url }) {
+                    continue
+                }
+                if view?.windowContains(row) ?? true { items.append(transfer.snapshot()) }
+                row += 1
             }
             var snapshot = QueueSnapshot(version: core.version, items: items, totals: totals,
                                          maxConcurrent: core.caps.global, maxPerHost: core.caps.perHost)
             let rates = limits.current
             snapshot.downloadLimit = rates.download
             snapshot.uploadLimit = rates.upload
+            snapshot.window = view.map { QueueWindow(offset: $0.offset, total: row) }
             return snapshot
         }
     }
+
+    /// The records of `view`'s window, as the store keeps them with the bytes done now, and the rows in the
+    /// view (`ferry list` pages through a running engine's queue with it).
+    public func records(_ view: QueueView) -> (items: [StoredTransfer], total: Int) {
+        core.withLock { core in
+            let matcher = view.matcher
+            var items: [StoredTransfer] = []
+            var row = 0
+            for transfer in core.queue {
+                guard matcher.matches(id: transfer.id, state: transfer.state, batch: transfer.batch,
+                                      name: { TransferSnapshot.displayName(spec: transfer.spec, fileName: transfer.fileName) },
+                                      url: { transfer.spec.url }) else { continue }
+                if view.windowContains(row) { items.append(transfer.record()) }
+                row += 1
+            }
+            return (items, row)
+        }
+    }
+
+    /// Something holds a connection slot or is being finished: byte counts and rates are moving.
+    public var moving: Bool { core.withLock { !$0.slotHolders.isEmpty } }
 
     /// Changes whenever a state, the order, a setting or a byte count changed (what `snapshot().version` says).
     public var version: UInt64 { core.withLock { $0.version } }

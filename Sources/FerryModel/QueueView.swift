@@ -1,0 +1,77 @@
+import Foundation
+
+/// Which rows of the queue a client sees: a view (the items in some states, matching a filter, or named by
+/// id), in queue order, and a window of it (`offset`, `limit` rows). The engine sends a subscriber its window
+/// and the queue's counts, then only what changed inside the window (and the counts): a client's cost follows
+/// what it shows, not the queue's length.
+public struct QueueView: Sendable, Codable, Equatable, Hashable {
+    /// nil: every state.
+    public var states: [TransferState]?
+    /// Case-insensitive text found in the item's name, URL or host, or `#id` (nil or empty: no filter).
+    public var filter: String?
+    /// Only these items (a follower's own).
+    public var ids: [Int64]?
+    /// Only the items of this batch.
+    public var batch: Int64?
+    /// The first row of the window, counted in the view.
+    public var offset: Int
+    /// Rows of the window; nil: to the end of the view.
+    public var limit: Int?
+
+    public init(states: [TransferState]? = nil, filter: String? = nil, ids: [Int64]? = nil, batch: Int64? = nil,
+                offset: Int = 0, limit: Int? = nil) {
+        self.states = states
+        self.filter = filter
+        self.ids = ids
+        self.batch = batch
+        self.offset = offset
+        self.limit = limit
+    }
+
+    /// The whole queue.
+    public static let everything = QueueView()
+
+    /// A compiled form for walking many items.
+    public struct Matcher: Sendable {
+        let states: Set<TransferState>?
+        let needle: String?
+        let ids: Set<Int64>?
+        let batch: Int64?
+
+        /// Whether an item with these properties is in the view; `url` and `name` are only asked for when a
+        /// filter needs them.
+        public func matches(id: TransferID, state: TransferState, batch: Int64?, name: () -> String, url: () -> URL) -> Bool {
+            if let states, !states.contains(state) { return false }
+            if let ids, !ids.contains(id.rawValue) { return false }
+            if let wanted = self.batch, wanted != batch { return false }
+            guard let needle else { return true }
+            if needle.hasPrefix("#") { return "#\(id.rawValue)" == needle }
+            if name().lowercased().contains(needle) { return true }
+            let url = url()
+            return TerminalSafe.redactedURL(url).lowercased().contains(needle)
+        }
+    }
+
+    public var matcher: Matcher {
+        let text = filter?.trimmingCharacters(in: .whitespaces).lowercased() ?? ""
+        return Matcher(states: states.map(Set.init), needle: text.isEmpty ? nil : text, ids: ids.map(Set.init), batch: batch)
+    }
+
+    /// Whether the view's row `index` is in the window.
+    public func windowContains(_ index: Int) -> Bool {
+        index >= offset && (limit.map { index < offset + $0 } ?? true)
+    }
+}
+
+/// Where a window sits in its view.
+public struct QueueWindow: Sendable, Codable, Equatable {
+    /// The view's row of the window's first item.
+    public var offset: Int
+    /// Rows in the whole view.
+    public var total: Int
+
+    public init(offset: Int, total: Int) {
+        self.offset = offset
+        self.total = total
+    }
+}
