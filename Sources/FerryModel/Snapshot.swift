@@ -105,6 +105,11 @@ public struct QueueTotals: Sendable, Equatable, Codable {
     public var downloadBytesPerSecond: Double = 0
     public var uploadBytesPerSecond: Double = 0
     public init() {}
+
+    /// The items per state among `items`.
+    public static func counting(_ items: [TransferSnapshot]) -> [TransferState: Int] {
+        items.reduce(into: [:]) { $0[$1.state, default: 0] += 1 }
+    }
 }
 
 /// Everything a front end needs for one frame. `version` changes whenever a state, order or setting changed.

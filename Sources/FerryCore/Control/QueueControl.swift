@@ -13,6 +13,9 @@ public protocol QueueControl: AnyObject, Sendable {
     func enqueue(_ spec: TransferSpec) -> TransferID?
     /// Sends a command without waiting for it (commands are carried out in the order sent).
     func send(_ command: QueueCommand)
+    /// The rows the front end shows: an engine behind its socket sends that window of the queue (and
+    /// `snapshot()` is that window); the engine in this process always answers with the whole queue.
+    func setView(_ view: QueueView)
     /// The front end goes; the transfers go on (a remote engine) or stop (this process's engine).
     func detach()
     /// Stops the engine and its transfers (their `.part` files stay).
@@ -24,6 +27,7 @@ extension TransferManager: QueueControl {
         (try? perform(.add(.init(specs: [spec]))))?.added?.first?.id
     }
     public func send(_ command: QueueCommand) { _ = try? perform(command) }
+    public func setView(_ view: QueueView) {}
     public func detach() { shutdown(timeout: 5) }
     public func stopEngine() { shutdown(timeout: 5) }
 }

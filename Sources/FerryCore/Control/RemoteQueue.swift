@@ -16,10 +16,11 @@ public final class RemoteQueue: QueueControl {
     /// - Parameters:
     ///   - onChange: after each update (on the client's thread).
     ///   - onClose: the engine went away: why, and whether this front end had asked it to stop.
-    public init(client: ControlClient, onChange: @escaping @Sendable () -> Void,
+    ///   - view: the rows first shown (the window grows or moves with the front end's `setView`).
+    public init(client: ControlClient, view: QueueView = QueueView(offset: 0, limit: 200), onChange: @escaping @Sendable () -> Void,
                 onClose: @escaping @Sendable (_ reason: String, _ asked: Bool) -> Void) throws(ControlError) {
         self.client = client
-        try client.subscribe(onUpdate: { _ in onChange() }, onClose: { [weak self] reason in
+        try client.subscribe(view: view, onUpdate: { _ in onChange() }, onClose: { [weak self] reason in
             onClose(reason, self?.stopping.load(ordering: .relaxed) ?? false)
         })
     }
@@ -33,6 +34,10 @@ public final class RemoteQueue: QueueControl {
 
     public func send(_ command: QueueCommand) {
         outbox.async { [client] in _ = try? command.perform(on: .remote(client)) }
+    }
+
+    public func setView(_ view: QueueView) {
+        outbox.async { [client] in try? client.setView(view) }
     }
 
     /// Leaves the engine running: the commands sent so far go out first.

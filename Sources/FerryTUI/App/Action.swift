@@ -14,6 +14,11 @@ public enum ListView: Int, Sendable, CaseIterable {
         }
     }
 
+    /// The states the view shows (nil: every state).
+    public var states: [TransferState]? {
+        self == .all ? nil : TransferState.allCases.filter(includes)
+    }
+
     public func includes(_ state: TransferState) -> Bool {
         switch self {
         case .all: return true

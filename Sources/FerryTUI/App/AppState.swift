@@ -94,38 +94,96 @@ public struct AppState: Sendable, Equatable {
     /// Rows of the list between the header and the footer.
     public var listHeight: Int { max(1, height - 2) }
 
-    /// The items the list shows, in queue order.
-    public func visibleItems(_ snapshot: QueueSnapshot) -> [TransferSnapshot] {
-        if view == .all, filter.isEmpty { return snapshot.items }
-        let needle = filter.lowercased()
-        return snapshot.items.filter { item in
-            view.includes(item.state) && (needle.isEmpty || item.displayName.lowercased().contains(needle))
+    /// The list's rows: the view's window the engine sent (an engine behind its socket), or the whole view
+    /// filtered here (an engine in this process). One rule for what matches: QueueView.
+    public func rows(_ snapshot: QueueSnapshot) -> ListRows {
+        if let window = snapshot.window {
+            return ListRows(items: snapshot.items, offset: window.offset, total: window.total)
         }
+        if view == .all, filter.isEmpty { return ListRows(items: snapshot.items, offset: 0, total: snapshot.items.count) }
+        let matcher = queueView.matcher
+        let items = snapshot.items.filter { item in
+            matcher.matches(id: item.id, state: item.state, batch: item.batch, name: { item.displayName }, url: { item.spec.url })
+        }
+        return ListRows(items: items, offset: 0, total: items.count)
     }
 
-    /// The index of the selected row in `items`: the selected item if it is there, else the row where it was.
-    public func selectionIndex(in items: [TransferSnapshot]) -> Int? {
-        guard !items.isEmpty else { return nil }
+    /// The items the list has, in queue order (a window of the view when the engine sends windows).
+    public func visibleItems(_ snapshot: QueueSnapshot) -> [TransferSnapshot] { rows(snapshot).items }
+
+    /// What the list shows, as the engine is asked for it: the view's states and the filter.
+    public var queueView: QueueView {
+        QueueView(states: view.states, filter: filter.isEmpty ? nil : filter)
+    }
+
+    /// The view with the window the list needs now: the screenful at the selection, and a screenful either
+    /// side, so that moving the selection a little needs no new window.
+    public func wantedView(_ rows: ListRows) -> QueueView {
+        var wanted = queueView
+        let selected = selectionIndex(in: rows) ?? 0
+        let first = TransferList.firstRow(selected: selected, rows: listHeight, count: rows.total)
+        wanted.offset = max(0, first - listHeight)
+        wanted.limit = listHeight * 3
+        return wanted
+    }
+
+    /// Whether `held` (the window the engine sends) covers the screenful `rows` needs for the view asked.
+    public func windowCovers(_ held: QueueView, _ rows: ListRows) -> Bool {
+        guard held.states == queueView.states, held.filter == queueView.filter else { return false }
+        let selected = selectionIndex(in: rows) ?? 0
+        let first = TransferList.firstRow(selected: selected, rows: listHeight, count: rows.total)
+        let last = min(rows.total, first + listHeight)
+        return held.windowContains(first) && (last == first || held.windowContains(last - 1))
+    }
+
+    /// The index (in the whole view) of the selected row: the selected item if the rows hold it, else the row
+    /// where it was.
+    public func selectionIndex(in rows: ListRows) -> Int? {
+        guard rows.total > 0 else { return nil }
         // Where it was last time, unless the queue moved under it: no scan of a long queue on most frames.
-        if let selectedID, items.indices.contains(selectedIndex), items[selectedIndex].id == selectedID { return selectedIndex }
-        if let selectedID, let index = items.firstIndex(where: { $0.id == selectedID }) { return index }
-        return min(max(0, selectedIndex), items.count - 1)
+        if let selectedID, rows[selectedIndex]?.id == selectedID { return selectedIndex }
+        if let selectedID, let index = rows.index(of: selectedID) { return index }
+        return min(max(0, selectedIndex), rows.total - 1)
     }
 
     public func selectedItem(_ snapshot: QueueSnapshot) -> TransferSnapshot? {
         if case let .detail(id) = screen { return snapshot.items.first { $0.id == id } }
-        let items = visibleItems(snapshot)
-        return selectionIndex(in: items).map { items[$0] }
+        let rows = rows(snapshot)
+        return selectionIndex(in: rows).flatMap { rows[$0] }
     }
 
-    mutating func select(index: Int, in items: [TransferSnapshot]) {
-        guard !items.isEmpty else {
+    mutating func select(index: Int, in rows: ListRows) {
+        guard rows.total > 0 else {
             selectedID = nil
             selectedIndex = 0
             return
         }
-        let clamped = min(max(0, index), items.count - 1)
+        let clamped = min(max(0, index), rows.total - 1)
         selectedIndex = clamped
-        selectedID = items[clamped].id
+        // A row outside the window is known once its window comes (the app asks for it).
+        selectedID = rows[clamped]?.id
+    }
+}
+
+/// The rows of the list the UI holds: `items` are the view's rows from `offset` on, of `total` in the view.
+/// Indices count in the whole view; a row outside what is held is nil until its window comes.
+public struct ListRows: Sendable, Equatable {
+    public let items: [TransferSnapshot]
+    public let offset: Int
+    public let total: Int
+
+    public init(items: [TransferSnapshot], offset: Int, total: Int) {
+        self.items = items
+        self.offset = offset
+        self.total = total
+    }
+
+    public subscript(index: Int) -> TransferSnapshot? {
+        let local = index - offset
+        return items.indices.contains(local) ? items[local] : nil
+    }
+
+    public func index(of id: TransferID) -> Int? {
+        items.firstIndex { $0.id == id }.map { $0 + offset }
     }
 }

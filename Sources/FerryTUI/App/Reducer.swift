@@ -34,7 +34,7 @@ public func reduce(_ state: AppState, _ key: Key, _ snapshot: QueueSnapshot, key
 
 private func perform(_ action: Action, _ stateIn: AppState, _ snapshot: QueueSnapshot) -> (AppState, [Command]) {
     var state = stateIn
-    let items = state.visibleItems(snapshot)
+    let items = state.rows(snapshot)
     let index = state.selectionIndex(in: items)
     let selected = state.selectedItem(snapshot)
     let inList = state.screen == .list
@@ -48,7 +48,7 @@ private func perform(_ action: Action, _ stateIn: AppState, _ snapshot: QueueSna
     case .pageUp where inList: state.select(index: (index ?? 0) - state.listHeight, in: items)
     case .pageDown where inList: state.select(index: (index ?? 0) + state.listHeight, in: items)
     case .selectFirst where inList: state.select(index: 0, in: items)
-    case .selectLast where inList: state.select(index: items.count - 1, in: items)
+    case .selectLast where inList: state.select(index: items.total - 1, in: items)
     case .selectUp, .selectDown, .pageUp, .pageDown, .selectFirst, .selectLast: break
 
     case .openDetail:
@@ -72,9 +72,11 @@ private func perform(_ action: Action, _ stateIn: AppState, _ snapshot: QueueSna
         case .completed: note("\(item.id) is done")
         }
     case .togglePauseAll:
-        let anyMoving = snapshot.items.contains { $0.state.isPending }
+        // The queue's counts: the list may hold only a window of it.
+        let count = snapshot.window == nil ? QueueTotals.counting(snapshot.items) : snapshot.totals.count
+        let anyMoving = count.contains { $0.key.isPending && $0.value > 0 }
         if anyMoving { note("pausing everything"); return (state, [.pauseAll]) }
-        if snapshot.items.contains(where: { $0.state == .paused }) { note("resuming everything"); return (state, [.resumeAll]) }
+        if count[.paused, default: 0] > 0 { note("resuming everything"); return (state, [.resumeAll]) }
         note("nothing to pause or resume")
     case .cancel:
         guard let item = selected else { note("nothing selected"); break }
@@ -124,7 +126,8 @@ private func perform(_ action: Action, _ stateIn: AppState, _ snapshot: QueueSna
     case .quit:
         return (state, [.quit])
     case .stopEngine:
-        let running = snapshot.items.filter { $0.state == .running || $0.state == .waiting }.count
+        let count = snapshot.window == nil ? QueueTotals.counting(snapshot.items) : snapshot.totals.count
+        let running = count[.running, default: 0] + count[.waiting, default: 0]
         state.confirmation = .stopEngine(running: running)
     }
     return (state, [])

@@ -53,6 +53,8 @@ public final class TerminalApp {
     /// When the last pump ran (keeps wake-ups under the frame cap).
     private var lastPump = DispatchTime(uptimeNanoseconds: 0)
     private var lastVersion: UInt64?
+    /// The window last asked of the engine (nil: none yet, or the engine in this process).
+    private var askedView: QueueView?
     private var lastSecond = 0
     private var lastCanvas: Canvas?
     private var emptyReads = 0
@@ -156,6 +158,22 @@ public final class TerminalApp {
         pace = wanted
     }
 
+    /// An engine behind its socket sends a window of the list: ask for another when the screenful at the
+    /// selection is not in the one asked for (scrolled, filtered, another view). A selection made where no
+    /// row was held learns its item once the row comes.
+    private func followWindow(_ snapshot: QueueSnapshot) {
+        guard snapshot.window != nil else { return }  // the engine in this process: the whole queue
+        state.width = terminal.width
+        state.height = terminal.height
+        let rows = state.rows(snapshot)
+        if state.selectedID == nil, let item = rows[state.selectedIndex] { state.selectedID = item.id }
+        if let askedView, state.windowCovers(askedView, rows) { return }
+        let wanted = state.wantedView(rows)
+        guard wanted != askedView else { return }
+        askedView = wanted
+        queue.setView(wanted)
+    }
+
     /// Reads every waiting key, runs it through the reducer, and draws a frame if anything visible changed.
     private func pump(inputReady: Bool) {
         lastPump = DispatchTime.now()
@@ -183,6 +201,7 @@ public final class TerminalApp {
             emptyReads = changed ? 0 : emptyReads + 1
             if emptyReads > 100 { finish(129, reason: nil) }
         }
+        followWindow(snapshot)
         if options.bell, bell.rings(for: snapshot) { terminal.bell() }
         let now = Date()
         let second = Int(now.timeIntervalSince1970)
@@ -210,6 +229,8 @@ public final class TerminalApp {
                     continue
                 }
                 state.selectedID = id
+                // A new item is the last: the list goes there (its row comes with the window the app asks for).
+                state.selectedIndex = Int.max / 2
                 if !state.view.includes(.queued) && !state.view.includes(.running) { state.view = .all }
             case .quit: finish(0, reason: nil)
             case .stopEngine: finish(0, reason: nil, stopEngine: true)
@@ -229,7 +250,9 @@ public final class TerminalApp {
     private func finish(_ code: Int32, reason: String?, stopEngine: Bool = false, message: String? = nil) -> Never {
         sources.forEach { $0.cancel() }
         terminal.close()
-        let running = queue.snapshot().items.filter { $0.state == .running || $0.state == .waiting }.count
+        let snapshot = queue.snapshot()
+        let count = snapshot.window == nil ? QueueTotals.counting(snapshot.items) : snapshot.totals.count
+        let running = count[.running, default: 0] + count[.waiting, default: 0]
         var line = message
         if stopEngine {
             queue.stopEngine()

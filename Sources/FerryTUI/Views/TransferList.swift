@@ -22,9 +22,10 @@ enum TransferList {
     static func render(_ state: AppState, _ snapshot: QueueSnapshot, _ context: RenderContext,
                        into canvas: inout Canvas, top: Int, rows: Int) {
         guard rows > 0, canvas.width > 0 else { return }
-        let items = state.visibleItems(snapshot)
-        guard !items.isEmpty else {
-            let text = snapshot.items.isEmpty
+        let items = state.rows(snapshot)
+        guard items.total > 0 else {
+            let empty = snapshot.window == nil ? snapshot.items.isEmpty : snapshot.totals.count.values.reduce(0, +) == 0
+            let text = empty
                 ? "The queue is empty: a adds a download, u an upload, ? shows the keys."
                 : "Nothing in this view\(state.filter.isEmpty ? "" : " matches the filter") (1 shows all, Esc clears the filter)."
             canvas.put(context.ascii(DisplayWidth.truncate(text, to: canvas.width - 2, ellipsis: context.ellipsis)),
@@ -32,20 +33,24 @@ enum TransferList {
             return
         }
         let selected = state.selectionIndex(in: items) ?? 0
-        let first = firstRow(selected: selected, rows: rows, count: items.count)
-        let shown = items[first..<min(items.count, first + rows)]
+        let first = firstRow(selected: selected, rows: rows, count: items.total)
+        // Rows of a window still on its way are left blank for a frame.
+        let shown = (first..<min(items.total, first + rows)).map { items[$0] }
 
         struct Row { var item: TransferSnapshot; var name, percent, size, rate, status: String }
-        let texts = shown.map { item in
-            Row(item: item, name: context.outside(item.displayName), percent: RowText.percent(item),
-                size: RowText.size(item), rate: RowText.rate(item), status: RowText.status(item, now: context.now))
+        let texts = shown.map { item -> Row? in
+            guard let item else { return nil }
+            return
+                Row(item: item, name: context.outside(item.displayName), percent: RowText.percent(item),
+                    size: RowText.size(item), rate: RowText.rate(item), status: RowText.status(item, now: context.now))
         }
-        func widest(_ key: KeyPath<Row, String>) -> Int { texts.map { DisplayWidth.of($0[keyPath: key]) }.max() ?? 0 }
+        func widest(_ key: KeyPath<Row, String>) -> Int { texts.map { $0.map { DisplayWidth.of($0[keyPath: key]) } ?? 0 }.max() ?? 0 }
         let columns = layout(width: canvas.width, percent: max(4, widest(\.percent)), status: widest(\.status),
                              rate: widest(\.rate), size: widest(\.size), longestName: widest(\.name))
 
         for (offset, row) in texts.enumerated() {
             let y = top + offset
+            guard let row else { continue }
             let item = row.item
             let stateStyle = Palette.state(item.state)
             var x = canvas.put(context.directionGlyph(item.spec.direction), x: 0, y: y)

@@ -1,0 +1,60 @@
+import Foundation
+import Testing
+@testable import FerryCore
+@testable import FerryModel
+@testable import FerryTUI
+
+/// The list of a long queue from an engine that sends windows: the screen shows the window's rows, keys move
+/// over the whole view, and the app knows which window to ask for next.
+@Suite struct WindowTests {
+    /// Rows `offset..<offset+count` of a 100,000-item view, as the engine sends them.
+    func window(offset: Int, count: Int = 36, total: Int = 100_000) -> QueueSnapshot {
+        let items = (offset..<min(total, offset + count)).map { Fixtures.item(Int64($0 + 1), "f\($0 + 1).bin", .queued) }
+        var snapshot = QueueSnapshot(version: 1, items: items, totals: QueueTotals(), maxConcurrent: 4, maxPerHost: 4)
+        snapshot.totals.count[.queued] = total
+        snapshot.window = QueueWindow(offset: offset, total: total)
+        return snapshot
+    }
+
+    @Test func gOnAWindowSelectsTheLastRowOfTheViewAndAsksForItsWindow() {
+        let state = Fixtures.state()  // 12 rows of list
+        let first = window(offset: 0)
+        #expect(state.wantedView(state.rows(first)) == QueueView(offset: 0, limit: 36))
+        #expect(state.windowCovers(QueueView(offset: 0, limit: 36), state.rows(first)))
+
+        let (jumped, _) = reduce(state, .character("G"), first)
+        #expect(jumped.selectedIndex == 99_999)
+        #expect(jumped.selectedID == nil)  // not held yet
+        #expect(!jumped.windowCovers(QueueView(offset: 0, limit: 36), jumped.rows(first)))
+        let wanted = jumped.wantedView(jumped.rows(first))
+        #expect(wanted == QueueView(offset: 99_976, limit: 36))
+
+        // The window comes: the last row is selected and shown, with the rows above it.
+        let last = window(offset: 99_976)
+        #expect(jumped.selectedItem(last)?.id == TransferID(100_000))
+        let screen = Fixtures.render(jumped, last).text
+        #expect(screen.contains("f100000.bin"))
+        #expect(screen.contains("f99989.bin"))
+        #expect(!screen.contains("f99988.bin"))
+        // Enter opens the held row's details.
+        let (detail, _) = reduce(jumped, .enter, last)
+        #expect(detail.screen == .detail(TransferID(100_000)))
+    }
+
+    @Test func aViewOrAFilterAsksTheEngineForItsRows() {
+        var state = Fixtures.state()
+        state.view = .failed
+        state.filter = "host.example"
+        let wanted = state.wantedView(state.rows(window(offset: 0)))
+        #expect(wanted.states == [.failed, .cancelled])
+        #expect(wanted.filter == "host.example")
+        #expect(!state.windowCovers(QueueView(offset: 0, limit: 36), state.rows(window(offset: 0))))
+    }
+
+    @Test func rowsNotHeldYetAreBlankForAFrame() {
+        var state = Fixtures.state()
+        state.selectedIndex = 50_000
+        let screen = Fixtures.render(state, window(offset: 0)).text
+        #expect(!screen.contains(".bin"))
+    }
+}
