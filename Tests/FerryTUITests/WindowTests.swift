@@ -39,6 +39,11 @@ import Testing
         // Enter opens the held row's details.
         let (detail, _) = reduce(jumped, .enter, last)
         #expect(detail.screen == .detail(TransferID(100_000)))
+        // Enter before the window came: the details open when it comes (the app does it), unless another key
+        // came first.
+        let (early, _) = reduce(jumped, .enter, first)
+        #expect(early.screen == .list && early.openWhenHeld)
+        #expect(!reduce(early, .character("j"), first).0.openWhenHeld)
     }
 
     @Test func aViewOrAFilterAsksTheEngineForItsRows() {

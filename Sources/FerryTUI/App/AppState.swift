@@ -74,6 +74,8 @@ public struct AppState: Sendable, Equatable {
     public var selectedID: TransferID?
     /// Where the selection was; used when the selected item leaves the view.
     public var selectedIndex = 0
+    /// Enter was pressed on a row whose window had not come yet: its details open when it comes.
+    public var openWhenHeld = false
     public var detailScroll = 0
     public var helpScroll = 0
     /// The message of the moment, shown in the footer until the next key.

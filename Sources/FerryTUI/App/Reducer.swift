@@ -6,6 +6,7 @@ import Foundation
 public func reduce(_ state: AppState, _ key: Key, _ snapshot: QueueSnapshot, keymap: Keymap = .standard) -> (AppState, [Command]) {
     var state = state
     state.message = nil
+    state.openWhenHeld = false
     if state.confirmation != nil { return confirm(state, key) }
     if state.prompt != nil { return editPrompt(state, key, snapshot) }
     switch state.screen {
@@ -52,7 +53,12 @@ private func perform(_ action: Action, _ stateIn: AppState, _ snapshot: QueueSna
     case .selectUp, .selectDown, .pageUp, .pageDown, .selectFirst, .selectLast: break
 
     case .openDetail:
-        guard inList, let selected else { break }
+        guard inList else { break }
+        guard let selected else {
+            // The selected row's window is on its way (G on a long queue, then Enter at once): open it then.
+            if index != nil { state.openWhenHeld = true }
+            break
+        }
         state.screen = .detail(selected.id)
         state.detailScroll = 0
     case .back:

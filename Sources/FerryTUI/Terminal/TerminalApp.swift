@@ -166,7 +166,14 @@ public final class TerminalApp {
         state.width = terminal.width
         state.height = terminal.height
         let rows = state.rows(snapshot)
-        if state.selectedID == nil, let item = rows[state.selectedIndex] { state.selectedID = item.id }
+        if state.selectedID == nil, let item = rows[state.selectedIndex] {
+            state.selectedID = item.id
+            if state.openWhenHeld, state.screen == .list {
+                state.screen = .detail(item.id)
+                state.detailScroll = 0
+            }
+        }
+        if state.selectedID != nil { state.openWhenHeld = false }
         if let askedView, state.windowCovers(askedView, rows) { return }
         let wanted = state.wantedView(rows)
         guard wanted != askedView else { return }
