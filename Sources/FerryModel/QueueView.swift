@@ -17,9 +17,12 @@ public struct QueueView: Sendable, Codable, Equatable, Hashable {
     public var offset: Int
     /// Rows of the window; nil: to the end of the view.
     public var limit: Int?
+    /// The item whose details are shown: it alone comes with its rate history (the list needs none).
+    public var detail: Int64?
 
     public init(states: [TransferState]? = nil, filter: String? = nil, ids: [Int64]? = nil, batch: Int64? = nil,
-                offset: Int = 0, limit: Int? = nil) {
+                offset: Int = 0, limit: Int? = nil, detail: Int64? = nil) {
+        self.detail = detail
         self.states = states
         self.filter = filter
         self.ids = ids
@@ -55,6 +58,11 @@ public struct QueueView: Sendable, Codable, Equatable, Hashable {
     public var matcher: Matcher {
         let text = filter?.trimmingCharacters(in: .whitespaces).lowercased() ?? ""
         return Matcher(states: states.map(Set.init), needle: text.isEmpty ? nil : text, ids: ids.map(Set.init), batch: batch)
+    }
+
+    /// No condition: every item is a row, in queue order.
+    public var selectsAll: Bool {
+        states == nil && (filter ?? "").trimmingCharacters(in: .whitespaces).isEmpty && ids == nil && batch == nil
     }
 
     /// Whether the view's row `index` is in the window.

@@ -72,6 +72,29 @@ public struct TransferSnapshot: Sendable, Identifiable, Equatable, Codable {
     /// A name to show before the real one is known.
     public var displayName: String { Self.displayName(spec: spec, fileName: fileName) }
 
+    /// What moves while it runs (ItemProgress).
+    public var itemProgress: ItemProgress {
+        ItemProgress(id: id, bytesDone: bytesDone, bytesExpected: bytesExpected, bytesPerSecond: bytesPerSecond, eta: eta,
+                     rateHistory: rateHistory.isEmpty ? nil : rateHistory, segments: segments)
+    }
+
+    /// Whether `other` differs from this item only in what moves while it runs.
+    public func differsOnlyInProgress(from other: TransferSnapshot) -> Bool {
+        with(other.itemProgress) == other
+    }
+
+    /// The item with `progress` in place of its own.
+    public func with(_ progress: ItemProgress) -> TransferSnapshot {
+        var item = self
+        item.bytesDone = progress.bytesDone
+        item.bytesExpected = progress.bytesExpected
+        item.bytesPerSecond = progress.bytesPerSecond
+        item.eta = progress.eta
+        item.rateHistory = progress.rateHistory ?? []
+        item.segments = progress.segments
+        return item
+    }
+
     /// An item's name in lists: an upload's source, else the download's file name as far as it is known.
     public static func displayName(spec: TransferSpec, fileName: String?) -> String {
         if let source = spec.upload?.primarySource { return source.displayName }
@@ -146,4 +169,16 @@ public struct TransferEvent: Sendable {
         self.state = state
         self.snapshot = snapshot
     }
+}
+
+/// What moves while an item runs, apart from its state: a change of these alone goes to a client as an
+/// ItemProgress (a few numbers), not the whole item again.
+public struct ItemProgress: Sendable, Equatable, Codable {
+    public var id: TransferID
+    public var bytesDone: Int64
+    public var bytesExpected: Int64?
+    public var bytesPerSecond: Double?
+    public var eta: TimeInterval?
+    public var rateHistory: [Double]?
+    public var segments: [SegmentState]?
 }

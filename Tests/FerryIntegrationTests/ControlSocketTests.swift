@@ -259,7 +259,7 @@ import Glibc
         manager.setRateLimit(TransferID(3), 1000)
         manager.move(TransferID(25), .top)
         let deadline = Date().addingTimeInterval(10)
-        while everything.snapshot.items.first?.id != TransferID(25) || everything.snapshot.items.first { $0.id == TransferID(3) }?.rateLimit != 1000 {
+        while everything.snapshot.items.first?.id != TransferID(25) || everything.snapshot.items.first(where: { $0.id == TransferID(3) })?.rateLimit != 1000 {
             guard Date() < deadline else { throw Timeout() }
             usleep(10_000)
         }

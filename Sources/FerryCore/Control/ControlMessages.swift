@@ -92,6 +92,8 @@ public struct ControlUpdate: Codable, Sendable, Equatable {
     public var uploadLimit: Int64?
     /// A subscriber's window: where it sits in its view.
     public var window: QueueWindow?
+    /// Items the client has whose change is only what moves while they run (bytes, rate, ETA).
+    public var progress: [ItemProgress]?
 }
 
 /// One line from the engine.
@@ -123,14 +125,21 @@ extension ControlUpdate {
         }
         guard shown != new else { return nil }
         let before = Dictionary(old.items.map { ($0.id, $0) }, uniquingKeysWith: { a, _ in a })
-        let changed = new.items.filter { before[$0.id] != $0 }
+        var changed: [TransferSnapshot] = []
+        var progress: [ItemProgress] = []
+        for item in new.items {
+            guard let was = before[item.id] else { changed.append(item); continue }
+            if was == item { continue }
+            if was.differsOnlyInProgress(from: item) { progress.append(item.itemProgress) } else { changed.append(item) }
+        }
         let now = Set(new.items.map(\.id))
         let removed = old.items.map(\.id).filter { !now.contains($0) }
         let sameOrder = old.items.count == new.items.count && zip(old.items, new.items).allSatisfy { $0.id == $1.id }
         self.init(full: false, version: new.version, items: changed, removed: removed.isEmpty ? nil : removed.map(\.rawValue),
                   order: sameOrder ? nil : new.items.map(\.id.rawValue), totals: new.totals,
                   maxConcurrent: new.maxConcurrent, maxPerHost: new.maxPerHost,
-                  downloadLimit: new.downloadLimit, uploadLimit: new.uploadLimit, window: new.window)
+                  downloadLimit: new.downloadLimit, uploadLimit: new.uploadLimit, window: new.window,
+                  progress: progress.isEmpty ? nil : progress)
     }
 }
 
@@ -141,6 +150,7 @@ extension QueueSnapshot {
         if !update.full {
             var byID = Dictionary(self.items.map { ($0.id, $0) }, uniquingKeysWith: { a, _ in a })
             for item in update.items { byID[item.id] = item }
+            for moved in update.progress ?? [] { byID[moved.id] = byID[moved.id]?.with(moved) }
             for id in update.removed ?? [] { byID[TransferID(id)] = nil }
             let order = update.order.map { $0.map(TransferID.init) } ?? self.items.map(\.id)
             let ordered = Set(order)

@@ -27,7 +27,12 @@ extension TransferManager {
                                                  url: { transfer.spec.url }) {
                     continue
                 }
-                if view?.windowContains(row) ?? true { items.append(transfer.snapshot()) }
+                if view?.windowContains(row) ?? true {
+                    var item = transfer.snapshot()
+                    // A window's rows come without their minute of rates, but for the item whose details are shown.
+                    if let view, view.limit != nil, view.detail != transfer.id.rawValue { item.rateHistory = [] }
+                    items.append(item)
+                }
                 row += 1
             }
             var snapshot = QueueSnapshot(version: core.version, items: items, totals: totals,
@@ -44,6 +49,12 @@ extension TransferManager {
     /// view (`ferry list` pages through a running engine's queue with it).
     public func records(_ view: QueueView) -> (items: [StoredTransfer], total: Int) {
         core.withLock { core in
+            if view.selectsAll {
+                // A page of the whole queue: a slice, not a walk from the top (a listing of a long queue).
+                let start = min(max(0, view.offset), core.queue.count)
+                let end = view.limit.map { min(core.queue.count, start + $0) } ?? core.queue.count
+                return (core.queue[start..<end].map { $0.record() }, core.queue.count)
+            }
             let matcher = view.matcher
             var items: [StoredTransfer] = []
             var row = 0

@@ -115,7 +115,9 @@ public struct AppState: Sendable, Equatable {
 
     /// What the list shows, as the engine is asked for it: the view's states and the filter.
     public var queueView: QueueView {
-        QueueView(states: view.states, filter: filter.isEmpty ? nil : filter)
+        var queueView = QueueView(states: view.states, filter: filter.isEmpty ? nil : filter)
+        if case let .detail(id) = screen { queueView.detail = id.rawValue }
+        return queueView
     }
 
     /// The view with the window the list needs now: the screenful at the selection, and a screenful either
@@ -131,7 +133,8 @@ public struct AppState: Sendable, Equatable {
 
     /// Whether `held` (the window the engine sends) covers the screenful `rows` needs for the view asked.
     public func windowCovers(_ held: QueueView, _ rows: ListRows) -> Bool {
-        guard held.states == queueView.states, held.filter == queueView.filter else { return false }
+        let asked = queueView
+        guard held.states == asked.states, held.filter == asked.filter, held.detail == asked.detail else { return false }
         let selected = selectionIndex(in: rows) ?? 0
         let first = TransferList.firstRow(selected: selected, rows: listHeight, count: rows.total)
         let last = min(rows.total, first + listHeight)
