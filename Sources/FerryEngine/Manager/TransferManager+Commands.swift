@@ -144,6 +144,7 @@ extension TransferManager {
     public func remove(_ id: TransferID, deletePartial: Bool = false) -> Bool {
         mutate { core in
             guard let transfer = core.items.removeValue(forKey: id) else { return (false, []) }
+            if let counted = transfer.countedAs { core.counts[counted, default: 0] -= 1 }
             var effects: [Effect] = []
             let tasks = transfer.tasks
             if !tasks.isEmpty { effects.append { tasks.forEach { $0.cancel() } } }

@@ -12,27 +12,37 @@ extension TransferManager {
     public func snapshot(_ view: QueueView?) -> QueueSnapshot {
         core.withLock { core in
             var totals = QueueTotals()
+            totals.count = core.counts.filter { $0.value > 0 }
+            // Only items holding a slot can be running.
+            for id in core.slotHolders.keys {
+                guard let transfer = core.items[id], transfer.state == .running, let rate = transfer.rate.bytesPerSecond else { continue }
+                if transfer.spec.direction == .download { totals.downloadBytesPerSecond += rate }
+                else { totals.uploadBytesPerSecond += rate }
+            }
             var items: [TransferSnapshot] = []
-            if view?.limit == nil { items.reserveCapacity(core.queue.count) }
-            let matcher = view?.matcher
             var row = 0
-            for transfer in core.queue {
-                totals.count[transfer.state, default: 0] += 1
-                if transfer.state == .running, let rate = transfer.rate.bytesPerSecond {
-                    if transfer.spec.direction == .download { totals.downloadBytesPerSecond += rate }
-                    else { totals.uploadBytesPerSecond += rate }
-                }
+            /// One row of the window: the rate history only for the item whose details are shown.
+            func add(_ transfer: Transfer) {
+                var item = transfer.snapshot()
+                if let view, view.limit != nil, view.detail != transfer.id.rawValue { item.rateHistory = [] }
+                items.append(item)
+            }
+            if view?.selectsAll ?? true {
+                // Every item is a row: the window is a slice of the queue, whatever its length.
+                let start = min(max(0, view?.offset ?? 0), core.queue.count)
+                let end = view?.limit.map { min(core.queue.count, start + $0) } ?? core.queue.count
+                items.reserveCapacity(end - start)
+                core.queue[start..<end].forEach(add)
+                row = core.queue.count
+            }
+            let matcher = view.flatMap { $0.selectsAll ? nil : $0.matcher }
+            for transfer in matcher == nil ? [] : core.queue {
                 if let matcher, !matcher.matches(id: transfer.id, state: transfer.state, batch: transfer.batch,
                                                  name: { TransferSnapshot.displayName(spec: transfer.spec, fileName: transfer.fileName) },
                                                  url: { transfer.spec.url }) {
                     continue
                 }
-                if view?.windowContains(row) ?? true {
-                    var item = transfer.snapshot()
-                    // A window's rows come without their minute of rates, but for the item whose details are shown.
-                    if let view, view.limit != nil, view.detail != transfer.id.rawValue { item.rateHistory = [] }
-                    items.append(item)
-                }
+                if view?.windowContains(row) ?? true { add(transfer) }
                 row += 1
             }
             var snapshot = QueueSnapshot(version: core.version, items: items, totals: totals,

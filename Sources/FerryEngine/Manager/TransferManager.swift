@@ -51,6 +51,23 @@ public final class TransferManager: Sendable {
         /// A command asked for these items: they may run.
         mutating func allow<S: Sequence>(_ ids: S) where S.Element == TransferID { runnable?.formUnion(ids) }
 
+        /// Items per state, kept from `changed` like `slotHolders` (syncCounts): a front end's counts and a
+        /// window of the whole queue cost no walk over it.
+        var counts: [TransferState: Int] = [:]
+
+        /// After changes (`changed`): `counts` follows the items whose state changed. (A removed item is
+        /// uncounted by `remove`.)
+        mutating func syncCounts() {
+            for id in changed {
+                guard let item = items[id], item.countedAs != item.state else { continue }
+                if let old = item.countedAs { counts[old, default: 0] -= 1 }
+                counts[item.state, default: 0] += 1
+                item.countedAs = item.state
+            }
+            assert(queue.count > 2_000 || counts.filter { $0.value != 0 } == Dictionary(grouping: queue, by: \.state).mapValues(\.count),
+                   "counts are out of step with the queue")
+        }
+
         /// After changes (`changed`, `removedNow`): `slotHolders` follows the items that changed.
         mutating func syncSlotHolders() {
             for id in removedNow { slotHolders[id] = nil }
@@ -77,6 +94,8 @@ public final class TransferManager: Sendable {
         mutating func append(_ transfer: Transfer) {
             items[transfer.id] = transfer
             queue.append(transfer)
+            counts[transfer.state, default: 0] += 1
+            transfer.countedAs = transfer.state
             nextID = max(nextID, transfer.id.rawValue + 1)
         }
     }
@@ -183,6 +202,7 @@ public final class TransferManager: Sendable {
             let (result, effects) = body(&core)
             core.recheckSettledPrefix()
             core.syncSlotHolders()
+            core.syncCounts()
             let changed = core.changed
             let items = changed.sorted().compactMap { core.items[$0] }
             // Snapshots only for a listener; the store gets records either way.

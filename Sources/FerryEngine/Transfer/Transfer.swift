@@ -109,6 +109,8 @@ final class Transfer {
     var lastHistorySample: TimeInterval = 0
     /// Counted in the queue's settled prefix (see `TransferManager.Core.settledPrefix`).
     var inSettledPrefix = false
+    /// The state it is counted under in `TransferManager.Core.counts`.
+    var countedAs: TransferState?
 
     init(id: TransferID, spec: TransferSpec, state: TransferState, policy: RetryPolicy, retryUploads: Bool) {
         self.id = id
