@@ -37,27 +37,47 @@ public struct QueueView: Sendable, Codable, Equatable, Hashable {
     /// A compiled form for walking many items.
     public struct Matcher: Sendable {
         let states: Set<TransferState>?
-        let needle: String?
+        let needle: [UInt8]?
         let ids: Set<Int64>?
         let batch: Int64?
 
-        /// Whether an item with these properties is in the view; `url` and `name` are only asked for when a
-        /// filter needs them.
-        public func matches(id: TransferID, state: TransferState, batch: Int64?, name: () -> String, url: () -> URL) -> Bool {
+        /// Whether an item with these properties is in the view. For a filter, `name` (a file name or an
+        /// upload's source, when known) and `url` (as the user gave it) are asked for, and matched ignoring
+        /// ASCII case; a download's name not known yet is the end of its URL, matched there.
+        public func matches(id: TransferID, state: TransferState, batch: Int64?, name: () -> String?, url: () -> String) -> Bool {
             if let states, !states.contains(state) { return false }
             if let ids, !ids.contains(id.rawValue) { return false }
             if let wanted = self.batch, wanted != batch { return false }
             guard let needle else { return true }
-            if needle.hasPrefix("#") { return "#\(id.rawValue)" == needle }
-            if name().lowercased().contains(needle) { return true }
-            let url = url()
-            return TerminalSafe.redactedURL(url).lowercased().contains(needle)
+            if needle.first == UInt8(ascii: "#") { return "#\(id.rawValue)".utf8.elementsEqual(needle) }
+            if let name = name(), Self.contains(name, needle) { return true }
+            return Self.contains(url(), needle)
+        }
+
+        /// `text` holds `needle` (lowercase bytes), ASCII letters of `text` compared in lowercase; no copy of
+        /// `text` (a filter over a million items runs this a million times).
+        static func contains(_ text: String, _ needle: [UInt8]) -> Bool {
+            var text = text
+            return text.withUTF8 { hay in
+                guard let first = needle.first, needle.count <= hay.count else { return needle.isEmpty }
+                @inline(__always) func lower(_ byte: UInt8) -> UInt8 { byte &- 65 < 26 ? byte | 0x20 : byte }
+                var i = 0
+                while i <= hay.count - needle.count {
+                    if lower(hay[i]) == first {
+                        var j = 1
+                        while j < needle.count, lower(hay[i + j]) == needle[j] { j += 1 }
+                        if j == needle.count { return true }
+                    }
+                    i += 1
+                }
+                return false
+            }
         }
     }
 
     public var matcher: Matcher {
         let text = filter?.trimmingCharacters(in: .whitespaces).lowercased() ?? ""
-        return Matcher(states: states.map(Set.init), needle: text.isEmpty ? nil : text, ids: ids.map(Set.init), batch: batch)
+        return Matcher(states: states.map(Set.init), needle: text.isEmpty ? nil : Array(text.utf8), ids: ids.map(Set.init), batch: batch)
     }
 
     /// No condition: every item is a row, in queue order.

@@ -95,6 +95,12 @@ public struct TransferSnapshot: Sendable, Identifiable, Equatable, Codable {
         return item
     }
 
+    /// The name a filter looks at besides the URL: an upload's source, or the download's file name once
+    /// known (before that, the name is the end of the URL).
+    public static func knownName(spec: TransferSpec, fileName: String?) -> String? {
+        spec.upload?.primarySource?.displayName ?? fileName
+    }
+
     /// An item's name in lists: an upload's source, else the download's file name as far as it is known.
     public static func displayName(spec: TransferSpec, fileName: String?) -> String {
         if let source = spec.upload?.primarySource { return source.displayName }

@@ -50,8 +50,8 @@ struct List: ParsableCommand {
         do {
             try store.forEach { item in
                 guard matcher.matches(id: item.id, state: item.state, batch: item.batch,
-                                      name: { TransferSnapshot.displayName(spec: item.spec, fileName: item.fileName) },
-                                      url: { item.spec.url }) else { return }
+                                      name: { TransferSnapshot.knownName(spec: item.spec, fileName: item.fileName) },
+                                      url: { item.spec.url.absoluteString }) else { return }
                 pending.append(item)
                 if pending.count >= 1_000 {
                     try stream.add(pending)

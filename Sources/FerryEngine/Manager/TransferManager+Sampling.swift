@@ -29,7 +29,10 @@ extension TransferManager {
         let due = core.withLock { core -> (checkpoints: [(TransferID, Int64)], runs: [any TaskRun])? in
             var anyRunning = false
             var moved = false
-            for transfer in core.queue where transfer.state == .running && transfer.busy {
+            // Only the items that hold a slot or are finishing can be running, busy or finishing: a sample costs
+            // what moves, not the queue's length (a walk over a million queued items held the lock for long).
+            let holders = core.slotHolders.keys.compactMap { core.items[$0] }
+            for transfer in holders where transfer.state == .running && transfer.busy {
                 anyRunning = true
                 let done = transfer.currentBytes
                 if done != transfer.bytesDone { moved = true }
@@ -42,7 +45,7 @@ extension TransferManager {
                 }
             }
             if moved { core.version &+= 1 }
-            if !anyRunning, !core.items.values.contains(where: { $0.finishing }) {
+            if !anyRunning, !holders.contains(where: { $0.finishing }) {
                 core.sampler?.cancel()
                 core.sampler = nil
             }
@@ -54,7 +57,7 @@ extension TransferManager {
             let sinceLast = now - core.lastCheckpoint
             let singlesDue = Self.checkpointDue(segmented: false, sinceLast: sinceLast)
             if singlesDue { core.lastCheckpoint = now }
-            let due = core.items.values.filter { $0.busy && Self.checkpointDue(segmented: $0.segments != nil, sinceLast: sinceLast) }
+            let due = holders.filter { $0.busy && Self.checkpointDue(segmented: $0.segments != nil, sinceLast: sinceLast) }
             let records = due.filter { $0.segments != nil }.map { $0.record() }
             if !records.isEmpty { storeWriter.enqueue(records, ranks: [:]) }
             return (due.filter { $0.segments == nil }.map { ($0.id, $0.currentBytes) }, due.flatMap(\.runs))

@@ -38,8 +38,8 @@ extension TransferManager {
             let matcher = view.flatMap { $0.selectsAll ? nil : $0.matcher }
             for transfer in matcher == nil ? [] : core.queue {
                 if let matcher, !matcher.matches(id: transfer.id, state: transfer.state, batch: transfer.batch,
-                                                 name: { TransferSnapshot.displayName(spec: transfer.spec, fileName: transfer.fileName) },
-                                                 url: { transfer.spec.url }) {
+                                                 name: { TransferSnapshot.knownName(spec: transfer.spec, fileName: transfer.fileName) },
+                                                 url: { transfer.spec.url.absoluteString }) {
                     continue
                 }
                 if view?.windowContains(row) ?? true { add(transfer) }
@@ -70,8 +70,8 @@ extension TransferManager {
             var row = 0
             for transfer in core.queue {
                 guard matcher.matches(id: transfer.id, state: transfer.state, batch: transfer.batch,
-                                      name: { TransferSnapshot.displayName(spec: transfer.spec, fileName: transfer.fileName) },
-                                      url: { transfer.spec.url }) else { continue }
+                                      name: { TransferSnapshot.knownName(spec: transfer.spec, fileName: transfer.fileName) },
+                                      url: { transfer.spec.url.absoluteString }) else { continue }
                 if view.windowContains(row) { items.append(transfer.record()) }
                 row += 1
             }

@@ -105,7 +105,8 @@ public struct AppState: Sendable, Equatable {
         if view == .all, filter.isEmpty { return ListRows(items: snapshot.items, offset: 0, total: snapshot.items.count) }
         let matcher = queueView.matcher
         let items = snapshot.items.filter { item in
-            matcher.matches(id: item.id, state: item.state, batch: item.batch, name: { item.displayName }, url: { item.spec.url })
+            matcher.matches(id: item.id, state: item.state, batch: item.batch, name: { TransferSnapshot.knownName(spec: item.spec, fileName: item.fileName) },
+                           url: { item.spec.url.absoluteString })
         }
         return ListRows(items: items, offset: 0, total: items.count)
     }
