@@ -52,7 +52,7 @@ final class HeadlessRun: Sendable {
         let ticker = DispatchSource.makeTimerSource(queue: reporter.output)
         ticker.schedule(deadline: .now() + 1, repeating: 1)
         ticker.setEventHandler { [reporter] in
-            reporter.progress(manager.snapshot().items)
+            reporter.progress(manager.snapshot(QueueView(states: [.running])).items)
             if let notice = manager.newStoreFailureNotice() { printError("warning: \(notice)") }
         }
         ticker.resume()
@@ -97,6 +97,7 @@ final class HeadlessRun: Sendable {
         engine.hooks?.waitUntilIdle()
         engine.stopHandlingSignals()
         reporter.output.sync {}
-        return reporter.results(manager.snapshot(), ids: includeQueued ? waitFor : Set(own))
+        let ids = includeQueued ? waitFor : Set(own)
+        return reporter.results(manager.snapshot(QueueView(ids: ids.map(\.rawValue))), ids: ids)
     }
 }

@@ -68,7 +68,7 @@ public final class EngineAssembly: Sendable {
 
     /// Nothing to do: nothing running, queued or waiting for a retry, and no hook running or waiting its turn.
     public var idle: Bool {
-        let busy = manager.snapshot().totals.count.contains { state, count in count > 0 && state.isPending }
+        let busy = manager.counts.contains { state, count in count > 0 && state.isPending }
         return !busy && hooks?.isIdle != false
     }
 

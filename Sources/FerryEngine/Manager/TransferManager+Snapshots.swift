@@ -79,6 +79,9 @@ extension TransferManager {
         }
     }
 
+    /// Items per state (kept as they change: no walk over the queue).
+    public var counts: [TransferState: Int] { core.withLock { $0.counts.filter { $0.value > 0 } } }
+
     /// Something holds a connection slot or is being finished: byte counts and rates are moving.
     public var moving: Bool { core.withLock { !$0.slotHolders.isEmpty } }
 
