@@ -155,6 +155,20 @@ public struct QueueSnapshot: Sendable, Equatable, Codable {
     /// has. nil: `items` is the whole queue.
     public var window: QueueWindow?
 
+    /// What a frame drawn from this snapshot depends on, cheaply: the engine's version, and for a window which
+    /// rows it holds (scrolling or filtering brings new rows of an unchanged queue).
+    public struct Shown: Equatable, Sendable {
+        var version: UInt64
+        var window: QueueWindow?
+        var rows: Int
+        var first: TransferID?
+        var last: TransferID?
+    }
+
+    public var shown: Shown {
+        Shown(version: version, window: window, rows: items.count, first: items.first?.id, last: items.last?.id)
+    }
+
     public init(version: UInt64, items: [TransferSnapshot], totals: QueueTotals, maxConcurrent: Int, maxPerHost: Int) {
         self.version = version
         self.items = items

@@ -162,12 +162,13 @@ import TestHTTPServer
         #expect(server.requests("/twice.bin").count == 1)
     }
 
-    /// The old socket took one frame of at most 4 MiB per add: 20,000 long URLs (about 9 MiB of specs) failed
-    /// with 'the engine closed the connection' and queued nothing.
+    /// The old socket took one frame of at most 4 MiB per add: 6,000 long URLs (about 7 MiB of specs) failed
+    /// with 'the engine closed the connection' and queued nothing. (Few items, long URLs: the test is about the
+    /// bytes, and an engine with many items would weigh on the tests that run beside it.)
     @Test func anAddLargerThanTheOldFrameCapQueues() async throws {
         server.route("/hang", .hang)
-        let padding = String(repeating: "x", count: 200)
-        let urls = (1...20_000).map { server.url("/hang").absoluteString + "?n=\($0)&pad=\(padding)" }
+        let padding = String(repeating: "x", count: 1_000)
+        let urls = (1...6_000).map { server.url("/hang").absoluteString + "?n=\($0)&pad=\(padding)" }
         let list = dir.path + "/urls.txt"
         try urls.joined(separator: "\n").write(toFile: list, atomically: true, encoding: .utf8)
         let specs = urls.map { TransferSpec(download: URL(string: $0)!, directory: downloads) }
@@ -177,9 +178,9 @@ import TestHTTPServer
         let stopped = try await runFerry(["stop"], stateDir: state)
         #expect(stopped.status == 0, "\(stopped.stderr)")
         #expect(result.status == 0, "\(result.stderr)")
-        #expect(result.stdout.split(separator: " ").count == 20_000)
+        #expect(result.stdout.split(separator: " ").count == 6_000)
         let stored = try store().loadAll()
-        #expect(stored.count == 20_000)
+        #expect(stored.count == 6_000)
         #expect(Set(stored.compactMap(\.batch)).count == 1)
     }
 

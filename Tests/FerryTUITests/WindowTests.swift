@@ -62,4 +62,13 @@ import Testing
         let screen = Fixtures.render(state, window(offset: 0)).text
         #expect(!screen.contains(".bin"))
     }
+
+    /// A new window of an unchanged queue has the engine's same version: the app redraws on what it shows
+    /// (before, it waited for the next whole second: G then Enter took a second on a quiet queue).
+    @Test func aNewWindowOfTheSameVersionIsSomethingNewToShow() {
+        let top = window(offset: 0), end = window(offset: 99_976)
+        #expect(top.version == end.version)
+        #expect(top.shown != end.shown)
+        #expect(top.shown == window(offset: 0).shown)
+    }
 }

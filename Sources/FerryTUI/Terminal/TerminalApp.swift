@@ -52,7 +52,9 @@ public final class TerminalApp {
     private var pace = Pace.off
     /// When the last pump ran (keeps wake-ups under the frame cap).
     private var lastPump = DispatchTime(uptimeNanoseconds: 0)
-    private var lastVersion: UInt64?
+    /// What the last frame showed of the engine's queue: its version, and which window (a new window of the same
+    /// queue has the same version).
+    private var lastVersion: QueueSnapshot.Shown?
     /// The window last asked of the engine (nil: none yet, or the engine in this process).
     private var askedView: QueueView?
     private var lastSecond = 0
@@ -213,9 +215,9 @@ public final class TerminalApp {
         let now = Date()
         let second = Int(now.timeIntervalSince1970)
         let ticking = Pace.wanted(snapshot, state) != .off
-        guard changed || snapshot.version != lastVersion || (ticking && second != lastSecond)
+        guard changed || snapshot.shown != lastVersion || (ticking && second != lastSecond)
               || state.width != terminal.width || state.height != terminal.height else { return }
-        lastVersion = snapshot.version
+        lastVersion = snapshot.shown
         lastSecond = second
         state.width = terminal.width
         state.height = terminal.height
