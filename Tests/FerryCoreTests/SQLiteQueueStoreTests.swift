@@ -106,6 +106,7 @@ import Testing
     }
 
     @Test func aMoveIsTheRanksOfOneOrTwoItems() {
+        defer { cleanup() }
         let ranks = [-3, 0, 4, 9]
         let rank = { (i: Int) in ranks[i] }
         #expect(QueueMove.up.ranks(moving: 2, count: 4, rank: rank).map { [$0.index, $0.rank] } == [[2, 0], [1, 4]])

@@ -107,6 +107,7 @@ import Glibc
 
     /// Bug: a full disk said only "disk full"; now it says how much more the file needs and what is free.
     @Test func aFullDiskSaysWhatIsNeededAndWhatIsFree() throws {
+        defer { cleanup() }
         let fd = open("/dev/full", O_WRONLY)
         try #require(fd >= 0)
         let file = PartialFile(path: "/dev/full", fd: fd, bufferSize: 64 << 10)
@@ -124,6 +125,7 @@ import Glibc
     /// what was flushed a second before, so one kill cost up to 858 MiB of 1 GiB fetched again. The rule now:
     /// ranges at every 0.2 s sample, single streams (which resume from their file's size) once a second.
     @Test func rangesAreCheckpointedAtEverySample() {
+        defer { cleanup() }
         #expect(TransferManager.checkpointDue(segmented: true, sinceLast: 0.2))
         #expect(!TransferManager.checkpointDue(segmented: false, sinceLast: 0.2))
         #expect(TransferManager.checkpointDue(segmented: false, sinceLast: 1.0))
