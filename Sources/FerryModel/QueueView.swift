@@ -91,15 +91,24 @@ public struct QueueView: Sendable, Codable, Equatable, Hashable {
     }
 }
 
-/// Where a window sits in its view.
+/// Where a window sits in its view, and which view it is of (a client that asked for another view meanwhile
+/// knows these rows are not the ones it wants).
 public struct QueueWindow: Sendable, Codable, Equatable {
     /// The view's row of the window's first item.
     public var offset: Int
     /// Rows in the whole view.
     public var total: Int
+    /// The view's states and filter.
+    public var states: [TransferState]?
+    public var filter: String?
 
-    public init(offset: Int, total: Int) {
+    public init(offset: Int, total: Int, of view: QueueView? = nil) {
         self.offset = offset
         self.total = total
+        self.states = view?.states
+        self.filter = view?.filter
     }
+
+    /// Whether these rows answer `view` (its states and filter; the window may sit elsewhere).
+    public func answers(_ view: QueueView) -> Bool { states == view.states && filter == view.filter }
 }

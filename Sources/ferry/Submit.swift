@@ -50,9 +50,14 @@ func submit(_ common: CommonOptions, config: Config, specs: [TransferSpec], deta
             throw ExitCode(status)
         }
         let added = try add(specs, to: client, force: force)
-        let ids = added.items.map(\.id)
-        printError("handed \(ids.count) item(s) to the running engine: \(ids.map(\.description).joined(separator: " "))")
         Reporter().added(added.items)
+        // A download already done is said and its path printed; the engine has nothing to do for it.
+        for item in added.items where item.how == .alreadyDone {
+            if let path = item.savedPath { print(path) }
+        }
+        let ids = added.items.filter { $0.how != .alreadyDone }.map(\.id)
+        guard !ids.isEmpty else { throw ExitCode.success }
+        printError("handed \(ids.count) item(s) to the running engine: \(ids.map(\.description).joined(separator: " "))")
         throw ExitCode(await Follow.run(client, ids: Set(ids)))
     }
 }

@@ -287,7 +287,13 @@ import TestHTTPServer
             return items.filter { $0.state == .failed }.count == 2 && items.contains { $0.state == .completed }
         }
         let retried = try await runFerry(["retry", "--state", "failed"], stateDir: state)
+        // The completed one asked again of the running engine: said, its path printed, nothing handed over.
+        let again = try await runFerry(["get", "--no-tui", "-o", downloads, urls[1]], stateDir: state)
         let stopped = try await runFerry(["stop"], stateDir: state)
+        #expect(again.status == 0, "\(again.stderr)")
+        #expect(again.stdout == downloads + "/ok.bin\n")
+        #expect(again.stderr.contains("already done: \(downloads)/ok.bin"), "\(again.stderr)")
+        #expect(!again.stderr.contains("handed"), "\(again.stderr)")
         #expect(stopped.status == 0)
         #expect(retried.status == 0, "\(retried.stderr)")
         #expect(retried.stdout == "retried 2 (#1 #3)\n")

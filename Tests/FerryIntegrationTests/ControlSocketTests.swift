@@ -250,7 +250,7 @@ import Glibc
         let whole = try #require(try JSONDecoder().decode(ControlMessage.self, from: first[1]).update)
         #expect(whole.full)
         #expect(whole.items.map(\.id.rawValue) == [11, 12, 13, 14, 15])
-        #expect(whole.window == QueueWindow(offset: 10, total: 30))
+        #expect(whole.window == QueueWindow(offset: 10, total: 30, of: QueueView(states: [.paused])))
         #expect(whole.totals.count[.paused] == 30)
 
         // A subscriber of the whole queue, to know when the engine has sent a change.
@@ -273,7 +273,7 @@ import Glibc
         #expect(update.order == [10, 11, 12, 13, 14])
         #expect(update.items.map(\.id.rawValue).contains(10))
         #expect(!update.items.contains { $0.id == TransferID(3) })
-        #expect(update.window == QueueWindow(offset: 10, total: 30))
+        #expect(update.window == QueueWindow(offset: 10, total: 30, of: QueueView(states: [.paused])))
 
         // A change outside the window that does not move it: nothing at all reaches this subscriber. The next
         // line it gets is the change inside the window that follows.

@@ -71,4 +71,23 @@ import Testing
         #expect(top.shown != end.shown)
         #expect(top.shown == window(offset: 0).shown)
     }
+
+    /// Keys after a change of view but before its rows come (1 then G at once): the old view's rows are not
+    /// the new view's, so G means the end of the new view, found when its rows come.
+    @Test func keysBeforeTheNewViewsRowsComeActOnTheNewView() {
+        var failedView = window(offset: 0, count: 20, total: 20)
+        failedView.window = QueueWindow(offset: 0, total: 20, of: QueueView(states: ListView.failed.states))
+        var state = Fixtures.state()
+        state.view = .failed
+        #expect(state.rows(failedView).total == 20)
+        let (all, _) = reduce(state, .character("1"), failedView)
+        #expect(all.rows(failedView).pending)
+        let (end, _) = reduce(all, .character("G"), failedView)
+        // The rows of view 1 come: the selection is its last row.
+        let rows = end.rows(window(offset: 99_976))
+        #expect(end.selectionIndex(in: rows) == 99_999)
+        #expect(end.wantedView(end.rows(window(offset: 0))).offset == 99_976)
+        // Nothing is drawn from the old view's rows meanwhile.
+        #expect(!Fixtures.render(all, failedView).text.contains(".bin"))
+    }
 }

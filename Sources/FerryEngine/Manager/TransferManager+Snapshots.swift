@@ -50,7 +50,7 @@ extension TransferManager {
             let rates = limits.current
             snapshot.downloadLimit = rates.download
             snapshot.uploadLimit = rates.upload
-            snapshot.window = view.map { QueueWindow(offset: $0.offset, total: row) }
+            snapshot.window = view.map { QueueWindow(offset: $0.offset, total: row, of: $0) }
             return snapshot
         }
     }

@@ -100,6 +100,8 @@ public struct AppState: Sendable, Equatable {
     /// filtered here (an engine in this process). One rule for what matches: QueueView.
     public func rows(_ snapshot: QueueSnapshot) -> ListRows {
         if let window = snapshot.window {
+            // Rows of the view before a key changed it (1-5, the filter): none yet of the one asked for.
+            guard window.answers(queueView) else { return ListRows(items: [], offset: 0, total: 0, pending: true) }
             return ListRows(items: snapshot.items, offset: window.offset, total: window.total)
         }
         if view == .all, filter.isEmpty { return ListRows(items: snapshot.items, offset: 0, total: snapshot.items.count) }
@@ -161,7 +163,8 @@ public struct AppState: Sendable, Equatable {
     mutating func select(index: Int, in rows: ListRows) {
         guard rows.total > 0 else {
             selectedID = nil
-            selectedIndex = 0
+            // A view whose rows are on their way: the place is kept (G: the end), and found when they come.
+            selectedIndex = rows.pending ? max(0, index) : 0
             return
         }
         let clamped = min(max(0, index), rows.total - 1)
@@ -177,11 +180,14 @@ public struct ListRows: Sendable, Equatable {
     public let items: [TransferSnapshot]
     public let offset: Int
     public let total: Int
+    /// The view was just changed: its rows have not come yet.
+    public let pending: Bool
 
-    public init(items: [TransferSnapshot], offset: Int, total: Int) {
+    public init(items: [TransferSnapshot], offset: Int, total: Int, pending: Bool = false) {
         self.items = items
         self.offset = offset
         self.total = total
+        self.pending = pending
     }
 
     public subscript(index: Int) -> TransferSnapshot? {

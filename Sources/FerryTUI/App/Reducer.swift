@@ -49,7 +49,7 @@ private func perform(_ action: Action, _ stateIn: AppState, _ snapshot: QueueSna
     case .pageUp where inList: state.select(index: (index ?? 0) - state.listHeight, in: items)
     case .pageDown where inList: state.select(index: (index ?? 0) + state.listHeight, in: items)
     case .selectFirst where inList: state.select(index: 0, in: items)
-    case .selectLast where inList: state.select(index: items.total - 1, in: items)
+    case .selectLast where inList: state.select(index: items.pending ? Int.max / 2 : items.total - 1, in: items)
     case .selectUp, .selectDown, .pageUp, .pageDown, .selectFirst, .selectLast: break
 
     case .openDetail:

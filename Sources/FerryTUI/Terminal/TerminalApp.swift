@@ -168,7 +168,8 @@ public final class TerminalApp {
         state.width = terminal.width
         state.height = terminal.height
         let rows = state.rows(snapshot)
-        if state.selectedID == nil, let item = rows[state.selectedIndex] {
+        if state.selectedID == nil, let index = state.selectionIndex(in: rows), let item = rows[index] {
+            state.selectedIndex = index
             state.selectedID = item.id
             if state.openWhenHeld, state.screen == .list {
                 state.screen = .detail(item.id)

@@ -24,6 +24,7 @@ enum TransferList {
         guard rows > 0, canvas.width > 0 else { return }
         let items = state.rows(snapshot)
         guard items.total > 0 else {
+            if items.pending { return }  // the view's rows come in a moment
             let empty = snapshot.window == nil ? snapshot.items.isEmpty : snapshot.totals.count.values.reduce(0, +) == 0
             let text = empty
                 ? "The queue is empty: a adds a download, u an upload, ? shows the keys."
