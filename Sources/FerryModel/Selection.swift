@@ -28,9 +28,10 @@ public struct Selection: Sendable, Codable, Equatable {
             var seen = Set<Int64>()
             return .success(ids.filter { seen.insert($0).inserted }.map(TransferID.init))
         }
-        let wanted = states.map(Set.init)
+        // The same rule as a view's (QueueView): states and batch.
+        let matcher = QueueView(states: states, batch: batch).matcher
         return .success(items.filter { item in
-            (wanted?.contains(item.state) ?? true) && (batch == nil || item.batch == batch)
+            matcher.matches(id: item.id, state: item.state, batch: item.batch, name: { nil }, url: { "" })
         }.map(\.id))
     }
 

@@ -25,8 +25,7 @@ struct List: ParsableCommand {
     func run() throws {
         _ = try common.loadConfig()  // a broken config is reported by every command
         let directory = common.stateDirectory
-        let selection = Selection(states: try states.map { (text: String) throws(UsageError) in try Selection.states(text) }, batch: batch)
-        let view = QueueView(states: selection.states, batch: batch)
+        let view = QueueView(states: try states.map { (text: String) throws(UsageError) in try Selection.states(text) }, batch: batch)
         let stream = QueueListing.Stream(json: json) { FileHandle.standardOutput.write($0) }
         // Live from the running engine (byte counts of this moment), page by page; else from the store, row by row.
         if let client = ControlClient.connect(directory) {
