@@ -44,6 +44,7 @@ extension TransferManager {
                         let transfer = adopt(record)
                         core.append(transfer)
                         core.touch(record.id)
+                        if !addition.existing { core.inserted.insert(record.id) }
                     }
                     core.allow([record.id])
                     outcomes.append(AddedItem(id: record.id, how: addition.existing ? .alreadyQueued : .added))

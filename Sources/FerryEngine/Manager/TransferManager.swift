@@ -25,6 +25,9 @@ public final class TransferManager: Sendable {
         var changed: Set<TransferID> = []
         /// Items whose rank a move changed (the store gets their new ranks; nothing else's order changes).
         var rankChanged: Set<TransferID> = []
+        /// Items just inserted by the store and not changed since: their row already holds their record, so
+        /// this change writes none for them (an add of many items wrote each row twice).
+        var inserted: Set<TransferID> = []
         /// Each waiter with the ids it still waits for (shrunk as items finish, never rescanned).
         var waiters: [Int: (pending: Set<TransferID>, continuation: CheckedContinuation<Void, Never>)] = [:]
         var nextWaiter = 0
@@ -212,7 +215,10 @@ public final class TransferManager: Sendable {
             core.changed.removeAll()
             let ranks = Dictionary(uniqueKeysWithValues: core.rankChanged.compactMap { id in core.items[id].map { (id, $0.rank) } })
             core.rankChanged.removeAll()
-            let records = items.map { $0.record() }
+            // (One started in this same change has changed since: its record is written.)
+            let records = core.inserted.isEmpty ? items.map { $0.record() }
+                : items.filter { !(core.inserted.contains($0.id) && $0.state == .queued && $0.attempts.isEmpty) }.map { $0.record() }
+            core.inserted.removeAll()
             if !records.isEmpty || !ranks.isEmpty { storeWriter.enqueue(records, ranks: ranks) }
             let finished = self.takeFinishedWaiters(&core, changed: changed.union(core.removedNow))
             core.removedNow.removeAll()
