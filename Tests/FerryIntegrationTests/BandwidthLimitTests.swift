@@ -120,15 +120,17 @@ import TestHTTPServer
         spec.rateLimit = 512 << 10
         let id = manager.add(spec)
         let start = try await waitForTraffic("/change.bin")
-        try await Task.sleep(for: .seconds(4))
+        try await Task.sleep(for: .seconds(5))
         let changedAt = Date().timeIntervalSince(start)
         #expect(manager.setRateLimit(id, 2 << 20))
         try await Task.sleep(for: .seconds(6))
         let samples = server.bytesSent("/change.bin")
-        let before = samples.rate(from: 2, to: changedAt, after: start)
+        // From second 3: the first seconds at the server carry its send buffers filling up, longer when the
+        // machine is busy (a full suite on 2 cores measured 0.92-0.94 MiB/s over seconds 2-4 twice in ~15 runs).
+        let before = samples.rate(from: 3, to: changedAt, after: start)
         let after = samples.rate(from: changedAt + 2, to: changedAt + 6, after: start)
         print("BandwidthLimitTests: 512 KiB/s then 2 MiB/s: \(before / Self.mib) then \(after / Self.mib) MiB/s")
-        // Seconds 2-4 at the server still carry its send buffers filling up: well under the later rate is enough.
+        // Still the filling buffers' tail: well under the later rate is enough.
         #expect(before < 0.9 * Self.mib, "\(before / Self.mib) MiB/s before the change")
         #expect(after > 1.6 * Self.mib && after < 2.5 * Self.mib, "\(after / Self.mib) MiB/s from 2 s after the change")
         #expect(manager.snapshot(of: id)?.rateLimit == 2 << 20)
