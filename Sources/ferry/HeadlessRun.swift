@@ -57,10 +57,6 @@ final class HeadlessRun: Sendable {
         }
         ticker.resume()
 
-        var waitFor = Set<TransferID>()
-        if includeQueued {
-            waitFor = Set(manager.snapshot().items.filter { !$0.state.isTerminal && $0.state != .paused }.map(\.id))
-        }
         /// No more serving: the queue is free for another engine at once.
         func stopServing() {
             ticker.cancel()
@@ -72,32 +68,32 @@ final class HeadlessRun: Sendable {
             if specs.isEmpty {
                 own = []
             } else {
-                let batch = try manager.makeBatch(command: typedCommand())
-                let added = try manager.addSaved(specs, batch: batch.id, reuse: !force)
+                // The same add as through the socket: one batch, the same transfers reused unless forced.
+                let added = try manager.perform(.add(.init(specs: specs, typed: typedCommand(), force: force))).added ?? []
                 reporter.added(added)
                 own = added.map(\.id)
             }
         } catch {
-            printError(error.description)
+            printError(String(describing: error))
             stopServing()
             engine.stopHandlingSignals()
             return 2
         }
-        waitFor.formUnion(own)
-        // Items added or resumed through the socket while this engine ran are finished too before it exits:
-        // whoever asked may be following them.
+        // The work of this engine's scope: its own items, and those added, resumed or retried through its socket
+        // meanwhile (whoever asked may be following them); with `includeQueued`, everything queued.
+        var waited = Set<TransferID>()
         while true {
-            await manager.waitUntilFinished(waitFor)
-            let more = (engine.host?.asked.withLock { $0 } ?? []).subtracting(waitFor)
-            if more.isEmpty { break }
-            waitFor.formUnion(more)
+            let left = manager.workLeft()
+            if left.isEmpty { break }
+            waited.formUnion(left)
+            await manager.waitUntilFinished(left)
         }
         stopServing()
         // The hooks of the items just ended run to their end (each to its timeout at most) before this process goes.
         engine.hooks?.waitUntilIdle()
         engine.stopHandlingSignals()
         reporter.output.sync {}
-        let ids = includeQueued ? waitFor : Set(own)
+        let ids = includeQueued ? waited : Set(own)
         return reporter.results(manager.snapshot(QueueView(ids: ids.map(\.rawValue))), ids: ids)
     }
 }

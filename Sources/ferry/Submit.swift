@@ -64,10 +64,5 @@ func submit(_ common: CommonOptions, config: Config, specs: [TransferSpec], deta
 
 /// Queues `specs` with the engine behind `client` as one batch (in parts, whatever their number).
 func add(_ specs: [TransferSpec], to client: ControlClient, force: Bool = false) throws -> (batch: Int64, items: [AddedItem]) {
-    do {
-        return try client.add(specs, command: typedCommand(), force: force)
-    } catch let error as ControlError where error.refused {
-        // Refused (a full disk, a bad request): the engine's words, exit 2.
-        throw UsageError(error.description)
-    }
+    try QueueVerb.refusalIsUsage { try client.add(specs, command: typedCommand(), force: force) }
 }

@@ -151,11 +151,16 @@ enum QueueVerb {
         }
     }
 
-    /// A refused command is a usage error (exit 2: an unknown id, a bad value); a broken connection is not.
     @discardableResult
     static func perform(_ command: QueueCommand, on target: CommandTarget) throws -> CommandResult {
+        try refusalIsUsage { try command.perform(on: target) }
+    }
+
+    /// A command the engine refused is a usage error (exit 2: an unknown id, a bad value, a full disk), in the
+    /// engine's words; a broken connection is not.
+    static func refusalIsUsage<T>(_ body: () throws -> T) throws -> T {
         do {
-            return try command.perform(on: target)
+            return try body()
         } catch let error as ControlError where error.refused {
             throw UsageError(error.description)
         }

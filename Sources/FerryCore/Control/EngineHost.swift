@@ -23,9 +23,6 @@ public final class EngineHost: @unchecked Sendable {
     private var subscribers = 0
     private let clientCount = Atomic<Int>(0)
     private let lastClientGone = Mutex<DispatchTime>(.now())
-    /// Items added, resumed or retried through the socket (a headless engine finishes them before it exits:
-    /// whoever asked may be following them).
-    public let asked = Mutex<Set<TransferID>>([])
 
     /// Listens on the state directory's socket. `onStop` runs (off the socket's queue) when a client asks
     /// the engine to stop; it should shut the manager down and end the process.
@@ -111,16 +108,7 @@ public final class EngineHost: @unchecked Sendable {
         case .command:
             guard let command = request.command else { return failure(request, "command needs a command") }
             do {
-                let result = try manager.perform(command)
-                // Items asked for again run here; a headless engine finishes them before it exits.
-                let asked: [TransferID]
-                switch command {
-                case .add: asked = (result.added ?? []).filter { $0.how != .alreadyDone }.map(\.id)
-                case .resume, .retry: asked = result.outcome.changed
-                default: asked = []
-                }
-                if !asked.isEmpty { self.asked.withLock { $0.formUnion(asked) } }
-                reply.result = result
+                reply.result = try manager.perform(command)
             } catch {
                 return failure(request, String(describing: error))
             }

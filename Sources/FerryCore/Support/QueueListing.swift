@@ -40,17 +40,6 @@ public enum QueueListing {
                      headers: item.spec.headers.map { $0.name }, batch: item.batch)
     }
 
-    public static func json(_ items: [StoredTransfer]) throws -> Data {
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
-        return try encoder.encode(items.map(entry))
-    }
-
-    public static func table(_ items: [StoredTransfer]) -> String {
-        guard !items.isEmpty else { return "the queue is empty\n" }
-        return items.map(line).joined()
-    }
-
     /// One item's line of the table.
     static func line(_ item: StoredTransfer) -> String {
         let item = entry(item)
@@ -64,7 +53,7 @@ public enum QueueListing {
     }
 
     /// Writes a listing as its items come (page by page from an engine, row by row from the store): memory
-    /// stays flat whatever the queue's length. The same text as `json` and `table` of all the items at once.
+    /// stays flat whatever the queue's length. JSON: one array of entries, as JSONEncoder pretty-prints one.
     public final class Stream {
         private let json: Bool
         private let write: (Data) -> Void

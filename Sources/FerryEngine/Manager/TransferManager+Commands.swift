@@ -28,10 +28,8 @@ extension TransferManager {
         let additions: [QueueAddition]
         do {
             additions = try store.add(specs, batch: batch, reuse: reuse)
-        } catch let error as StateError {
-            throw StateError("cannot add to the queue: \(error.description); nothing was queued")
         } catch {
-            throw StateError("cannot add to the queue: \(error); nothing was queued")
+            throw Self.addRefused(error)
         }
         return mutate { core in
             var effects: [Effect] = []
@@ -68,7 +66,7 @@ extension TransferManager {
                 }
                 if how != .alreadyDone { core.allow([record.id]) }
                 var outcome = AddedItem(id: record.id, how: how, before: before)
-                outcome.name = transfer.snapshot().displayName
+                outcome.name = TransferSnapshot.displayName(spec: transfer.spec, fileName: transfer.fileName)
                 outcome.savedPath = transfer.savedPath
                 outcomes.append(outcome)
             }
@@ -80,11 +78,14 @@ extension TransferManager {
     public func makeBatch(command: String) throws(StateError) -> Batch {
         do {
             return try store.makeBatch(command: command)
-        } catch let error as StateError {
-            throw StateError("cannot add to the queue: \(error.description); nothing was queued")
         } catch {
-            throw StateError("cannot add to the queue: \(error); nothing was queued")
+            throw Self.addRefused(error)
         }
+    }
+
+    /// The store refused an add (a full disk, a damaged file): what the user reads.
+    private static func addRefused(_ error: any Error) -> StateError {
+        StateError("cannot add to the queue: \((error as? StateError)?.description ?? "\(error)"); nothing was queued")
     }
 
     /// A sentence for the user when the queue cannot be saved, once per distinct reason; nil otherwise.
@@ -236,14 +237,6 @@ extension TransferManager {
             core.version &+= 1
             return ((), self.pump(&core))
         }
-    }
-
-    public func pauseAll() {
-        for item in snapshot().items where item.state.isPending { pause(item.id) }
-    }
-
-    public func resumeAll() {
-        for item in snapshot().items where item.state == .paused { resume(item.id) }
     }
 
     /// Stops every attempt (their `.part` files are flushed and kept; they stay queued for the next start),

@@ -82,18 +82,21 @@ extension TransferManager {
     /// Items per state (kept as they change: no walk over the queue).
     public var counts: [TransferState: Int] { core.withLock { $0.counts.filter { $0.value > 0 } } }
 
+    /// What this engine has still to do: the items of its scope running, queued or waiting for a retry, or
+    /// still busy. (A headless run waits for them: its own, and any added, resumed or retried through it.)
+    public func workLeft() -> Set<TransferID> {
+        core.withLock { core in
+            func open(_ item: Transfer) -> Bool { item.state.isPending || item.busy || item.finishing }
+            if let runnable = core.runnable { return runnable.filter { core.items[$0].map(open) ?? false } }
+            return Set(core.queue.lazy.filter(open).map(\.id))
+        }
+    }
+
     /// Something holds a connection slot or is being finished: byte counts and rates are moving.
     public var moving: Bool { core.withLock { !$0.slotHolders.isEmpty } }
 
     /// Changes whenever a state, the order, a setting or a byte count changed (what `snapshot().version` says).
     public var version: UInt64 { core.withLock { $0.version } }
-
-    /// The queue as the store keeps it, with the bytes done now, in order (`ferry list` while an engine runs).
-    public func records() -> [StoredTransfer] {
-        core.withLock { core in
-            core.queue.map { $0.record() }
-        }
-    }
 
     public func snapshot(of id: TransferID) -> TransferSnapshot? {
         core.withLock { core in core.items[id]?.snapshot() }

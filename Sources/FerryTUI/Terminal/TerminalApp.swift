@@ -165,8 +165,6 @@ public final class TerminalApp {
     /// row was held learns its item once the row comes.
     private func followWindow(_ snapshot: QueueSnapshot) {
         guard snapshot.window != nil else { return }  // the engine in this process: the whole queue
-        state.width = terminal.width
-        state.height = terminal.height
         let rows = state.rows(snapshot)
         if state.selectedID == nil, let index = state.selectionIndex(in: rows), let item = rows[index] {
             state.selectedIndex = index
@@ -177,8 +175,13 @@ public final class TerminalApp {
             }
         }
         if state.selectedID != nil { state.openWhenHeld = false }
-        if let askedView, state.windowCovers(askedView, rows) { return }
-        let wanted = state.wantedView(rows)
+        // The window is for the terminal's size now (the state takes it when the frame is drawn, which is how
+        // a resize is noticed).
+        var sized = state
+        sized.width = terminal.width
+        sized.height = terminal.height
+        if let askedView, sized.windowCovers(askedView, rows) { return }
+        let wanted = sized.wantedView(rows)
         guard wanted != askedView else { return }
         askedView = wanted
         queue.setView(wanted)
