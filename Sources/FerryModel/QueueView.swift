@@ -41,6 +41,10 @@ public struct QueueView: Sendable, Codable, Equatable, Hashable {
         let ids: Set<Int64>?
         let batch: Int64?
 
+        /// A filter's text is part of it (its lowercase bytes, `needleBytes`).
+        public var hasText: Bool { needle != nil }
+        public var needleBytes: [UInt8]? { needle }
+
         /// Whether an item with these properties is in the view. For a filter, `name` (a file name or an
         /// upload's source, when known) and `url` (as the user gave it) are asked for, and matched ignoring
         /// ASCII case; a download's name not known yet is the end of its URL, matched there.

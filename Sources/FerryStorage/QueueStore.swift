@@ -27,6 +27,8 @@ public struct StoredTransfer: Sendable, Codable, Equatable {
     public var rateLimit: Int64?
     /// The batch (the command) that last asked for this item; nil for items queued before batches.
     public var batch: Int64?
+    /// What the server answered to an upload (its first ServerResponse.bodyLimit bytes).
+    public var response: ServerResponse?
     /// Set when reading the item back: a part of its saved progress could not be read (which, in words).
     /// Its `.part` file's contents are then unknown: the engine starts the item over (never publishes it).
     public var unreadable: String?
@@ -81,10 +83,44 @@ public struct QueueAddition: Sendable, Equatable {
     }
 }
 
+/// What an engine keeps in memory of each item of the queue (TransferManager's index): its place, state,
+/// batch and host; the rest of the item stays in the store until the engine needs it.
+public struct QueueIndexRow: Sendable {
+    public var id: TransferID
+    public var position: Int
+    public var state: TransferState
+    public var batch: Int64?
+    public var host: String
+    /// An unfinished download's name (its `.part` file's), with its directory: no other item may take it.
+    public var claim: (directory: String, name: String)?
+
+    public init(id: TransferID, position: Int, state: TransferState, batch: Int64?, host: String,
+                claim: (directory: String, name: String)? = nil) {
+        self.id = id
+        self.position = position
+        self.state = state
+        self.batch = batch
+        self.host = host
+        self.claim = claim
+    }
+
+    public init(_ item: StoredTransfer) {
+        self.init(id: item.id, position: item.position, state: item.state, batch: item.batch, host: item.spec.host,
+                  claim: item.state == .completed ? nil : item.fileName.map { (item.spec.directory, $0) })
+    }
+}
+
 /// Where the queue is kept. The manager calls it off the URLSession delegate path: on every state
 /// transition and about once a second for byte offsets. Several processes may share one store.
 public protocol QueueStore: Sendable {
     func loadAll() throws -> [StoredTransfer]
+    /// Every item's index row, in queue order, one at a time (what an engine keeps in memory).
+    func forEachIndexRow(_ body: (QueueIndexRow) throws -> Void) throws
+    /// The items with these ids (those that exist), in no particular order.
+    func load(_ ids: [TransferID]) throws -> [StoredTransfer]
+    /// The id, URL and known name (a download's file name, an upload's source) of each item with an id above
+    /// `after`, one at a time: what a text filter is matched on.
+    func forEachText(after id: TransferID, _ body: (TransferID, String, String?) throws -> Void) throws
     /// Items with an id above `id` (ids only grow, never reused): what other processes added since.
     func loadAdded(after id: TransferID) throws -> [StoredTransfer]
     /// Appends new queued items at the end of the queue, all or none, in `batch`. With `reuse`, a spec of a
@@ -120,6 +156,21 @@ extension QueueStore {
 
     public func save(_ items: [StoredTransfer]) throws {
         for item in items { try save(item) }
+    }
+
+    public func forEachIndexRow(_ body: (QueueIndexRow) throws -> Void) throws {
+        for item in try loadAll() { try body(QueueIndexRow(item)) }
+    }
+
+    public func load(_ ids: [TransferID]) throws -> [StoredTransfer] {
+        let wanted = Set(ids)
+        return try loadAll().filter { wanted.contains($0.id) }
+    }
+
+    public func forEachText(after id: TransferID, _ body: (TransferID, String, String?) throws -> Void) throws {
+        for item in try loadAll() where item.id > id {
+            try body(item.id, item.spec.url.absoluteString, TransferSnapshot.knownName(spec: item.spec, fileName: item.fileName))
+        }
     }
 }
 

@@ -141,7 +141,69 @@ public final class SQLiteQueueStore: QueueStore {
                 CREATE INDEX transfer_batch ON transfer(batch);
                 """)
         }
+        migrator.registerMigration("v5: host and name columns") { db in
+            // What an engine indexes and a filter matches, without reading each item's spec.
+            try db.execute(sql: """
+                ALTER TABLE transfer ADD COLUMN host TEXT NOT NULL DEFAULT '';
+                ALTER TABLE transfer ADD COLUMN name TEXT;
+                ALTER TABLE transfer ADD COLUMN response TEXT;
+                """)
+            let update = try db.makeStatement(sql: "UPDATE transfer SET host = ?, name = ? WHERE id = ?")
+            for row in try Row.fetchAll(db, sql: "SELECT id, spec FROM transfer") {
+                let text: String = row["spec"]
+                guard let spec = try? JSONDecoder().decode(TransferSpec.self, from: Data(text.utf8)) else { continue }
+                try update.execute(arguments: [spec.host, Self.uploadName(spec), row["id"] as Int64])
+            }
+        }
         return migrator
+    }
+
+    /// An upload's source as lists name it (a download's name is its `fileName`, once known).
+    private static func uploadName(_ spec: TransferSpec) -> String? {
+        TransferSnapshot.knownName(spec: spec, fileName: nil)
+    }
+
+    public func forEachIndexRow(_ body: (QueueIndexRow) throws -> Void) throws {
+        try pool.read { db in
+            let rows = try Row.fetchCursor(db, sql: """
+                SELECT id, position, state, batch, host, fileName,
+                    CASE WHEN fileName IS NOT NULL AND state != 'completed' THEN spec END AS claimSpec
+                FROM transfer ORDER BY position, id
+                """)
+            while let row = try rows.next() {
+                var item = QueueIndexRow(id: TransferID(row[0]), position: row[1], state: TransferState(rawValue: row[2]) ?? .queued,
+                                         batch: row[3], host: row[4])
+                if let name: String = row[5], let text: String = row[6],
+                   let spec = try? JSONDecoder().decode(TransferSpec.self, from: Data(text.utf8)) {
+                    item.claim = (spec.directory, name)
+                }
+                try body(item)
+            }
+        }
+    }
+
+    public func load(_ ids: [TransferID]) throws -> [StoredTransfer] {
+        guard !ids.isEmpty else { return [] }
+        return try pool.read { db in
+            var items: [StoredTransfer] = []
+            items.reserveCapacity(ids.count)
+            // In chunks below SQLite's limit of bound parameters.
+            for start in stride(from: 0, to: ids.count, by: 500) {
+                let chunk = ids[start..<min(ids.count, start + 500)]
+                let marks = Array(repeating: "?", count: chunk.count).joined(separator: ",")
+                items += try Row.fetchAll(db, sql: "SELECT * FROM transfer WHERE id IN (\(marks))",
+                                          arguments: StatementArguments(chunk.map(\.rawValue))).map(Self.decode)
+            }
+            return items
+        }
+    }
+
+    public func forEachText(after id: TransferID, _ body: (TransferID, String, String?) throws -> Void) throws {
+        try pool.read { db in
+            let rows = try Row.fetchCursor(db, sql: "SELECT id, url, COALESCE(name, fileName) FROM transfer WHERE id > ?",
+                                           arguments: [id.rawValue])
+            while let row = try rows.next() { try body(TransferID(row[0]), row[1], row[2]) }
+        }
     }
 
     public func loadAll() throws -> [StoredTransfer] {
@@ -160,12 +222,11 @@ public final class SQLiteQueueStore: QueueStore {
             var position = try Int.fetchOne(db, sql: "SELECT COALESCE(MAX(position), -1) + 1 FROM transfer") ?? 0
             let now = Date().timeIntervalSince1970
             let insert = try db.cachedStatement(sql: """
-                INSERT INTO transfer (position, direction, url, spec, state, rateLimit, batch, identity, createdAt, updatedAt)
-                VALUES (?, ?, ?, ?, 'queued', ?, ?, ?, ?, ?)
+                INSERT INTO transfer (position, direction, url, spec, state, rateLimit, batch, identity, host, name, createdAt, updatedAt)
+                VALUES (?, ?, ?, ?, 'queued', ?, ?, ?, ?, ?, ?, ?)
                 """)
             let event = try db.cachedStatement(sql: "INSERT INTO event (transferId, at, state, message) VALUES (?, ?, 'queued', 'added')")
             var added: [QueueAddition] = []
-            var known: [Int64: Known] = [:]
             for spec in specs {
                 let identity = spec.identity
                 if reuse, let identity, var found = try Self.reusable(db, identity: identity) {
@@ -177,16 +238,14 @@ public final class SQLiteQueueStore: QueueStore {
                     continue
                 }
                 try insert.execute(arguments: [position, spec.direction.rawValue, spec.url.absoluteString, try json(spec), spec.rateLimit,
-                                               batch, identity, now, now])
+                                               batch, identity, spec.host, Self.uploadName(spec), now, now])
                 let id = TransferID(db.lastInsertedRowID)
                 try event.execute(arguments: [id.rawValue, now])
-                known[id.rawValue] = Known(state: TransferState.queued.rawValue, events: 1, attempts: ([], "[]"))
                 var item = StoredTransfer(id: id, position: position, spec: spec)
                 item.batch = batch
                 added.append(QueueAddition(item: item, existing: false))
                 position += 1
             }
-            self.known.withLock { $0.merge(known) { $1 } }
             return added
         }
     }
@@ -227,7 +286,7 @@ public final class SQLiteQueueStore: QueueStore {
             let update = try db.cachedStatement(sql: """
                 UPDATE transfer SET state = ?, fileName = ?, savedPath = ?, etag = ?, lastModified = ?, totalLength = ?,
                     bytesDone = ?, bytesExpected = ?, retries = ?, attempts = ?, lastError = ?, segments = ?, rateLimit = ?,
-                    updatedAt = ?
+                    response = ?, updatedAt = ?
                 WHERE id = ?
                 """)
             let event = try db.cachedStatement(sql: "INSERT INTO event (transferId, at, state, message) VALUES (?, ?, ?, ?)")
@@ -239,7 +298,8 @@ public final class SQLiteQueueStore: QueueStore {
                 try update.execute(arguments: [item.state.rawValue, item.fileName, item.savedPath, item.validators.etag,
                                                item.validators.lastModified, item.validators.totalLength, item.bytesDone,
                                                item.bytesExpected, item.retries, attempts, item.lastError,
-                                               try item.segments.map { try json($0) }, item.rateLimit, now, id])
+                                               try item.segments.map { try json($0) }, item.rateLimit,
+                                               try item.response.map { try json($0) }, now, id])
                 guard db.changesCount > 0 else { continue }  // removed meanwhile
                 before.attempts = (item.attempts, attempts)
                 if before.state != item.state.rawValue {
@@ -256,8 +316,14 @@ public final class SQLiteQueueStore: QueueStore {
                 }
                 written[id] = before
             }
-            // Known only once the transaction commits (a failed one leaves the rows as they were).
-            known.withLock { $0.merge(written) { $1 } }
+            // Known only once the transaction commits (a failed one leaves the rows as they were). Only items that
+            // may change again soon are kept (memory follows what moves, not the queue's length).
+            known.withLock { known in
+                for (id, entry) in written {
+                    let state = TransferState(rawValue: entry.state)
+                    known[id] = state?.isTerminal == true || state == .paused ? nil : entry
+                }
+            }
         }
     }
 
@@ -344,6 +410,9 @@ public final class SQLiteQueueStore: QueueStore {
         item.lastError = row["lastError"]
         item.rateLimit = row["rateLimit"]
         item.batch = row["batch"]
+        if let response: String = row["response"] {
+            item.response = try? JSONDecoder().decode(ServerResponse.self, from: Data(response.utf8))
+        }
         if let segments: String = row["segments"] {
             // Never guessed: without its ranges, what the preallocated `.part` file holds is unknown (holes of
             // zeros), so the item must start over, not resume as one stream and publish the holes.

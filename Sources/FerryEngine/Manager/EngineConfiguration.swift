@@ -39,6 +39,10 @@ public struct EngineConfiguration: Sendable, Equatable {
     /// which is most of what the store costs (a commit is ~15 WAL writes and ~10 lock calls). What is
     /// pending is written at shutdown.
     public var storeWriteInterval: TimeInterval = 0.02
+    /// Idle items (queued, paused or finished) kept loaded besides those running or waiting for a retry; the
+    /// rest of the queue stays in the store. Only what a front end shows of a finished item that the store
+    /// does not keep (a server's answer to an upload, a rate history) goes with an item that leaves memory.
+    public var loadedLimit = 1_024
 
     public init() {}
 }

@@ -15,6 +15,9 @@ final class StoreWriter: Sendable {
         var scheduled = false
         /// When the last write began: the next waits until `interval` after it.
         var lastWrite: DispatchTime?
+        /// What the write under way is writing (a read until it commits must see it, not the row before).
+        var writing: [TransferID: StoredTransfer] = [:]
+        var writingRanks: [TransferID: Int] = [:]
     }
 
     let store: any QueueStore
@@ -61,6 +64,15 @@ final class StoreWriter: Sendable {
         }
     }
 
+    /// The newest record of `id` not written yet (a read of the item must see it before the store does).
+    func pending(_ id: TransferID) -> StoredTransfer? {
+        pending.withLock { pending in
+            guard var record = pending.records[id] ?? pending.writing[id] else { return nil }
+            if let rank = pending.ranks[id] ?? pending.writingRanks[id] { record.position = rank }
+            return record
+        }
+    }
+
     /// Byte counts of running single streams, once a second.
     func checkpoint(_ checkpoints: [(TransferID, Int64)]) {
         guard !checkpoints.isEmpty else { return }
@@ -96,8 +108,18 @@ final class StoreWriter: Sendable {
     /// Writes whatever changes are pending (none when an earlier call took them). On the store queue.
     private func writePending() {
         let (records, ranks) = pending.withLock { pending -> ([StoredTransfer], [TransferID: Int]) in
-            defer { pending = Pending(lastWrite: .now()) }
-            return (pending.sequence.compactMap { pending.records[$0] }, pending.ranks)
+            let records = pending.sequence.compactMap { pending.records[$0] }
+            let ranks = pending.ranks
+            pending = Pending(lastWrite: .now())
+            pending.writing = Dictionary(records.map { ($0.id, $0) }) { $1 }
+            pending.writingRanks = ranks
+            return (records, ranks)
+        }
+        defer {
+            pending.withLock {
+                $0.writing = [:]
+                $0.writingRanks = [:]
+            }
         }
         do {
             if !records.isEmpty { try store.save(records) }

@@ -31,18 +31,23 @@ extension TransferManager {
         } catch {
             throw Self.addRefused(error)
         }
+        let listening = onEvent != nil
         return mutate { core in
             var effects: [Effect] = []
             var outcomes: [AddedItem] = []
+            outcomes.reserveCapacity(additions.count)
             for addition in additions {
                 let record = addition.item
-                guard addition.existing, let transfer = core.items[record.id] else {
-                    // New (or, should another process have added it unseen, new to this engine).
-                    if core.items[record.id] == nil {
-                        let transfer = adopt(record)
-                        core.append(transfer)
-                        core.touch(record.id)
-                        if !addition.existing { core.inserted.insert(record.id) }
+                guard addition.existing, let transfer = loaded(record.id, &core) else {
+                    // New (or, should another process have added it unseen, new to this engine): an index entry;
+                    // the item is loaded when it runs.
+                    if core.position(of: record.id, rank: record.position) == nil {
+                        core.append(QueueIndexRow(record))
+                        core.version &+= 1
+                        if listening {
+                            core.addedEvents.append(TransferEvent(id: record.id, state: record.state,
+                                                                  snapshot: snapshot(of: record, state: record.state)))
+                        }
                     }
                     core.allow([record.id])
                     outcomes.append(AddedItem(id: record.id, how: addition.existing ? .alreadyQueued : .added))
@@ -96,33 +101,37 @@ extension TransferManager {
     /// Queues transfers at the end of the queue, saved to the store together (all or none).
     @discardableResult
     public func add(_ specs: [TransferSpec]) -> [TransferID] {
-        let stored: [StoredTransfer]
-        var storeError: String?
         do {
-            stored = try store.add(specs)
-        } catch {
-            // Still run them; the user sees that they will not survive a restart.
-            storeError = "not saved to the queue: \(error)"
-            stored = core.withLock { core in
-                specs.map { spec in
-                    defer { core.nextID += 1 }
-                    return StoredTransfer(id: TransferID(core.nextID), position: (core.queue.last?.rank ?? -1) + 1, spec: spec)
+            let stored = try store.add(specs)
+            return mutate { core in
+                for record in stored {
+                    core.append(QueueIndexRow(record))
+                    core.allow([record.id])
+                    if onEvent != nil {
+                        core.addedEvents.append(TransferEvent(id: record.id, state: record.state,
+                                                              snapshot: snapshot(of: record, state: record.state)))
+                    }
                 }
+                core.version &+= 1
+                return (stored.map(\.id), self.pump(&core))
             }
-        }
-        return append(stored, storeError: storeError)
-    }
-
-    private func append(_ stored: [StoredTransfer], storeError: String? = nil) -> [TransferID] {
-        mutate { core in
-            for record in stored {
-                let transfer = adopt(record)
-                transfer.lastError = storeError
-                core.append(transfer)
-                core.touch(record.id)
-                core.allow([record.id])
+        } catch {
+            // Still run them, kept in memory; the user sees that they will not survive a restart.
+            let storeError = "not saved to the queue: \(error)"
+            return mutate { core in
+                let ids = specs.map { spec -> TransferID in
+                    let record = StoredTransfer(id: TransferID(core.nextID), position: (core.queue.last?.rank ?? -1) + 1, spec: spec)
+                    core.append(QueueIndexRow(record))
+                    let transfer = Transfer(stored: record, policy: configuration.retry, retryUploads: configuration.retryUploads)
+                    transfer.lastError = storeError
+                    core.items[record.id] = transfer
+                    core.pinned.insert(record.id)
+                    core.touch(record.id)
+                    core.allow([record.id])
+                    return record.id
+                }
+                return (ids, self.pump(&core))
             }
-            return (stored.map(\.id), self.pump(&core))
         }
     }
 
@@ -144,23 +153,47 @@ extension TransferManager {
     /// False when there is no such item.
     @discardableResult
     public func remove(_ id: TransferID, deletePartial: Bool = false) -> Bool {
+        !remove([id], deletePartial: deletePartial).isEmpty
+    }
+
+    /// Takes items off the queue in one pass over it (a remove of thousands costs one); those removed.
+    func remove(_ ids: [TransferID], deletePartial: Bool) -> [TransferID] {
         mutate { core in
-            guard let transfer = core.items.removeValue(forKey: id) else { return (false, []) }
-            if let counted = transfer.countedAs { core.counts[counted, default: 0] -= 1 }
+            let wanted = Set(ids)
+            var gone: [Entry] = []
+            var kept: [Entry] = []
+            kept.reserveCapacity(core.queue.count)
+            for entry in core.queue {
+                if wanted.contains(entry.id) { gone.append(entry) } else { kept.append(entry) }
+            }
+            guard !gone.isEmpty else { return ([], []) }
+            core.queue = kept
             var effects: [Effect] = []
-            let tasks = transfer.tasks
-            if !tasks.isEmpty { effects.append { tasks.forEach { $0.cancel() } } }
-            core.queue.removeAll { $0 === transfer }
-            core.settledPrefix = 0
-            core.removedNow.insert(id)
-            core.version &+= 1
-            if let name = transfer.fileName, transfer.state != .completed {
-                let directory = transfer.spec.directory
+            var partsOf: [(directory: String, name: String)] = []
+            // Unloaded unfinished items: their names (claimed, and their `.part` files') come from the store.
+            let unloaded = records(of: gone.filter { core.items[$0.id] == nil && $0.state != .completed }.map(\.id))
+            for entry in gone {
+                let id = entry.id
+                core.counts[entry.state, default: 0] -= 1
+                core.removedNow.insert(id)
+                core.textMatches?.ids.remove(id)
+                storeWriter.remove(id)
+                if let transfer = core.items.removeValue(forKey: id) {
+                    core.pinned.remove(id)
+                    let tasks = transfer.tasks
+                    if !tasks.isEmpty { effects.append { tasks.forEach { $0.cancel() } } }
+                    if let name = transfer.fileName, transfer.state != .completed { partsOf.append((transfer.spec.directory, name)) }
+                } else if let record = unloaded[id], let name = record.fileName {
+                    partsOf.append((record.spec.directory, name))
+                }
+            }
+            for (directory, name) in partsOf {
                 names.release(directory: directory, name: name)
                 if deletePartial { effects.append { _ = unlink(PartialFile.path(directory: directory, name: name)) } }
             }
-            storeWriter.remove(id)
-            return (true, effects + self.pump(&core))
+            core.settledPrefix = 0
+            core.version &+= 1
+            return (gone.map(\.id), effects + self.pump(&core))
         }
     }
 
@@ -168,24 +201,33 @@ extension TransferManager {
     /// UsageError naming it, and then nothing changes; a queue that cannot be saved is a StateError.
     public func perform(_ command: QueueCommand) throws -> CommandResult {
         var result = CommandResult()
-        let ids = try command.selection.map { selection in
-            try selection.choose(among: core.withLock { $0.queue.map { ($0.id, $0.state, $0.batch) } }).get()
-        } ?? []
+        // The states before: what a command left as it was is named with its state.
+        let (ids, before) = try command.selection.map { selection -> ([TransferID], [TransferID: TransferState]) in
+            try core.withLock { core in
+                let ids = try selection.choose(among: core.queue.map { ($0.id, $0.state, $0.batch) }).get()
+                let chosen = Set(ids)
+                var before: [TransferID: TransferState] = [:]
+                for entry in core.queue where chosen.contains(entry.id) { before[entry.id] = entry.state }
+                return (ids, before)
+            }
+        } ?? ([], [:])
         switch command {
-        case .pause, .resume, .cancel, .retry, .remove:
+        case let .remove(_, deletePart):
+            result.outcome.changed = remove(ids, deletePartial: deletePart)
+            let removed = Set(result.outcome.changed)
+            result.outcome.left = ids.filter { !removed.contains($0) }.compactMap { id in before[id].map { .init(id: id, state: $0) } }
+        case .pause, .resume, .cancel, .retry:
             for id in ids {
                 let took: Bool
                 switch command {
                 case .pause: took = event(id) { $0.pause() }
                 case .resume: took = event(id, allow: true) { $0.resume() }
                 case .cancel: took = event(id) { $0.cancel() }
-                case .retry: took = event(id, allow: true) { $0.retry() }
-                case let .remove(_, deletePart): took = remove(id, deletePartial: deletePart)
-                default: took = false
+                default: took = event(id, allow: true) { $0.retry() }
                 }
                 if took {
                     result.outcome.changed.append(id)
-                } else if let state = core.withLock({ $0.items[id]?.state }) {
+                } else if let state = before[id] {
                     result.outcome.left.append(.init(id: id, state: state))
                 }
             }
@@ -214,15 +256,18 @@ extension TransferManager {
     @discardableResult
     public func move(_ id: TransferID, _ direction: QueueMove) -> Bool {
         mutate { core in
-            guard let index = core.queue.firstIndex(where: { $0.id == id }) else { return (false, []) }
+            guard let index = core.position(of: id) else { return (false, []) }
             let ranks = direction.ranks(moving: index, count: core.queue.count) { core.queue[$0].rank }
             guard !ranks.isEmpty else { return (false, []) }
             for (at, rank) in ranks {
                 core.queue[at].rank = rank
-                core.rankChanged.insert(core.queue[at].id)
+                core.items[core.queue[at].id]?.rank = rank
+                core.rankChanged[core.queue[at].id] = rank
             }
             let moved = core.queue.remove(at: index)
             core.queue.insert(moved, at: direction.target(from: index, among: core.queue.count))
+            assert(core.queue.count > 2_000 || zip(core.queue, core.queue.dropFirst()).allSatisfy { $0.precedes(rank: $1.rank, id: $1.id) },
+                   "a move left the queue out of its ranks' order")
             core.settledPrefix = 0
             core.version &+= 1
             return (true, self.pump(&core))
@@ -246,7 +291,7 @@ extension TransferManager {
         let (effects, waiting) = core.withLock { core -> ([Effect], Bool) in
             core.shuttingDown = true
             var effects: [Effect] = []
-            for transfer in core.queue {
+            for transfer in core.items.values {
                 effects += carryOut(transfer.shutdown(), for: transfer, &core)
             }
             let busy = core.items.values.contains { $0.busy || $0.finishing }
@@ -257,7 +302,7 @@ extension TransferManager {
         }
         effects.forEach { $0() }
         if waiting { _ = signal.wait(timeout: .now() + timeout) }
-        storeWriter.checkpoint(core.withLock { core in core.queue.map { ($0.id, $0.currentBytes) } })
+        storeWriter.checkpoint(core.withLock { core in core.items.values.map { ($0.id, $0.currentBytes) } })
         storeWriter.flush()
         drainEvents()
         BoundedDelegateQueue.invalidate(session)

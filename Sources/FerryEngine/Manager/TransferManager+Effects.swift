@@ -14,7 +14,7 @@ import Glibc
 extension TransferManager {
     /// The scheduler gave `id` a slot.
     func launch(_ id: TransferID, _ core: inout Core) -> [Effect] {
-        guard let transfer = core.items[id] else { return [] }
+        guard let transfer = loaded(id, &core) else { return [] }
         var partSize: Int64?
         if let name = transfer.fileName {
             var st = stat()

@@ -17,7 +17,7 @@ extension TransferManager {
     public func setRateLimit(_ id: TransferID, _ rate: Int64?) -> Bool {
         let rate = rate.flatMap { $0 > 0 ? $0 : nil }
         let found: Bool = mutate { core in
-            guard let transfer = core.items[id] else { return (false, []) }
+            guard let transfer = loaded(id, &core) else { return (false, []) }
             transfer.rateLimit = rate
             core.touch(id)
             return (true, [])

@@ -7,8 +7,9 @@ import Foundation
 extension TransferManager {
     public func snapshot() -> QueueSnapshot { snapshot(nil) }
 
-    /// The rows of `view`'s window (nil: the whole queue), with the queue's counts and rates: one walk over
-    /// the queue, a snapshot made only of the rows in the window.
+    /// The rows of `view`'s window (nil: the whole queue), with the queue's counts and rates: a slice of the
+    /// queue's index (a view of every item) or one walk over it, then a snapshot made only of the rows in the
+    /// window, read from the store for the items not loaded.
     public func snapshot(_ view: QueueView?) -> QueueSnapshot {
         core.withLock { core in
             var totals = QueueTotals()
@@ -19,38 +20,29 @@ extension TransferManager {
                 if transfer.spec.direction == .download { totals.downloadBytesPerSecond += rate }
                 else { totals.uploadBytesPerSecond += rate }
             }
+            let (rows, total) = window(view ?? .everything, &core)
             var items: [TransferSnapshot] = []
-            var row = 0
-            /// One row of the window: the rate history only for the item whose details are shown.
-            func add(_ transfer: Transfer) {
-                var item = transfer.snapshot()
-                if let view, view.limit != nil, view.detail != transfer.id.rawValue { item.rateHistory = [] }
-                items.append(item)
-            }
-            if view?.selectsAll ?? true {
-                // Every item is a row: the window is a slice of the queue, whatever its length.
-                let start = min(max(0, view?.offset ?? 0), core.queue.count)
-                let end = view?.limit.map { min(core.queue.count, start + $0) } ?? core.queue.count
-                items.reserveCapacity(end - start)
-                core.queue[start..<end].forEach(add)
-                row = core.queue.count
-            }
-            let matcher = view.flatMap { $0.selectsAll ? nil : $0.matcher }
-            for transfer in matcher == nil ? [] : core.queue {
-                if let matcher, !matcher.matches(id: transfer.id, state: transfer.state, batch: transfer.batch,
-                                                 name: { TransferSnapshot.knownName(spec: transfer.spec, fileName: transfer.fileName) },
-                                                 url: { transfer.spec.url.absoluteString }) {
-                    continue
+            items.reserveCapacity(rows.count)
+            let stored = records(of: rows.filter { core.items[$0.id] == nil }.map(\.id))
+            for entry in rows {
+                var item: TransferSnapshot
+                if let transfer = core.items[entry.id] {
+                    item = transfer.snapshot()
+                } else if let record = stored[entry.id] {
+                    item = snapshot(of: record, state: entry.state)
+                } else {
+                    continue  // removed by another process meanwhile
                 }
-                if view?.windowContains(row) ?? true { add(transfer) }
-                row += 1
+                // The rate history only for the item whose details are shown.
+                if let view, view.limit != nil, view.detail != entry.id.rawValue { item.rateHistory = [] }
+                items.append(item)
             }
             var snapshot = QueueSnapshot(version: core.version, items: items, totals: totals,
                                          maxConcurrent: core.caps.global, maxPerHost: core.caps.perHost)
             let rates = limits.current
             snapshot.downloadLimit = rates.download
             snapshot.uploadLimit = rates.upload
-            snapshot.window = view.map { QueueWindow(offset: $0.offset, total: row, of: $0) }
+            snapshot.window = view.map { QueueWindow(offset: $0.offset, total: total, of: $0) }
             return snapshot
         }
     }
@@ -59,24 +51,68 @@ extension TransferManager {
     /// view (`ferry list` pages through a running engine's queue with it).
     public func records(_ view: QueueView) -> (items: [StoredTransfer], total: Int) {
         core.withLock { core in
-            if view.selectsAll {
-                // A page of the whole queue: a slice, not a walk from the top (a listing of a long queue).
-                let start = min(max(0, view.offset), core.queue.count)
-                let end = view.limit.map { min(core.queue.count, start + $0) } ?? core.queue.count
-                return (core.queue[start..<end].map { $0.record() }, core.queue.count)
+            let (rows, total) = window(view, &core)
+            let stored = records(of: rows.filter { core.items[$0.id] == nil }.map(\.id))
+            let items = rows.compactMap { entry -> StoredTransfer? in
+                if let transfer = core.items[entry.id] { return transfer.record() }
+                guard var record = stored[entry.id] else { return nil }
+                record.state = entry.state
+                record.position = entry.rank
+                return record
             }
-            let matcher = view.matcher
-            var items: [StoredTransfer] = []
-            var row = 0
-            for transfer in core.queue {
-                guard matcher.matches(id: transfer.id, state: transfer.state, batch: transfer.batch,
-                                      name: { TransferSnapshot.knownName(spec: transfer.spec, fileName: transfer.fileName) },
-                                      url: { transfer.spec.url.absoluteString }) else { continue }
-                if view.windowContains(row) { items.append(transfer.record()) }
-                row += 1
-            }
-            return (items, row)
+            return (items, total)
         }
+    }
+
+    /// The entries in `view`'s window, and how many rows the whole view has: a slice of the queue when the
+    /// view has every item, else one walk over the queue's index (a filter's text is matched on what the
+    /// store keeps of names and URLs: TextMatches).
+    private func window(_ view: QueueView, _ core: inout Core) -> (rows: [Entry], total: Int) {
+        if view.selectsAll {
+            let start = min(max(0, view.offset), core.queue.count)
+            let end = view.limit.map { min(core.queue.count, start + max(0, $0)) } ?? core.queue.count
+            return (Array(core.queue[start..<end]), core.queue.count)
+        }
+        var conditions = view
+        conditions.filter = nil
+        let matcher = conditions.matcher
+        let text = textMatches(for: view.filter, &core)
+        var rows: [Entry] = []
+        var total = 0
+        for entry in core.queue {
+            guard matcher.matches(id: entry.id, state: entry.state, batch: entry.batch, name: { nil }, url: { "" }) else { continue }
+            if let text {
+                guard let item = core.items[entry.id] else {
+                    guard text.ids.contains(entry.id) else { continue }
+                    if view.windowContains(total) { rows.append(entry) }
+                    total += 1
+                    continue
+                }
+                guard text.matches(item) else { continue }
+            }
+            if view.windowContains(total) { rows.append(entry) }
+            total += 1
+        }
+        return (rows, total)
+    }
+
+    /// The items whose name or URL hold `filter`'s text (nil: no text): scanned from the store once per text,
+    /// then only for items added since; loaded items are matched as they are (their names may be newer).
+    private func textMatches(for filter: String?, _ core: inout Core) -> TextMatches? {
+        let matcher = QueueView(filter: filter).matcher
+        guard matcher.hasText else { return nil }
+        var matches = core.textMatches.flatMap { $0.needle == matcher.needleBytes ? $0 : nil } ?? TextMatches(matcher: matcher)
+        let newest = TransferID(core.nextID - 1)
+        if matches.scannedThrough < newest {
+            // Names not yet written (an item just evicted) are in StoreWriter's hands: written first.
+            storeWriter.flush()
+            try? store.forEachText(after: matches.scannedThrough) { id, url, name in
+                if matcher.matches(id: id, state: .queued, batch: nil, name: { name }, url: { url }) { matches.ids.insert(id) }
+            }
+            matches.scannedThrough = newest
+        }
+        core.textMatches = matches
+        return matches
     }
 
     /// Items per state (kept as they change: no walk over the queue).
@@ -86,9 +122,15 @@ extension TransferManager {
     /// still busy. (A headless run waits for them: its own, and any added, resumed or retried through it.)
     public func workLeft() -> Set<TransferID> {
         core.withLock { core in
-            func open(_ item: Transfer) -> Bool { item.state.isPending || item.busy || item.finishing }
-            if let runnable = core.runnable { return runnable.filter { core.items[$0].map(open) ?? false } }
-            return Set(core.queue.lazy.filter(open).map(\.id))
+            var left = Set<TransferID>()
+            for entry in core.queue where core.runnable?.contains(entry.id) ?? true {
+                if let item = core.items[entry.id] {
+                    if item.state.isPending || item.busy || item.finishing { left.insert(entry.id) }
+                } else if entry.state.isPending {
+                    left.insert(entry.id)
+                }
+            }
+            return left
         }
     }
 
@@ -99,7 +141,11 @@ extension TransferManager {
     public var version: UInt64 { core.withLock { $0.version } }
 
     public func snapshot(of id: TransferID) -> TransferSnapshot? {
-        core.withLock { core in core.items[id]?.snapshot() }
+        core.withLock { core in
+            if let transfer = core.items[id] { return transfer.snapshot() }
+            guard let at = core.queue.firstIndex(where: { $0.id == id }), let record = records(of: [id])[id] else { return nil }
+            return snapshot(of: record, state: core.queue[at].state)
+        }
     }
 
     /// Returns once every one of `ids` is completed, failed, cancelled or removed, or when the calling task is cancelled.
@@ -111,7 +157,12 @@ extension TransferManager {
         await withTaskCancellationHandler {
             await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
                 let ready = core.withLock { core -> Bool in
-                    let pending = ids.filter { !Self.isFinished($0, in: core) }
+                    // Loaded items as they are; the rest as the queue's index has them (a walk, once per wait).
+                    var pending = ids.filter { core.items[$0].map { !Self.isFinished($0) } ?? false }
+                    let unloaded = ids.filter { core.items[$0] == nil }
+                    if !unloaded.isEmpty {
+                        for entry in core.queue where unloaded.contains(entry.id) && !entry.state.isTerminal { pending.insert(entry.id) }
+                    }
                     if pending.isEmpty || Task.isCancelled { return true }
                     core.waiters[token] = (pending, continuation)
                     return false
@@ -123,15 +174,15 @@ extension TransferManager {
         }
     }
 
-    private static func isFinished(_ id: TransferID, in core: Core) -> Bool {
-        guard let transfer = core.items[id] else { return true }
-        return transfer.state.isTerminal && !transfer.busy
+    private static func isFinished(_ transfer: Transfer) -> Bool {
+        transfer.state.isTerminal && !transfer.busy
     }
 
     /// Waiters whose last pending item just finished; only the items this change touched are looked at.
     func takeFinishedWaiters(_ core: inout Core, changed: Set<TransferID>) -> [CheckedContinuation<Void, Never>] {
         guard !core.waiters.isEmpty else { return [] }
-        let done = changed.filter { Self.isFinished($0, in: core) }
+        // A changed item is loaded, or was removed.
+        let done = changed.filter { id in core.items[id].map(Self.isFinished) ?? true }
         guard !done.isEmpty else { return [] }
         var finished: [CheckedContinuation<Void, Never>] = []
         for (token, var waiter) in core.waiters {
@@ -145,4 +196,32 @@ extension TransferManager {
         }
         return finished
     }
+}
+
+/// The items whose name or URL hold a filter's text, as far as the store knows their names (loaded items are
+/// matched as they are): kept for the last text asked for, so a window of a filtered view of a long queue is
+/// a walk over the index, not over the store, each time it is drawn.
+struct TextMatches {
+    let matcher: QueueView.Matcher
+    var needle: [UInt8]? { matcher.needleBytes }
+    var ids: Set<TransferID> = []
+    /// Every item up to this id was matched (the store is read again only for items added since).
+    var scannedThrough = TransferID(0)
+
+    init(matcher: QueueView.Matcher) { self.matcher = matcher }
+
+    func matches(_ item: Transfer) -> Bool {
+        matcher.matches(id: item.id, state: .queued, batch: nil,
+                        name: { TransferSnapshot.knownName(spec: item.spec, fileName: item.fileName) },
+                        url: { item.spec.url.absoluteString })
+    }
+
+    /// An item going back to the store: what it is now called decides.
+    mutating func note(_ item: Transfer) {
+        if matches(item) { ids.insert(item.id) } else { ids.remove(item.id) }
+    }
+}
+package extension TransferManager {
+    /// How many items are loaded (running, waiting, finishing, or in the cache of idle ones).
+    var loadedCount: Int { core.withLock { $0.items.count } }
 }

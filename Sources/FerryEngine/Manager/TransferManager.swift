@@ -15,19 +15,42 @@ import Synchronization
 public final class TransferManager: Sendable {
     typealias Effect = @Sendable () -> Void
 
+    /// One item of the queue as the engine keeps it in memory, loaded or not: what ordering, counting,
+    /// choosing and scheduling need. The rest of the item is its row in the store; a Transfer is loaded for
+    /// it only while it runs, waits for a retry, or a command acts on it.
+    struct Entry {
+        var rank: Int
+        var id: TransferID
+        var state: TransferState
+        var batch: Int64?
+        /// An index into Core.hosts.
+        var host: Int32
+
+        /// Queue order: by rank, ties by id.
+        func precedes(rank: Int, id: TransferID) -> Bool { (self.rank, self.id) < (rank, id) }
+    }
+
     struct Core {
-        /// The items in the user's order (the same objects as in `items`): walks over the queue need no lookups.
-        var queue: [Transfer] = []
+        /// Every item in the user's order (rank, then id), loaded or not.
+        var queue: [Entry] = []
+        /// The loaded items: those running, finishing, waiting for a retry, or that a command or an add just
+        /// changed (they go back to the store once idle: `evictIdle`).
         var items: [TransferID: Transfer] = [:]
+        /// Items kept loaded whatever their state (an add the store refused: they have no row to come back from).
+        var pinned: Set<TransferID> = []
+        /// The hosts of the queue's items, each once (Entry.host indexes it).
+        var hosts: [String] = []
+        var hostIDs: [String: Int32] = [:]
         var nextID: Int64 = 1
         var caps: ConcurrencyCaps
         var version: UInt64 = 0
         var changed: Set<TransferID> = []
-        /// Items whose rank a move changed (the store gets their new ranks; nothing else's order changes).
-        var rankChanged: Set<TransferID> = []
-        /// Items just inserted by the store and not changed since: their row already holds their record, so
-        /// this change writes none for them (an add of many items wrote each row twice).
-        var inserted: Set<TransferID> = []
+        /// Items whose rank a move changed, with their new ranks (the store gets them; nothing else's order changes).
+        var rankChanged: [TransferID: Int] = [:]
+        /// Events of items added and not loaded (the listener hears of them as of any change).
+        var addedEvents: [TransferEvent] = []
+        /// Loaded by the mutation under way (evicted at its end when idle, changed or not).
+        var loadedNow: Set<TransferID> = []
         /// Each waiter with the ids it still waits for (shrunk as items finish, never rescanned).
         var waiters: [Int: (pending: Set<TransferID>, continuation: CheckedContinuation<Void, Never>)] = [:]
         var nextWaiter = 0
@@ -50,22 +73,51 @@ public final class TransferManager: Sendable {
         /// runs its own batch and leaves the rest of the queue as it is). Items added or resumed through the
         /// engine join it.
         var runnable: Set<TransferID>?
+        /// The ids whose name or URL hold the last filter text asked for (TextMatches), kept as items change.
+        var textMatches: TextMatches?
 
         /// A command asked for these items: they may run.
         mutating func allow<S: Sequence>(_ ids: S) where S.Element == TransferID { runnable?.formUnion(ids) }
 
-        /// Items per state, kept from `changed` like `slotHolders` (syncCounts): a front end's counts and a
+        /// Items per state, kept from `changed` like `slotHolders` (syncStates): a front end's counts and a
         /// window of the whole queue cost no walk over it.
         var counts: [TransferState: Int] = [:]
 
-        /// After changes (`changed`): `counts` follows the items whose state changed. (A removed item is
-        /// uncounted by `remove`.)
-        mutating func syncCounts() {
+        /// Where `id` is in `queue`, found by its rank (nil: not in the queue).
+        func position(of id: TransferID, rank: Int) -> Int? {
+            var low = 0, high = queue.count
+            while low < high {
+                let mid = (low + high) / 2
+                if queue[mid].precedes(rank: rank, id: id) { low = mid + 1 } else { high = mid }
+            }
+            if low < queue.count, queue[low].id == id { return low }
+            return nil
+        }
+
+        /// Where `id` is in `queue`: by its rank when loaded, else by a walk.
+        func position(of id: TransferID) -> Int? {
+            if let item = items[id], let at = position(of: id, rank: item.rank) { return at }
+            return queue.firstIndex { $0.id == id }
+        }
+
+        mutating func hostID(_ host: String) -> Int32 {
+            if let id = hostIDs[host] { return id }
+            hosts.append(host)
+            hostIDs[host] = Int32(hosts.count - 1)
+            return Int32(hosts.count - 1)
+        }
+
+        func settled(_ entry: Entry) -> Bool { items[entry.id]?.settled ?? entry.state.isTerminal }
+
+        /// After changes (`changed`): the queue's entries and `counts` follow the loaded items that changed.
+        mutating func syncStates() {
             for id in changed {
-                guard let item = items[id], item.countedAs != item.state else { continue }
-                if let old = item.countedAs { counts[old, default: 0] -= 1 }
+                guard let item = items[id], let at = position(of: id, rank: item.rank) else { continue }
+                queue[at].batch = item.batch
+                guard queue[at].state != item.state else { continue }
+                counts[queue[at].state, default: 0] -= 1
                 counts[item.state, default: 0] += 1
-                item.countedAs = item.state
+                queue[at].state = item.state
             }
             assert(queue.count > 2_000 || counts.filter { $0.value != 0 } == Dictionary(grouping: queue, by: \.state).mapValues(\.count),
                    "counts are out of step with the queue")
@@ -83,8 +135,8 @@ public final class TransferManager: Sendable {
         /// After changes (`changed`): an item of the settled prefix that is settled no more starts it over.
         mutating func recheckSettledPrefix() {
             for id in changed {
-                guard let item = items[id], item.inSettledPrefix, !item.settled else { continue }
-                item.inSettledPrefix = false
+                guard let item = items[id], !item.settled, settledPrefix > 0,
+                      let at = position(of: id, rank: item.rank), at < settledPrefix else { continue }
                 settledPrefix = 0
             }
         }
@@ -94,12 +146,39 @@ public final class TransferManager: Sendable {
             version &+= 1
         }
 
-        mutating func append(_ transfer: Transfer) {
-            items[transfer.id] = transfer
-            queue.append(transfer)
-            counts[transfer.state, default: 0] += 1
-            transfer.countedAs = transfer.state
-            nextID = max(nextID, transfer.id.rawValue + 1)
+        /// A new item at the end of the queue (not loaded).
+        mutating func append(_ row: QueueIndexRow) {
+            let state: TransferState = row.state == .running || row.state == .waiting ? .queued : row.state
+            assert(queue.last.map { $0.precedes(rank: row.position, id: row.id) } ?? true, "an item appended out of order")
+            queue.append(Entry(rank: row.position, id: row.id, state: state, batch: row.batch, host: hostID(row.host)))
+            counts[state, default: 0] += 1
+            nextID = max(nextID, row.id.rawValue + 1)
+        }
+
+        /// Loaded items that went idle, oldest first (some may have run again since, or gone): the cache that
+        /// `evictIdle` trims.
+        var idleOrder: [TransferID] = []
+        var idleHead = 0
+        /// EngineConfiguration.loadedLimit.
+        var loadedLimit = 1_024
+
+        /// Items no longer running, waiting or finishing may go back to the store (their newest record is on
+        /// its way there: StoreWriter). The most recent `loadedLimit` stay loaded (a cache: what front ends
+        /// show of a finished item, such as a server's answer to an upload or a rate history, lives only
+        /// there); beyond it, the oldest idle ones are dropped. A text filter's matches keep their names.
+        mutating func evictIdle(_ ids: some Sequence<TransferID>) {
+            for id in ids where items[id]?.idle == true { idleOrder.append(id) }
+            while items.count > loadedLimit, idleHead < idleOrder.count {
+                let id = idleOrder[idleHead]
+                idleHead += 1
+                guard let item = items[id], !pinned.contains(id), item.idle else { continue }
+                textMatches?.note(item)
+                items[id] = nil
+            }
+            if idleHead > 4_096, idleHead * 2 > idleOrder.count {
+                idleOrder.removeFirst(idleHead)
+                idleHead = 0
+            }
         }
     }
 
@@ -120,7 +199,7 @@ public final class TransferManager: Sendable {
     let timerQueue = DispatchQueue(label: "ferry.timers")
     let finishQueue = DispatchQueue(label: "ferry.finish", attributes: .concurrent)
     private let eventQueue = DispatchQueue(label: "ferry.events")
-    private let onEvent: (@Sendable (TransferEvent) -> Void)?
+    let onEvent: (@Sendable (TransferEvent) -> Void)?
 
     /// Which of the queue's items an engine works on.
     public enum Scope: Sendable {
@@ -164,32 +243,54 @@ public final class TransferManager: Sendable {
         self.session = URLSession(configuration: sessionConfig, delegate: delegate, delegateQueue: delegateQueue)
 
         var core = Core(caps: configuration.caps)
+        core.loadedLimit = configuration.loadedLimit
         if case .ownItems = scope { core.runnable = [] }
-        var startingOver: [TransferID] = []
-        for stored in try store.loadAll() {
-            var stored = stored
-            if stored.startOverIfUnreadable() != nil { startingOver.append(stored.id) }
-            core.append(Self.adopt(stored, configuration: configuration, names: names))
+        let names = self.names
+        // The queue's index only: each item is loaded when it runs or a command acts on it.
+        try store.forEachIndexRow { row in
+            if let claim = row.claim { names.adopt(directory: claim.directory, name: claim.name) }
+            core.append(row)
         }
         self.core = Mutex(core)
         limits.setGlobal(download: configuration.downloadLimit, upload: configuration.uploadLimit)
         if let schedule = configuration.downloadSchedule { followSchedule(schedule) }
-        mutate { core in
-            // Their emptied `.part` files and forgotten ranges reach the store before anything runs.
-            startingOver.forEach { core.touch($0) }
-            return ((), self.pump(&core))
-        }
+        mutate { core in ((), self.pump(&core)) }
     }
 
-    /// A transfer for a stored item; the name of an unfinished one stays claimed.
-    func adopt(_ stored: StoredTransfer) -> Transfer {
-        Self.adopt(stored, configuration: configuration, names: names)
-    }
-
-    private static func adopt(_ stored: StoredTransfer, configuration: EngineConfiguration, names: NameClaims) -> Transfer {
-        let transfer = Transfer(stored: stored, policy: configuration.retry, retryUploads: configuration.retryUploads)
-        if let name = stored.fileName, !transfer.state.isTerminal { names.adopt(directory: stored.spec.directory, name: name) }
+    /// The item `id`, loaded from the store if it is not (nil: no such item in this engine's queue). An item
+    /// whose saved progress cannot be read starts over here, before anything runs it.
+    func loaded(_ id: TransferID, _ core: inout Core) -> Transfer? {
+        if let transfer = core.items[id] { return transfer }
+        guard var record = storeWriter.pending(id) ?? (try? store.load([id]).first),
+              let at = core.position(of: id, rank: record.position) ?? core.queue.firstIndex(where: { $0.id == id }) else { return nil }
+        let startsOver = record.startOverIfUnreadable() != nil
+        let transfer = Transfer(stored: record, policy: configuration.retry, retryUploads: configuration.retryUploads)
+        // The index knows the item's place and state best (the row may not have them yet).
+        transfer.rank = core.queue[at].rank
+        transfer.state = core.queue[at].state
+        transfer.batch = core.queue[at].batch
+        core.items[id] = transfer
+        core.loadedNow.insert(id)
+        if startsOver { core.touch(id) }
         return transfer
+    }
+
+    /// What a row of the queue looks like to a front end, for an item that is not loaded.
+    func snapshot(of record: StoredTransfer, state: TransferState) -> TransferSnapshot {
+        let transfer = Transfer(stored: record, policy: configuration.retry, retryUploads: configuration.retryUploads)
+        transfer.state = state
+        return transfer.snapshot()
+    }
+
+    /// The newest records of these items that are not loaded (StoreWriter's pending ones first), by id.
+    func records(of ids: [TransferID]) -> [TransferID: StoredTransfer] {
+        var found: [TransferID: StoredTransfer] = [:]
+        var missing: [TransferID] = []
+        for id in ids {
+            if let record = storeWriter.pending(id) { found[id] = record } else { missing.append(id) }
+        }
+        for record in (try? store.load(missing)) ?? [] { found[record.id] = record }
+        return found
     }
 
     // MARK: The lock and what follows each change
@@ -205,26 +306,29 @@ public final class TransferManager: Sendable {
             let (result, effects) = body(&core)
             core.recheckSettledPrefix()
             core.syncSlotHolders()
-            core.syncCounts()
+            core.syncStates()
             let changed = core.changed
             let items = changed.sorted().compactMap { core.items[$0] }
             // Snapshots only for a listener; the store gets records either way.
-            let events = self.onEvent == nil ? [] : items.map {
-                TransferEvent(id: $0.id, state: $0.state, snapshot: $0.snapshot())
+            var events = core.addedEvents
+            core.addedEvents.removeAll()
+            if self.onEvent != nil {
+                events += items.map { TransferEvent(id: $0.id, state: $0.state, snapshot: $0.snapshot()) }
             }
             core.changed.removeAll()
-            let ranks = Dictionary(uniqueKeysWithValues: core.rankChanged.compactMap { id in core.items[id].map { (id, $0.rank) } })
+            let ranks = core.rankChanged
             core.rankChanged.removeAll()
-            // (One started in this same change has changed since: its record is written.)
-            let records = core.inserted.isEmpty ? items.map { $0.record() }
-                : items.filter { !(core.inserted.contains($0.id) && $0.state == .queued && $0.attempts.isEmpty) }.map { $0.record() }
-            core.inserted.removeAll()
+            let records = items.map { $0.record() }
             if !records.isEmpty || !ranks.isEmpty { storeWriter.enqueue(records, ranks: ranks) }
             let finished = self.takeFinishedWaiters(&core, changed: changed.union(core.removedNow))
             core.removedNow.removeAll()
+            // Their records are queued for the store above: idle items need not stay in memory.
+            core.evictIdle(changed.union(core.loadedNow))
+            core.loadedNow.removeAll()
             // Queued under the lock: events reach the listener in the order the changes were made (a listener
             // that follows states, such as the hooks, must never see an older state after a newer one).
             if let onEvent = self.onEvent, !events.isEmpty {
+                let events = events
                 eventQueue.async { events.forEach(onEvent) }
             }
             return (result, effects, finished)
@@ -242,7 +346,7 @@ public final class TransferManager: Sendable {
     @discardableResult
     func event(_ id: TransferID, allow: Bool = false, _ body: (Transfer) -> [Transfer.Effect]?) -> Bool {
         mutate { core in
-            guard let transfer = core.items[id], let effects = body(transfer) else { return (false, []) }
+            guard let transfer = loaded(id, &core), let effects = body(transfer) else { return (false, []) }
             if allow { core.allow([id]) }
             let out = carryOut(effects, for: transfer, &core)
             checkShutdown(&core)
@@ -273,19 +377,21 @@ public final class TransferManager: Sendable {
     /// `launch` mutates it.)
     private static func startable(_ core: inout Core) -> [TransferID] {
         core.recheckSettledPrefix()
-        assert(core.queue.prefix(core.settledPrefix).allSatisfy { $0.settled && $0.inSettledPrefix },
-               "the settled prefix holds an item that may run")
-        while core.settledPrefix < core.queue.count, core.queue[core.settledPrefix].settled {
-            core.queue[core.settledPrefix].inSettledPrefix = true
+        while core.settledPrefix < core.queue.count, core.settled(core.queue[core.settledPrefix]) {
             core.settledPrefix += 1
         }
         let open = core.queue[core.settledPrefix...]
         core.syncSlotHolders()
-        assert(core.slotHolders == Dictionary(uniqueKeysWithValues: open.lazy.filter { $0.holdsSlot || $0.finishing }
+        assert(core.slotHolders == Dictionary(uniqueKeysWithValues: core.items.values.lazy.filter { $0.holdsSlot || $0.finishing }
                                                 .map { ($0.id, $0.host) }),
                "slotHolders is out of step with the queue: an item changed without touch")
         let runnable = core.runnable
-        let ready = open.lazy.filter { $0.startable && runnable?.contains($0.id) ?? true }.map { ($0.id, $0.host) }
+        let hosts = core.hosts
+        let items = core.items
+        let ready = open.lazy.filter { entry in
+            // A loaded item's own state: the index follows it only once the change is over (syncStates).
+            (items[entry.id]?.startable ?? (entry.state == .queued)) && runnable?.contains(entry.id) ?? true
+        }.map { ($0.id, hosts[Int($0.host)]) }
         return Scheduler.pick(slotHolders: core.slotHolders.values, ready: ready, maxConcurrent: core.caps.global,
                               maxPerHost: core.caps.perHost)
     }

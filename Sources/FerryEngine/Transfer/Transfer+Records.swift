@@ -22,6 +22,7 @@ extension Transfer {
         segments = stored.segments
         rateLimit = stored.rateLimit
         batch = stored.batch
+        response = stored.response
         rank = stored.position
     }
 
@@ -77,6 +78,7 @@ extension Transfer {
         stored.lastError = lastError
         stored.rateLimit = rateLimit
         stored.batch = batch
+        stored.response = response
         return stored
     }
 }

@@ -107,10 +107,6 @@ final class Transfer {
     /// The smoothed rate once a second, oldest first, at most a minute of it.
     var rateHistory: [Double] = []
     var lastHistorySample: TimeInterval = 0
-    /// Counted in the queue's settled prefix (see `TransferManager.Core.settledPrefix`).
-    var inSettledPrefix = false
-    /// The state it is counted under in `TransferManager.Core.counts`.
-    var countedAs: TransferState?
 
     init(id: TransferID, spec: TransferSpec, state: TransferState, policy: RetryPolicy, retryUploads: Bool) {
         self.id = id
@@ -126,6 +122,9 @@ final class Transfer {
     var holdsSlot: Bool { state == .running || busy }
     /// Neither holds a slot nor waits for one, and will not until a command changes its state.
     var settled: Bool { state.isTerminal && !busy && !finishing }
+    /// Nothing in flight, no timer and no finish pending: the item may go back to the store (a queued one is
+    /// loaded again when the scheduler starts it).
+    var idle: Bool { !busy && !finishing && (state.isTerminal || state == .paused || state == .queued) }
     /// Ready for the scheduler to start.
     var startable: Bool { state == .queued && !busy && !finishing }
     /// Every task of the attempts in flight.

@@ -1,0 +1,93 @@
+import FerryCore
+import FerryEngine
+import Foundation
+import Testing
+import TestHTTPServer
+
+/// The store is the queue: an engine keeps in memory the items that run and a few idle ones (here 3), and
+/// everything else is a row. Windows, filters, counts, commands and a restart see the same queue as if every
+/// item were loaded: real downloads from the in-process server, a real SQLite store.
+@Suite struct StoreBackedQueueTests {
+    let server: TestHTTPServer
+    let dir: TempDir
+    var storePath: String { dir.path + "/queue.sqlite" }
+
+    init() throws {
+        server = try TestHTTPServer()
+        dir = try TempDir()
+    }
+
+    func engine(scope: TransferManager.Scope = .everything) throws -> TransferManager {
+        var configuration = testConfiguration(maxConcurrent: 2)
+        configuration.loadedLimit = 3
+        return try TransferManager(configuration: configuration, store: SQLiteQueueStore(path: storePath), scope: scope)
+    }
+
+    @Test func finishedItemsLeaveMemoryAndTheirRowsStillShow() async throws {
+        let body = Resource.randomBytes(count: 20_000, seed: 3)
+        for index in 1...40 {
+            // The server names each file: a name the URL does not hold, known only once the item ran.
+            server.route("/f/\(index)", .serve(Resource(body: body, contentDisposition: "attachment; filename=\"named-\(index).dat\"")))
+        }
+        let manager = try engine()
+        defer { manager.shutdown() }
+        let ids = manager.add((1...40).map { TransferSpec(download: server.url("/f/\($0)"), directory: dir.path) })
+        try await finish(manager, Set(ids))
+        #expect(manager.loadedCount <= 3)
+        #expect(manager.counts == [.completed: 40])
+
+        // A window in the middle of the queue: rows read from the store, as they finished.
+        let window = manager.snapshot(QueueView(offset: 10, limit: 5))
+        #expect(window.items.map(\.id) == Array(ids[10..<15]))
+        #expect(window.items.allSatisfy { $0.state == .completed && $0.bytesDone == 20_000 })
+        #expect(window.items.map(\.fileName) == (11...15).map { "named-\($0).dat" })
+        #expect(window.window?.total == 40)
+
+        // A filter matches the name the server gave, of an item no longer loaded.
+        let filtered = manager.snapshot(QueueView(filter: "NAMED-27.", limit: 10))
+        #expect(filtered.items.map(\.id) == [ids[26]])
+        #expect(manager.snapshot(QueueView(states: [.completed], limit: 2)).window?.total == 40)
+        for index in 1...40 { #expect(dir.contents("named-\(index).dat") == body) }
+    }
+
+    @Test func commandsReachItemsThatAreNotLoadedAndARestartSeesThem() async throws {
+        let body = Resource.randomBytes(count: 10_000, seed: 5)
+        for index in 1...30 { server.route("/g/\(index).bin", .serve(Resource(body: body))) }
+        let store = try SQLiteQueueStore(path: storePath)
+        _ = try store.add((1...30).map { TransferSpec(download: server.url("/g/\($0).bin"), directory: dir.path) })
+        // An engine of its own items only: nothing of the stored queue runs or is loaded until a command asks.
+        var manager = try engine(scope: .ownItems)
+        #expect(manager.loadedCount == 0)
+        let paused = try manager.perform(.pause(Selection(states: [.queued])))
+        #expect(paused.outcome.changed.count == 30)
+        #expect(manager.counts == [.paused: 30])
+        #expect(manager.loadedCount <= 3)
+        // Said again: every item is left as it is, named with its state.
+        let again = try manager.perform(.pause(Selection(ids: [4])))
+        #expect(again.outcome.changed.isEmpty && again.outcome.left.map(\.state) == [.paused])
+
+        #expect(manager.move(TransferID(30), .top))
+        #expect(manager.move(TransferID(2), .bottom))
+        let resumed = try manager.perform(.resume(Selection(ids: [5, 30])))
+        #expect(resumed.outcome.changed == [TransferID(5), TransferID(30)])
+        try await finish(manager, [TransferID(5), TransferID(30)])
+        #expect(dir.contents("5.bin") == body && dir.contents("30.bin") == body)
+        let removed = try manager.perform(.remove(Selection(ids: [7, 8]), deletePart: true))
+        #expect(removed.outcome.changed == [TransferID(7), TransferID(8)])
+        let order = manager.snapshot(QueueView(limit: 3)).items.map(\.id.rawValue)
+        let last = manager.snapshot(QueueView(offset: 27)).items.map(\.id.rawValue)
+        manager.shutdown()
+
+        // Another engine on the same store: the same order, states and counts.
+        manager = try engine(scope: .ownItems)
+        defer { manager.shutdown() }
+        #expect(manager.counts == [.paused: 26, .completed: 2])
+        #expect(order == [30, 1, 3])
+        #expect(manager.snapshot(QueueView(limit: 3)).items.map(\.id.rawValue) == order)
+        #expect(last == [2])
+        #expect(manager.snapshot(QueueView(offset: 27)).items.map(\.id.rawValue) == last)
+        #expect(manager.snapshot(QueueView(states: [.completed])).items.map(\.id.rawValue) == [30, 5])
+        #expect(manager.snapshot(of: TransferID(4))?.state == .paused)
+        #expect(throws: UsageError.self) { try manager.perform(.resume(Selection(ids: [7]))) }
+    }
+}
