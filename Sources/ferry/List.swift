@@ -19,35 +19,32 @@ struct List: ParsableCommand {
 
     @OptionGroup var common: CommonOptions
 
-    /// Rows asked of a running engine at a time.
-    static let page = 5_000
-
     func run() throws {
         _ = try common.loadConfig()  // a broken config is reported by every command
         let directory = common.stateDirectory
         let view = QueueView(states: try states.map { (text: String) throws(UsageError) in try Selection.states(text) }, batch: batch)
         let stream = QueueListing.Stream(json: json) { FileHandle.standardOutput.write($0) }
-        // Live from the running engine (byte counts of this moment), page by page; else from the store, row by row.
+        // Rows from the store, one at a time (memory stays flat whatever the queue's length); with an engine
+        // running, what moves (running items, and those waiting for a retry) as it is this moment, and the
+        // engine's unwritten changes written first.
+        var live: [TransferID: StoredTransfer]?
         if let client = ControlClient.connect(directory) {
-            var page = view
-            page.limit = Self.page
-            while true {
-                var request = ControlRequest(id: 0, verb: .list)
-                request.view = page
-                let reply = try client.request(request)
-                guard reply.ok, let items = reply.items else { throw ControlError(reply.error ?? "the engine did not list the queue") }
-                try stream.add(items)
-                page.offset += items.count
-                if items.isEmpty || page.offset >= reply.total ?? 0 { break }
-            }
-            return stream.finish()
+            var request = ControlRequest(id: 0, verb: .list)
+            request.view = QueueView(states: [.running, .waiting])
+            let reply = try client.request(request)
+            guard reply.ok, let items = reply.items else { throw ControlError(reply.error ?? "the engine did not list the queue") }
+            live = Dictionary(items.map { ($0.id, $0) }) { first, _ in first }
         }
         guard FileManager.default.fileExists(atPath: directory.databasePath) else { return stream.finish() }
         let store = try directory.openStore()
         let matcher = view.matcher
         var pending: [StoredTransfer] = []
         do {
-            try store.forEach { item in
+            try store.forEach { row in
+                var item = live?[row.id] ?? row
+                // A row left running by an engine that stopped, or saved running a moment ago: queued unless
+                // the engine says it moves.
+                if let live, live[row.id] == nil, item.state == .running || item.state == .waiting { item.state = .queued }
                 guard matcher.matches(id: item.id, state: item.state, batch: item.batch,
                                       name: { TransferSnapshot.knownName(spec: item.spec, fileName: item.fileName) },
                                       url: { item.spec.url.absoluteString }) else { return }

@@ -10,7 +10,7 @@ import Foundation
 /// gets an error reply. See EngineHost for what each verb does.
 public enum ControlProtocol {
     /// 2: every change of the queue is one `command` (QueueCommand).
-    public static let version = 2
+    public static let version = 3
     /// The longest request line the engine reads. An `add` is sent in parts well under it
     /// (ControlClient.add), so no list of URLs is too long.
     public static let maxRequest = 4 << 20

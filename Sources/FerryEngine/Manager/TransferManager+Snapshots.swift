@@ -49,8 +49,10 @@ extension TransferManager {
 
     /// The records of `view`'s window, as the store keeps them with the bytes done now, and the rows in the
     /// view (`ferry list` pages through a running engine's queue with it).
+    /// Changes not yet in the store are written first: a reader of the store alongside sees them.
     public func records(_ view: QueueView) -> (items: [StoredTransfer], total: Int) {
-        core.withLock { core in
+        storeWriter.flush()
+        return core.withLock { core in
             let (rows, total) = window(view, &core)
             let stored = records(of: rows.filter { core.items[$0.id] == nil }.map(\.id))
             let items = rows.compactMap { entry -> StoredTransfer? in
