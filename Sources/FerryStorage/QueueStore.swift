@@ -121,6 +121,8 @@ public protocol QueueStore: Sendable {
     /// The id, URL and known name (a download's file name, an upload's source) of each item with an id above
     /// `after`, one at a time: what a text filter is matched on.
     func forEachText(after id: TransferID, _ body: (TransferID, String, String?) throws -> Void) throws
+    /// The same of the items with these ids (those that exist), in no particular order.
+    func forEachText(of ids: [TransferID], _ body: (TransferID, String, String?) throws -> Void) throws
     /// Items with an id above `id` (ids only grow, never reused): what other processes added since.
     func loadAdded(after id: TransferID) throws -> [StoredTransfer]
     /// Appends new queued items at the end of the queue, all or none, in `batch`. With `reuse`, a spec of a
@@ -165,6 +167,12 @@ extension QueueStore {
     public func load(_ ids: [TransferID]) throws -> [StoredTransfer] {
         let wanted = Set(ids)
         return try loadAll().filter { wanted.contains($0.id) }
+    }
+
+    public func forEachText(of ids: [TransferID], _ body: (TransferID, String, String?) throws -> Void) throws {
+        for item in try load(ids) {
+            try body(item.id, item.spec.url.absoluteString, TransferSnapshot.knownName(spec: item.spec, fileName: item.fileName))
+        }
     }
 
     public func forEachText(after id: TransferID, _ body: (TransferID, String, String?) throws -> Void) throws {

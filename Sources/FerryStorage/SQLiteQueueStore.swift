@@ -198,6 +198,18 @@ public final class SQLiteQueueStore: QueueStore {
         }
     }
 
+    public func forEachText(of ids: [TransferID], _ body: (TransferID, String, String?) throws -> Void) throws {
+        try pool.read { db in
+            for start in stride(from: 0, to: ids.count, by: 500) {
+                let chunk = ids[start..<min(ids.count, start + 500)]
+                let marks = Array(repeating: "?", count: chunk.count).joined(separator: ",")
+                let rows = try Row.fetchCursor(db, sql: "SELECT id, url, COALESCE(name, fileName) FROM transfer WHERE id IN (\(marks))",
+                                               arguments: StatementArguments(chunk.map(\.rawValue)))
+                while let row = try rows.next() { try body(TransferID(row[0]), row[1], row[2]) }
+            }
+        }
+    }
+
     public func forEachText(after id: TransferID, _ body: (TransferID, String, String?) throws -> Void) throws {
         try pool.read { db in
             let rows = try Row.fetchCursor(db, sql: "SELECT id, url, COALESCE(name, fileName) FROM transfer WHERE id > ?",

@@ -47,6 +47,11 @@ import TestHTTPServer
         let filtered = manager.snapshot(QueueView(filter: "NAMED-27.", limit: 10))
         #expect(filtered.items.map(\.id) == [ids[26]])
         #expect(manager.snapshot(QueueView(states: [.completed], limit: 2)).window?.total == 40)
+        // Typed a key at a time, each longer text is matched on the last one's matches: the same rows.
+        for text in ["n", "na", "named-", "named-2"] { _ = manager.snapshot(QueueView(filter: text, limit: 50)) }
+        #expect(manager.snapshot(QueueView(filter: "named-2", limit: 50)).items.map(\.id) == [ids[1]] + Array(ids[19..<29]))
+        #expect(manager.snapshot(QueueView(filter: "named-27", limit: 50)).items.map(\.id) == [ids[26]])
+        #expect(manager.snapshot(QueueView(filter: "f/3", limit: 50)).items.map(\.id) == [ids[2]] + Array(ids[29..<39]))
         for index in 1...40 { #expect(dir.contents("named-\(index).dat") == body) }
     }
 
@@ -89,5 +94,10 @@ import TestHTTPServer
         #expect(manager.snapshot(QueueView(states: [.completed])).items.map(\.id.rawValue) == [30, 5])
         #expect(manager.snapshot(of: TransferID(4))?.state == .paused)
         #expect(throws: UsageError.self) { try manager.perform(.resume(Selection(ids: [7]))) }
+    }
+
+    /// What each item of the queue costs the engine in memory, loaded or not.
+    @Test func anIndexEntryIsThirtyTwoBytes() {
+        #expect(TransferManager.indexEntrySize == 32)
     }
 }

@@ -112,12 +112,24 @@ public final class EngineHost: @unchecked Sendable {
             } catch {
                 return failure(request, String(describing: error))
             }
+            if case .add = command {
+                // A part of an add decodes and encodes megabytes of JSON; the heap it used goes back to the
+                // system once the reply is out (glibc keeps freed memory otherwise: 1,000,000 lines added
+                // left the engine at 178 MiB, most of it free heap).
+                server.queue.async { Self.trimHeap() }
+            }
         case .stop:
             // After the reply has gone out.
             server.queue.async { [onStop] in DispatchQueue.global().async { onStop() } }
         }
         if subscribers > 0 { startUpdates() }
         return reply
+    }
+
+    /// glibc's malloc_trim (not in Swift's Glibc module): the heap's free memory back to the system.
+    private static func trimHeap() {
+        guard let symbol = dlsym(UnsafeMutableRawPointer(bitPattern: 0), "malloc_trim") else { return }
+        _ = unsafeBitCast(symbol, to: (@convention(c) (Int) -> Int32).self)(0)
     }
 
     private func failure(_ request: ControlRequest, _ message: String) -> ControlReply {

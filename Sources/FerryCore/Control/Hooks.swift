@@ -106,7 +106,12 @@ public final class HookRunner: Sendable {
     /// The runner for an engine about to load `store`; nil when no hook is set.
     public static func make(settings: HookSettings, logPath: String?, store: any QueueStore) -> HookRunner? {
         guard !settings.isEmpty else { return nil }
-        let states = Dictionary(((try? store.loadAll()) ?? []).map { ($0.id, $0.state) }) { first, _ in first }
+        // Only the finished items matter (a hook runs when an item becomes completed or failed), read from the
+        // queue's index rather than whole rows.
+        var states: [TransferID: TransferState] = [:]
+        try? store.forEachIndexRow { row in
+            if row.state == .completed || row.state == .failed { states[row.id] = row.state }
+        }
         return HookRunner(settings: settings, logPath: logPath, states: states)
     }
 

@@ -176,7 +176,7 @@ extension TransferManager {
                 let id = entry.id
                 core.counts[entry.state, default: 0] -= 1
                 core.removedNow.insert(id)
-                core.textMatches?.ids.remove(id)
+                core.textMatches?.remove(id)
                 storeWriter.remove(id)
                 if let transfer = core.items.removeValue(forKey: id) {
                     core.pinned.remove(id)

@@ -85,7 +85,7 @@ extension TransferManager {
             guard matcher.matches(id: entry.id, state: entry.state, batch: entry.batch, name: { nil }, url: { "" }) else { continue }
             if let text {
                 guard let item = core.items[entry.id] else {
-                    guard text.ids.contains(entry.id) else { continue }
+                    guard text.contains(entry.id) else { continue }
                     if view.windowContains(total) { rows.append(entry) }
                     total += 1
                     continue
@@ -99,22 +99,51 @@ extension TransferManager {
     }
 
     /// The items whose name or URL hold `filter`'s text (nil: no text): scanned from the store once per text,
-    /// then only for items added since; loaded items are matched as they are (their names may be newer).
+    /// then only for items added since; loaded items are matched as they are (their names may be newer). A
+    /// text typed on from the last one (it holds it) is matched only on the last one's matches, when they are
+    /// few: a filter typed a key at a time reads the whole store once or twice, not once a key.
     private func textMatches(for filter: String?, _ core: inout Core) -> TextMatches? {
         let matcher = QueueView(filter: filter).matcher
-        guard matcher.hasText else { return nil }
-        var matches = core.textMatches.flatMap { $0.needle == matcher.needleBytes ? $0 : nil } ?? TextMatches(matcher: matcher)
-        let newest = TransferID(core.nextID - 1)
-        if matches.scannedThrough < newest {
-            // Names not yet written (an item just evicted) are in StoreWriter's hands: written first.
-            storeWriter.flush()
-            try? store.forEachText(after: matches.scannedThrough) { id, url, name in
-                if matcher.matches(id: id, state: .queued, batch: nil, name: { name }, url: { url }) { matches.ids.insert(id) }
+        guard let needle = matcher.needleBytes else { return nil }
+        if let cached = core.textMatches, cached.needle == needle {
+            var matches = cached
+            rescan(&matches, after: matches.scannedThrough, core)
+            core.textMatches = matches
+            return matches
+        }
+        var matches = TextMatches(matcher: matcher)
+        // Names not yet written (an item just evicted) are in StoreWriter's hands: written first.
+        storeWriter.flush()
+        if let last = core.textMatches, let lastNeedle = last.needle, needle.first != UInt8(ascii: "#"),
+           lastNeedle.first != UInt8(ascii: "#"), needle.count > lastNeedle.count,
+           needle.firstRange(of: lastNeedle) != nil, last.ids.count <= Self.refineLimit {
+            try? store.forEachText(of: last.ids) { id, url, name in
+                if matcher.matches(id: id, state: .queued, batch: nil, name: { name }, url: { url }) { matches.ids.append(id) }
             }
-            matches.scannedThrough = newest
+            matches.ids.sort()
+            matches.scannedThrough = last.scannedThrough
+            rescan(&matches, after: matches.scannedThrough, core)
+        } else {
+            rescan(&matches, after: TransferID(0), core)
         }
         core.textMatches = matches
         return matches
+    }
+
+    /// Below this many matches a longer text is matched on them only (read by id), not on the whole store.
+    static let refineLimit = 50_000
+
+    /// Matches `matches`' text on the items added after `id`.
+    private func rescan(_ matches: inout TextMatches, after id: TransferID, _ core: Core) {
+        let newest = TransferID(core.nextID - 1)
+        guard id < newest else { return }
+        let matcher = matches.matcher
+        var found: [TransferID] = []
+        try? store.forEachText(after: id) { id, url, name in
+            if matcher.matches(id: id, state: .queued, batch: nil, name: { name }, url: { url }) { found.append(id) }
+        }
+        for id in found { matches.insert(id) }
+        matches.scannedThrough = newest
     }
 
     /// Items per state (kept as they change: no walk over the queue).
@@ -206,11 +235,33 @@ extension TransferManager {
 struct TextMatches {
     let matcher: QueueView.Matcher
     var needle: [UInt8]? { matcher.needleBytes }
-    var ids: Set<TransferID> = []
+    /// Sorted: a million matches take 8 MB, not a set's 40.
+    var ids: [TransferID] = []
     /// Every item up to this id was matched (the store is read again only for items added since).
     var scannedThrough = TransferID(0)
 
     init(matcher: QueueView.Matcher) { self.matcher = matcher }
+
+    private func index(of id: TransferID) -> (found: Bool, at: Int) {
+        var low = 0, high = ids.count
+        while low < high {
+            let mid = (low + high) / 2
+            if ids[mid] < id { low = mid + 1 } else { high = mid }
+        }
+        return (low < ids.count && ids[low] == id, low)
+    }
+
+    func contains(_ id: TransferID) -> Bool { index(of: id).found }
+
+    mutating func insert(_ id: TransferID) {
+        let (found, at) = index(of: id)
+        if !found { ids.insert(id, at: at) }
+    }
+
+    mutating func remove(_ id: TransferID) {
+        let (found, at) = index(of: id)
+        if found { ids.remove(at: at) }
+    }
 
     func matches(_ item: Transfer) -> Bool {
         matcher.matches(id: item.id, state: .queued, batch: nil,
@@ -220,10 +271,14 @@ struct TextMatches {
 
     /// An item going back to the store: what it is now called decides.
     mutating func note(_ item: Transfer) {
-        if matches(item) { ids.insert(item.id) } else { ids.remove(item.id) }
+        if matches(item) { insert(item.id) } else { remove(item.id) }
     }
 }
+
 package extension TransferManager {
+    /// Bytes each item of the queue costs in the engine's index, loaded or not.
+    static var indexEntrySize: Int { MemoryLayout<Entry>.stride }
+
     /// How many items are loaded (running, waiting, finishing, or in the cache of idle ones).
     var loadedCount: Int { core.withLock { $0.items.count } }
 }

@@ -19,10 +19,12 @@ public final class TransferManager: Sendable {
     /// choosing and scheduling need. The rest of the item is its row in the store; a Transfer is loaded for
     /// it only while it runs, waits for a retry, or a command acts on it.
     struct Entry {
+        // In this order the entry takes 32 bytes (the batch's tag, the state and the host fill one word): 8 MB
+        // less at 1,000,000 items than in the order of their importance.
         var rank: Int
         var id: TransferID
-        var state: TransferState
         var batch: Int64?
+        var state: TransferState
         /// An index into Core.hosts.
         var host: Int32
 
@@ -150,7 +152,7 @@ public final class TransferManager: Sendable {
         mutating func append(_ row: QueueIndexRow) {
             let state: TransferState = row.state == .running || row.state == .waiting ? .queued : row.state
             assert(queue.last.map { $0.precedes(rank: row.position, id: row.id) } ?? true, "an item appended out of order")
-            queue.append(Entry(rank: row.position, id: row.id, state: state, batch: row.batch, host: hostID(row.host)))
+            queue.append(Entry(rank: row.position, id: row.id, batch: row.batch, state: state, host: hostID(row.host)))
             counts[state, default: 0] += 1
             nextID = max(nextID, row.id.rawValue + 1)
         }
