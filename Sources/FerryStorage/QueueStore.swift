@@ -144,6 +144,8 @@ public protocol QueueStore: Sendable {
     /// the file, so that a restart after a crash finds its `.part` file (or the finished file) by name.
     func recordClaim(_ id: TransferID, fileName: String, validators: Validators) throws
     func remove(_ id: TransferID) throws
+    /// Several removes at once (one transaction where the store has them).
+    func remove(_ ids: [TransferID]) throws
 }
 
 extension QueueStore {
@@ -158,6 +160,10 @@ extension QueueStore {
 
     public func save(_ items: [StoredTransfer]) throws {
         for item in items { try save(item) }
+    }
+
+    public func remove(_ ids: [TransferID]) throws {
+        for id in ids { try remove(id) }
     }
 
     public func forEachIndexRow(_ body: (QueueIndexRow) throws -> Void) throws {

@@ -375,11 +375,21 @@ public final class SQLiteQueueStore: QueueStore {
     }
 
     public func remove(_ id: TransferID) throws {
+        try remove([id])
+    }
+
+    public func remove(_ ids: [TransferID]) throws {
         try pool.write { db in
-            try db.execute(sql: "DELETE FROM event WHERE transferId = ?", arguments: [id.rawValue])
-            try db.execute(sql: "DELETE FROM transfer WHERE id = ?", arguments: [id.rawValue])
+            let events = try db.cachedStatement(sql: "DELETE FROM event WHERE transferId = ?")
+            let items = try db.cachedStatement(sql: "DELETE FROM transfer WHERE id = ?")
+            for id in ids {
+                try events.execute(arguments: [id.rawValue])
+                try items.execute(arguments: [id.rawValue])
+            }
         }
-        _ = known.withLock { $0.removeValue(forKey: id.rawValue) }
+        known.withLock { known in
+            for id in ids { known[id.rawValue] = nil }
+        }
     }
 
     /// Every item in queue order, one row at a time (a cursor: memory stays flat whatever the queue's length).

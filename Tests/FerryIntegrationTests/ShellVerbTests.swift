@@ -99,7 +99,8 @@ import TestHTTPServer
         #expect(try await verb(["stop"]).stdout.contains("no engine is running"))
         let jobs = try await verb(["jobs", "3"])
         #expect(jobs.status == 1 && jobs.stderr.contains("no engine is running"))
-        #expect(try await verb(["remove", "2", "--delete-part"]).status == 0)
+        let removed = try await verb(["remove", "2", "--delete-part"])
+        #expect(removed.status == 0, "\(removed.stderr)")
         #expect(try await listed().map(\.id) == [1])
         #expect(!FileManager.default.fileExists(atPath: downloads + "/b.bin.part"))
     }

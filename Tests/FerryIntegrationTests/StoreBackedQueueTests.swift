@@ -96,6 +96,28 @@ import TestHTTPServer
         #expect(throws: UsageError.self) { try manager.perform(.resume(Selection(ids: [7]))) }
     }
 
+    /// A remove reaches the store a moment later; an add at once must not find the removed item's row and
+    /// take it for the same transfer (an entry with no row: never run, never listed).
+    @Test func anItemRemovedThenAskedForAgainAtOnceIsANewItemThatRuns() async throws {
+        let body = Resource.randomBytes(count: 10_000, seed: 9)
+        server.route("/again.bin", .serve(Resource(body: body)))
+        let manager = try engine()
+        defer { manager.shutdown() }
+        let spec = TransferSpec(download: server.url("/again.bin"), directory: dir.path)
+        let first = manager.add(spec)
+        try await finish(manager, [first])
+        for _ in 0..<20 {
+            let previous = manager.snapshot(QueueView()).items.map(\.id)
+            #expect(previous.count == 1)
+            for id in previous { #expect(manager.remove(id)) }
+            let again = try manager.addSaved([spec], batch: nil, reuse: true)
+            #expect(again.map(\.how) == [.added])
+            try await finish(manager, Set(again.map(\.id)))
+            #expect(manager.counts == [.completed: 1])
+            #expect(manager.snapshot(QueueView()).items.map(\.state) == [.completed])
+        }
+    }
+
     /// What each item of the queue costs the engine in memory, loaded or not.
     @Test func anIndexEntryIsThirtyTwoBytes() {
         #expect(TransferManager.indexEntrySize == 32)

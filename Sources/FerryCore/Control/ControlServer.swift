@@ -25,6 +25,9 @@ final class ControlServer: @unchecked Sendable {
         var stalledSince: DispatchTime?
         /// A subscriber's view, and the window last sent of it (what the client holds).
         var view = QueueView.everything
+        /// A new view was asked for: its window goes out whole once the requests read so far are answered
+        /// (views asked for one after another, a filter typed a key at a time, cost one window).
+        var wholeDue = false
         var lastSent: QueueSnapshot?
         var lastSentAt = DispatchTime(uptimeNanoseconds: 0)
         var readSource: DispatchSourceRead?
@@ -123,6 +126,10 @@ final class ControlServer: @unchecked Sendable {
                 return
             }
         }
+        if connection.wholeDue, connections[connection.fd] === connection {
+            connection.wholeDue = false
+            sendWhole(connection)
+        }
     }
 
     /// Answers one request line; false when the connection was closed for it.
@@ -158,7 +165,7 @@ final class ControlServer: @unchecked Sendable {
             connection.view = request.view ?? .everything
             let wasSubscribed = connection.subscribed
             connection.subscribed = true
-            sendWhole(connection)
+            connection.wholeDue = true
             if !wasSubscribed { clientsChanged?(connections.count, subscriberCount) }
         }
         return connections[connection.fd] === connection

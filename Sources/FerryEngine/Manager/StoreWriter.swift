@@ -80,14 +80,18 @@ final class StoreWriter: Sendable {
         queue.async { for (id, bytes) in checkpoints { try? store.checkpoint(id, bytesDone: bytes) } }
     }
 
-    /// Deletes an item; a record of it still waiting to be written is dropped (it would bring the item back).
-    func remove(_ id: TransferID) {
-        pending.withLock {
-            $0.records[id] = nil
-            $0.ranks[id] = nil
+    /// Deletes items (in one transaction); a record of them still waiting to be written is dropped (it would
+    /// bring the item back).
+    func remove(_ ids: [TransferID]) {
+        guard !ids.isEmpty else { return }
+        pending.withLock { pending in
+            for id in ids {
+                pending.records[id] = nil
+                pending.ranks[id] = nil
+            }
         }
         let store = self.store
-        queue.async { try? store.remove(id) }
+        queue.async { try? store.remove(ids) }
     }
 
     /// Records a download's name before its `.part` file is created, after every change queued before it

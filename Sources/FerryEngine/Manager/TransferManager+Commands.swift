@@ -26,6 +26,9 @@ extension TransferManager {
     /// goes on, a completed one whose file is in place is left done.
     public func addSaved(_ specs: [TransferSpec], batch: Int64?, reuse: Bool) throws(StateError) -> [AddedItem] {
         let additions: [QueueAddition]
+        // Removes and moves still on their way to the store first: a removed item's row must not be found
+        // again as the same transfer, nor a rank given twice.
+        storeWriter.flush()
         do {
             additions = try store.add(specs, batch: batch, reuse: reuse)
         } catch {
@@ -41,7 +44,8 @@ extension TransferManager {
                 guard addition.existing, let transfer = loaded(record.id, &core) else {
                     // New (or, should another process have added it unseen, new to this engine): an index entry;
                     // the item is loaded when it runs.
-                    if core.position(of: record.id, rank: record.position) == nil {
+                    // (An item this engine does not have and did not just remove: another process added it.)
+                    if core.position(of: record.id, rank: record.position) == nil, record.id.rawValue >= core.nextID || !addition.existing {
                         core.append(QueueIndexRow(record))
                         core.version &+= 1
                         if listening {
@@ -101,6 +105,7 @@ extension TransferManager {
     /// Queues transfers at the end of the queue, saved to the store together (all or none).
     @discardableResult
     public func add(_ specs: [TransferSpec]) -> [TransferID] {
+        storeWriter.flush()
         do {
             let stored = try store.add(specs)
             return mutate { core in
@@ -177,7 +182,6 @@ extension TransferManager {
                 core.counts[entry.state, default: 0] -= 1
                 core.removedNow.insert(id)
                 core.textMatches?.remove(id)
-                storeWriter.remove(id)
                 if let transfer = core.items.removeValue(forKey: id) {
                     core.pinned.remove(id)
                     let tasks = transfer.tasks
@@ -187,6 +191,7 @@ extension TransferManager {
                     partsOf.append((record.spec.directory, name))
                 }
             }
+            storeWriter.remove(gone.map(\.id))
             for (directory, name) in partsOf {
                 names.release(directory: directory, name: name)
                 if deletePartial { effects.append { _ = unlink(PartialFile.path(directory: directory, name: name)) } }

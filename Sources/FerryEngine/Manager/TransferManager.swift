@@ -163,6 +163,8 @@ public final class TransferManager: Sendable {
         var idleHead = 0
         /// EngineConfiguration.loadedLimit.
         var loadedLimit = 1_024
+        /// The highest start generation of any transfer that left memory (Transfer.countGenerations).
+        var generationFloor = 0
 
         /// Items no longer running, waiting or finishing may go back to the store (their newest record is on
         /// its way there: StoreWriter). The most recent `loadedLimit` stay loaded (a cache: what front ends
@@ -175,10 +177,16 @@ public final class TransferManager: Sendable {
                 idleHead += 1
                 guard let item = items[id], !pinned.contains(id), item.idle else { continue }
                 textMatches?.note(item)
+                generationFloor = max(generationFloor, item.generation)
                 items[id] = nil
             }
             if idleHead > 4_096, idleHead * 2 > idleOrder.count {
                 idleOrder.removeFirst(idleHead)
+                idleHead = 0
+            }
+            // Below the limit nothing is evicted, and items that go idle again and again would pile up here.
+            if idleOrder.count - idleHead > 2 * loadedLimit + 4_096 {
+                idleOrder = idleOrder[idleHead...].filter { items[$0]?.idle == true }
                 idleHead = 0
             }
         }
@@ -271,6 +279,7 @@ public final class TransferManager: Sendable {
         transfer.rank = core.queue[at].rank
         transfer.state = core.queue[at].state
         transfer.batch = core.queue[at].batch
+        transfer.countGenerations(after: core.generationFloor)
         core.items[id] = transfer
         core.loadedNow.insert(id)
         if startsOver { core.touch(id) }

@@ -124,7 +124,15 @@ final class Transfer {
     var settled: Bool { state.isTerminal && !busy && !finishing }
     /// Nothing in flight, no timer and no finish pending: the item may go back to the store (a queued one is
     /// loaded again when the scheduler starts it).
-    var idle: Bool { !busy && !finishing && (state.isTerminal || state == .paused || state == .queued) }
+    /// (Not while its next start must do something that only memory knows: start over from zero, or keep to
+    /// one stream.)
+    var idle: Bool {
+        !busy && !finishing && !restartFromZero && !segmentFallback && (state.isTerminal || state == .paused || state == .queued)
+    }
+
+    /// A transfer loaded again after it left memory: its starts are counted above every earlier one's, so a
+    /// timer of its earlier life (a retry's) finds a newer generation and does nothing.
+    func countGenerations(after floor: Int) { generation = max(generation, floor) }
     /// Ready for the scheduler to start.
     var startable: Bool { state == .queued && !busy && !finishing }
     /// Every task of the attempts in flight.
