@@ -131,11 +131,7 @@ public final class SQLiteQueueStore: QueueStore {
                 """)
             // Items queued before: their identity from their spec (one whose spec cannot be read keeps none).
             let update = try db.makeStatement(sql: "UPDATE transfer SET identity = ? WHERE id = ?")
-            for row in try Row.fetchAll(db, sql: "SELECT id, spec FROM transfer") {
-                let text: String = row["spec"]
-                guard let spec = try? JSONDecoder().decode(TransferSpec.self, from: Data(text.utf8)) else { continue }
-                try update.execute(arguments: [spec.identity, row["id"] as Int64])
-            }
+            try eachSpec(db) { id, spec in try update.execute(arguments: [spec.identity, id]) }
             try db.execute(sql: """
                 CREATE INDEX transfer_identity ON transfer(identity);
                 CREATE INDEX transfer_batch ON transfer(batch);
@@ -149,13 +145,19 @@ public final class SQLiteQueueStore: QueueStore {
                 ALTER TABLE transfer ADD COLUMN response TEXT;
                 """)
             let update = try db.makeStatement(sql: "UPDATE transfer SET host = ?, name = ? WHERE id = ?")
-            for row in try Row.fetchAll(db, sql: "SELECT id, spec FROM transfer") {
-                let text: String = row["spec"]
-                guard let spec = try? JSONDecoder().decode(TransferSpec.self, from: Data(text.utf8)) else { continue }
-                try update.execute(arguments: [spec.host, Self.uploadName(spec), row["id"] as Int64])
-            }
+            try eachSpec(db) { id, spec in try update.execute(arguments: [spec.host, uploadName(spec), id]) }
         }
         return migrator
+    }
+
+    /// Each row's id and spec, for a migration that fills new columns from them (a spec that cannot be read is
+    /// skipped: its columns keep their defaults).
+    private static func eachSpec(_ db: Database, _ body: (Int64, TransferSpec) throws -> Void) throws {
+        for row in try Row.fetchAll(db, sql: "SELECT id, spec FROM transfer") {
+            let text: String = row["spec"]
+            guard let spec = try? JSONDecoder().decode(TransferSpec.self, from: Data(text.utf8)) else { continue }
+            try body(row["id"], spec)
+        }
     }
 
     /// An upload's source as lists name it (a download's name is its `fileName`, once known).
