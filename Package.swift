@@ -92,7 +92,7 @@ let package = Package(
             // An older schema written directly (the migration test).
             .product(name: "GRDB", package: "GRDB.swift"),
         ]),
-        .testTarget(name: "FerryTUITests", dependencies: ["FerryTUI", "FerryCore", "FerryModel", "FerryEngine", "CNcurses"]),
+        .testTarget(name: "FerryTUITests", dependencies: ["FerryTUI", "FerryCore", "FerryModel", "FerryEngine", "CNcurses", "TestHTTPServer"]),
         .testTarget(
             name: "FerryIntegrationTests",
             dependencies: [

@@ -86,7 +86,7 @@ import TestHTTPServer
         first.environment = isolatedEnvironment(stateDir: state, configHome: dir.path + "/config")
         first.standardOutput = FileHandle.nullDevice
         first.standardError = FileHandle.nullDevice
-        try first.run()
+        try ProcessEnvironment.run(first)
         let part = downloads + "/same.bin.part"
         try await eventually("the .part file has the first MiB") { size(part) == 1 << 20 }
         kill(first.processIdentifier, SIGINT)

@@ -197,7 +197,7 @@ import TestHTTPServer
         process.environment = isolatedEnvironment(stateDir: dir.path + "/.state", configHome: dir.path + "/.config")
         process.standardOutput = FileHandle.nullDevice
         process.standardError = FileHandle.nullDevice
-        try process.run()
+        try ProcessEnvironment.run(process)
         let partPath = dir.path + "/slow.bin.part"
         try await eventually("the .part file has the first 3 MiB") {
             ((try? FileManager.default.attributesOfItem(atPath: partPath)[.size] as? Int) ?? 0) == 3 << 20

@@ -138,7 +138,7 @@ import Glibc
         let log = dir.path + "/engine.err"
         _ = FileManager.default.createFile(atPath: log, contents: nil)
         engine.standardError = FileHandle(forWritingAtPath: log)
-        try engine.run()
+        try ProcessEnvironment.run(engine)
         defer { if engine.isRunning { engine.terminate() } }
         // Watched from a thread of its own: the engine lives about 12 s, and the test pool may be busy with
         // other tests for a while (it has a thread per core).

@@ -24,7 +24,7 @@ import TestHTTPServer
         process.environment = isolatedEnvironment(stateDir: state, configHome: dir.path + "/config").merging(extra) { $1 }
         process.standardOutput = FileHandle.nullDevice
         process.standardError = FileHandle.nullDevice
-        try process.run()
+        try ProcessEnvironment.run(process)
         return process
     }
 

@@ -67,7 +67,7 @@ import TestHTTPServer
         engine.environment = isolatedEnvironment(stateDir: state, configHome: dir.path + "/config")
         engine.standardOutput = FileHandle.nullDevice
         engine.standardError = FileHandle.nullDevice
-        try engine.run()
+        try ProcessEnvironment.run(engine)
         defer { if engine.isRunning { engine.terminate() } }
         try await until("the engine listens") { ControlClient.connect(StateDirectory(option: state)) != nil }
         try await until("#1 runs") { try await state(of: 1) == "running" }

@@ -95,7 +95,7 @@ func runFerry(
     process.standardInput = feed == nil ? FileHandle.nullDevice : input
     let exited = AsyncStream<Void>.makeStream()
     process.terminationHandler = { _ in exited.continuation.finish() }
-    try process.run()
+    try ProcessEnvironment.run(process)
     if let feed {
         let writer = input.fileHandleForWriting
         Thread.detachNewThread { feed(writer) }
@@ -210,7 +210,7 @@ func runProgram(_ path: String, _ arguments: [String]) async throws -> String {
     process.arguments = arguments
     process.standardOutput = output
     process.standardInput = FileHandle.nullDevice
-    try process.run()
+    try ProcessEnvironment.run(process)
     await exited(process)
     try output.close()
     return (try? String(contentsOfFile: outputPath, encoding: .utf8)) ?? ""

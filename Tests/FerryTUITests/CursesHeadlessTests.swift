@@ -1,6 +1,7 @@
 import CNcurses
 import Foundation
 import Testing
+import TestHTTPServer
 @testable import FerryCore
 @testable import FerryEngine
 @testable import FerryModel
@@ -22,8 +23,12 @@ import Glibc
         let output = try #require(fopen(path, "w+"))
         let input = try #require(fopen("/dev/null", "r"))
         defer { fclose(output); fclose(input) }
-        setenv("LINES", "30", 1)  // ignored on purpose: CursesTerminal unsets them; the file has no size, so 24x80
-        let terminal = try CursesTerminal(term: "xterm-256color", output: output, input: input, colorAllowed: true, guardFD: nil)
+        // LINES is ignored on purpose: CursesTerminal unsets it; the file has no size, so 24x80. (Under the lock
+        // that other tests start children with: a change of the environment during Process.run crashed it.)
+        let terminal = try ProcessEnvironment.lock.withLock {
+            setenv("LINES", "30", 1)
+            return try CursesTerminal(term: "xterm-256color", output: output, input: input, colorAllowed: true, guardFD: nil)
+        }
         defer { terminal.close() }
         #expect(terminal.unicode)
 
@@ -107,7 +112,9 @@ import Glibc
         let output = try #require(fopen(path, "w+"))
         let input = try #require(fopen("/dev/null", "r"))
         defer { fclose(output); fclose(input) }
-        let terminal = try CursesTerminal(term: "xterm-256color", output: output, input: input, colorAllowed: false, guardFD: nil)
+        let terminal = try ProcessEnvironment.lock.withLock {
+            try CursesTerminal(term: "xterm-256color", output: output, input: input, colorAllowed: false, guardFD: nil)
+        }
         defer { terminal.close() }
         fflush(output)
         let before = try Data(contentsOf: URL(fileURLWithPath: path))
