@@ -41,8 +41,7 @@ public struct QueueView: Sendable, Codable, Equatable, Hashable {
         let ids: Set<Int64>?
         let batch: Int64?
 
-        /// A filter's text is part of it (its lowercase bytes, `needleBytes`).
-        public var hasText: Bool { needle != nil }
+        /// A filter's text, as lowercase bytes (nil: none).
         public var needleBytes: [UInt8]? { needle }
 
         /// Whether an item with these properties is in the view. For a filter, `name` (a file name or an

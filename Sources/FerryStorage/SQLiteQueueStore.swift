@@ -189,25 +189,26 @@ public final class SQLiteQueueStore: QueueStore {
         return try pool.read { db in
             var items: [StoredTransfer] = []
             items.reserveCapacity(ids.count)
-            // In chunks below SQLite's limit of bound parameters.
-            for start in stride(from: 0, to: ids.count, by: 500) {
-                let chunk = ids[start..<min(ids.count, start + 500)]
-                let marks = Array(repeating: "?", count: chunk.count).joined(separator: ",")
-                items += try Row.fetchAll(db, sql: "SELECT * FROM transfer WHERE id IN (\(marks))",
-                                          arguments: StatementArguments(chunk.map(\.rawValue))).map(Self.decode)
-            }
+            try Self.byID(db, "SELECT * FROM transfer", ids) { items.append(try Self.decode($0)) }
             return items
+        }
+    }
+
+    /// The rows of `select` (a query without WHERE) for these ids, one at a time, asked in chunks below
+    /// SQLite's limit of bound parameters.
+    private static func byID(_ db: Database, _ select: String, _ ids: [TransferID], _ body: (Row) throws -> Void) throws {
+        for start in stride(from: 0, to: ids.count, by: 500) {
+            let chunk = ids[start..<min(ids.count, start + 500)]
+            let marks = Array(repeating: "?", count: chunk.count).joined(separator: ",")
+            let rows = try Row.fetchCursor(db, sql: "\(select) WHERE id IN (\(marks))", arguments: StatementArguments(chunk.map(\.rawValue)))
+            while let row = try rows.next() { try body(row) }
         }
     }
 
     public func forEachText(of ids: [TransferID], _ body: (TransferID, String, String?) throws -> Void) throws {
         try pool.read { db in
-            for start in stride(from: 0, to: ids.count, by: 500) {
-                let chunk = ids[start..<min(ids.count, start + 500)]
-                let marks = Array(repeating: "?", count: chunk.count).joined(separator: ",")
-                let rows = try Row.fetchCursor(db, sql: "SELECT id, url, COALESCE(name, fileName) FROM transfer WHERE id IN (\(marks))",
-                                               arguments: StatementArguments(chunk.map(\.rawValue)))
-                while let row = try rows.next() { try body(TransferID(row[0]), row[1], row[2]) }
+            try Self.byID(db, "SELECT id, url, COALESCE(name, fileName) FROM transfer", ids) { row in
+                try body(TransferID(row[0]), row[1], row[2])
             }
         }
     }

@@ -34,7 +34,6 @@ extension TransferManager {
         } catch {
             throw Self.addRefused(error)
         }
-        let listening = onEvent != nil
         return mutate { core in
             var effects: [Effect] = []
             var outcomes: [AddedItem] = []
@@ -42,16 +41,9 @@ extension TransferManager {
             for addition in additions {
                 let record = addition.item
                 guard addition.existing, let transfer = loaded(record.id, &core) else {
-                    // New (or, should another process have added it unseen, new to this engine): an index entry;
-                    // the item is loaded when it runs.
-                    // (An item this engine does not have and did not just remove: another process added it.)
+                    // New, or one another process added that this engine has not seen (not one it just removed).
                     if core.position(of: record.id, rank: record.position) == nil, record.id.rawValue >= core.nextID || !addition.existing {
-                        core.append(QueueIndexRow(record))
-                        core.version &+= 1
-                        if listening {
-                            core.addedEvents.append(TransferEvent(id: record.id, state: record.state,
-                                                                  snapshot: snapshot(of: record, state: record.state)))
-                        }
+                        appendAdded(record, &core)
                     }
                     core.allow([record.id])
                     outcomes.append(AddedItem(id: record.id, how: addition.existing ? .alreadyQueued : .added))
@@ -83,6 +75,15 @@ extension TransferManager {
         }
     }
 
+    /// A new item at the end of the queue: an index entry (it is loaded when it runs), and its event for a listener.
+    private func appendAdded(_ record: StoredTransfer, _ core: inout Core) {
+        core.append(QueueIndexRow(record))
+        core.version &+= 1
+        if onEvent != nil {
+            core.addedEvents.append(TransferEvent(id: record.id, state: record.state, snapshot: snapshot(of: record, state: record.state)))
+        }
+    }
+
     /// A new batch for what the user typed (the items of one command).
     public func makeBatch(command: String) throws(StateError) -> Batch {
         do {
@@ -110,14 +111,9 @@ extension TransferManager {
             let stored = try store.add(specs)
             return mutate { core in
                 for record in stored {
-                    core.append(QueueIndexRow(record))
+                    appendAdded(record, &core)
                     core.allow([record.id])
-                    if onEvent != nil {
-                        core.addedEvents.append(TransferEvent(id: record.id, state: record.state,
-                                                              snapshot: snapshot(of: record, state: record.state)))
-                    }
                 }
-                core.version &+= 1
                 return (stored.map(\.id), self.pump(&core))
             }
         } catch {

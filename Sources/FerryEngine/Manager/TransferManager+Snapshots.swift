@@ -83,15 +83,7 @@ extension TransferManager {
         var total = 0
         for entry in core.queue {
             guard matcher.matches(id: entry.id, state: entry.state, batch: entry.batch, name: { nil }, url: { "" }) else { continue }
-            if let text {
-                guard let item = core.items[entry.id] else {
-                    guard text.contains(entry.id) else { continue }
-                    if view.windowContains(total) { rows.append(entry) }
-                    total += 1
-                    continue
-                }
-                guard text.matches(item) else { continue }
-            }
+            if let text, !(core.items[entry.id].map(text.matches) ?? text.contains(entry.id)) { continue }
             if view.windowContains(total) { rows.append(entry) }
             total += 1
         }
@@ -118,7 +110,7 @@ extension TransferManager {
            lastNeedle.first != UInt8(ascii: "#"), needle.count > lastNeedle.count,
            needle.firstRange(of: lastNeedle) != nil, last.ids.count <= Self.refineLimit {
             try? store.forEachText(of: last.ids) { id, url, name in
-                if matcher.matches(id: id, state: .queued, batch: nil, name: { name }, url: { url }) { matches.ids.append(id) }
+                if matches.matches(id: id, url: url, name: name) { matches.ids.append(id) }
             }
             matches.ids.sort()
             matches.scannedThrough = last.scannedThrough
@@ -137,10 +129,9 @@ extension TransferManager {
     private func rescan(_ matches: inout TextMatches, after id: TransferID, _ core: Core) {
         let newest = TransferID(core.nextID - 1)
         guard id < newest else { return }
-        let matcher = matches.matcher
         var found: [TransferID] = []
         try? store.forEachText(after: id) { id, url, name in
-            if matcher.matches(id: id, state: .queued, batch: nil, name: { name }, url: { url }) { found.append(id) }
+            if matches.matches(id: id, url: url, name: name) { found.append(id) }
         }
         for id in found { matches.insert(id) }
         matches.scannedThrough = newest
@@ -174,7 +165,7 @@ extension TransferManager {
     public func snapshot(of id: TransferID) -> TransferSnapshot? {
         core.withLock { core in
             if let transfer = core.items[id] { return transfer.snapshot() }
-            guard let at = core.queue.firstIndex(where: { $0.id == id }), let record = records(of: [id])[id] else { return nil }
+            guard let at = core.position(of: id), let record = records(of: [id])[id] else { return nil }
             return snapshot(of: record, state: core.queue[at].state)
         }
     }
@@ -263,10 +254,13 @@ struct TextMatches {
         if found { ids.remove(at: at) }
     }
 
+    /// Whether an item of this URL and name (as the store keeps them) holds the text.
+    func matches(id: TransferID, url: String, name: String?) -> Bool {
+        matcher.matches(id: id, state: .queued, batch: nil, name: { name }, url: { url })
+    }
+
     func matches(_ item: Transfer) -> Bool {
-        matcher.matches(id: item.id, state: .queued, batch: nil,
-                        name: { TransferSnapshot.knownName(spec: item.spec, fileName: item.fileName) },
-                        url: { item.spec.url.absoluteString })
+        matches(id: item.id, url: item.spec.url.absoluteString, name: TransferSnapshot.knownName(spec: item.spec, fileName: item.fileName))
     }
 
     /// An item going back to the store: what it is now called decides.

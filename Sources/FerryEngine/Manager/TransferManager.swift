@@ -271,8 +271,8 @@ public final class TransferManager: Sendable {
     /// whose saved progress cannot be read starts over here, before anything runs it.
     func loaded(_ id: TransferID, _ core: inout Core) -> Transfer? {
         if let transfer = core.items[id] { return transfer }
-        guard var record = storeWriter.pending(id) ?? (try? store.load([id]).first),
-              let at = core.position(of: id, rank: record.position) ?? core.queue.firstIndex(where: { $0.id == id }) else { return nil }
+        guard var record = records(of: [id])[id],
+              let at = core.position(of: id, rank: record.position) ?? core.position(of: id) else { return nil }
         let startsOver = record.startOverIfUnreadable() != nil
         let transfer = Transfer(stored: record, policy: configuration.retry, retryUploads: configuration.retryUploads)
         // The index knows the item's place and state best (the row may not have them yet).
@@ -334,7 +334,7 @@ public final class TransferManager: Sendable {
             let finished = self.takeFinishedWaiters(&core, changed: changed.union(core.removedNow))
             core.removedNow.removeAll()
             // Their records are queued for the store above: idle items need not stay in memory.
-            core.evictIdle(changed.union(core.loadedNow))
+            core.evictIdle(core.loadedNow.isEmpty ? changed : changed.union(core.loadedNow))
             core.loadedNow.removeAll()
             // Queued under the lock: events reach the listener in the order the changes were made (a listener
             // that follows states, such as the hooks, must never see an older state after a newer one).
