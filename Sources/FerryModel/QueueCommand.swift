@@ -39,6 +39,39 @@ public enum QueueCommand: Sendable, Codable, Equatable {
             self.typed = typed
             self.force = force
         }
+
+        // On the wire, specs that differ from the first only in their URL (the lines of one `-i` file) are the
+        // first spec and every URL: a spec's JSON once, not a million times each way.
+        private enum CodingKeys: String, CodingKey { case specs, template, urls, batch, typed, force }
+
+        public init(from decoder: any Decoder) throws {
+            let container = try decoder.container(keyedBy: CodingKeys.self)
+            if let template = try container.decodeIfPresent(TransferSpec.self, forKey: .template) {
+                specs = try container.decode([URL].self, forKey: .urls).map { url in
+                    var spec = template
+                    spec.url = url
+                    return spec
+                }
+            } else {
+                specs = try container.decode([TransferSpec].self, forKey: .specs)
+            }
+            batch = try container.decodeIfPresent(Int64.self, forKey: .batch)
+            typed = try container.decode(String.self, forKey: .typed)
+            force = try container.decode(Bool.self, forKey: .force)
+        }
+
+        public func encode(to encoder: any Encoder) throws {
+            var container = encoder.container(keyedBy: CodingKeys.self)
+            if let first = specs.first, specs.count > 1, specs.allSatisfy({ $0.differsOnlyInURL(from: first) }) {
+                try container.encode(first, forKey: .template)
+                try container.encode(specs.map(\.url), forKey: .urls)
+            } else {
+                try container.encode(specs, forKey: .specs)
+            }
+            try container.encodeIfPresent(batch, forKey: .batch)
+            try container.encode(typed, forKey: .typed)
+            try container.encode(force, forKey: .force)
+        }
     }
 
     /// The verb as the user says it ("retry"), for messages.
@@ -77,4 +110,64 @@ public struct CommandResult: Sendable, Codable, Equatable {
     public var batch: Int64?
 
     public init() {}
+
+    // On the wire, a run of new items with consecutive ids is `[first id, count]`: an add of a million URLs
+    // answers with a few numbers, not a million objects.
+    private enum CodingKeys: String, CodingKey { case outcome, added, batch }
+
+    private enum AddedRun: Codable {
+        case run(first: Int64, count: Int64)
+        case item(AddedItem)
+
+        init(from decoder: any Decoder) throws {
+            let container = try decoder.singleValueContainer()
+            if let pair = try? container.decode([Int64].self) {
+                guard pair.count == 2, pair[1] > 0 else {
+                    throw DecodingError.dataCorruptedError(in: container, debugDescription: "a run of added items is [first id, count]")
+                }
+                self = .run(first: pair[0], count: pair[1])
+            } else {
+                self = .item(try container.decode(AddedItem.self))
+            }
+        }
+
+        func encode(to encoder: any Encoder) throws {
+            var container = encoder.singleValueContainer()
+            switch self {
+            case let .run(first, count): try container.encode([first, count])
+            case let .item(item): try container.encode(item)
+            }
+        }
+    }
+
+    public init(from decoder: any Decoder) throws {
+        let container = try decoder.container(keyedBy: CodingKeys.self)
+        outcome = try container.decode(CommandOutcome.self, forKey: .outcome)
+        batch = try container.decodeIfPresent(Int64.self, forKey: .batch)
+        added = try container.decodeIfPresent([AddedRun].self, forKey: .added).map { runs in
+            runs.flatMap { run -> [AddedItem] in
+                switch run {
+                case let .run(first, count): return (first..<first + count).map { AddedItem(id: TransferID($0), how: .added) }
+                case let .item(item): return [item]
+                }
+            }
+        }
+    }
+
+    public func encode(to encoder: any Encoder) throws {
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        try container.encode(outcome, forKey: .outcome)
+        try container.encodeIfPresent(batch, forKey: .batch)
+        guard let added else { return }
+        var runs: [AddedRun] = []
+        for item in added {
+            let plain = item == AddedItem(id: item.id, how: .added)
+            if plain, case let .run(first, count) = runs.last, first + count == item.id.rawValue {
+                runs[runs.count - 1] = .run(first: first, count: count + 1)
+            } else {
+                runs.append(plain ? .run(first: item.id.rawValue, count: 1) : .item(item))
+            }
+        }
+        try container.encode(runs, forKey: .added)
+    }
 }

@@ -6,6 +6,8 @@ public enum TerminalSafe {
     /// become U+FFFD; with `allowNewlines`, "\n" is kept (and "\r\n" becomes "\n"); tabs become a space.
     /// A lone "\r" is always replaced (it would let a line overwrite itself).
     public static func sanitize(_ s: String, allowNewlines: Bool = false) -> String {
+        // Printable ASCII, the usual case, is left as it is.
+        if s.utf8.allSatisfy({ $0 >= 0x20 && $0 < 0x7F }) { return s }
         var out = String.UnicodeScalarView()
         var pendingCR = false
         for c in s.unicodeScalars {
@@ -46,6 +48,8 @@ public enum TerminalSafe {
 
     /// Removes the userinfo part ("user:password@") of the authority of a URL string, if any.
     static func removingUserInfo(_ s: String) -> String {
+        // No "@": no userinfo (the usual case, and a search here costs more than the check).
+        guard s.utf8.contains(UInt8(ascii: "@")) else { return s }
         guard let schemeEnd = s.range(of: "://") else { return s }
         let scheme = s[..<schemeEnd.lowerBound]
         // Only a real scheme (ALPHA *( ALPHA / DIGIT / "+" / "-" / "." )) introduces an authority.

@@ -168,6 +168,13 @@ public struct TransferSpec: Sendable, Codable, Equatable {
     }
 
     public var host: String { url.host?.lowercased() ?? "" }
+
+    /// The same spec but for its URL (the lines of one `-i` file).
+    public func differsOnlyInURL(from other: TransferSpec) -> Bool {
+        var copy = self
+        copy.url = other.url
+        return copy == other
+    }
 }
 
 /// What the server said about the representation, kept so a resume asks for the same bytes.

@@ -153,9 +153,8 @@ public final class SQLiteQueueStore: QueueStore {
     /// Each row's id and spec, for a migration that fills new columns from them (a spec that cannot be read is
     /// skipped: its columns keep their defaults).
     private static func eachSpec(_ db: Database, _ body: (Int64, TransferSpec) throws -> Void) throws {
-        for row in try Row.fetchAll(db, sql: "SELECT id, spec FROM transfer") {
-            let text: String = row["spec"]
-            guard let spec = try? JSONDecoder().decode(TransferSpec.self, from: Data(text.utf8)) else { continue }
+        for row in try Row.fetchAll(db, sql: "SELECT id, spec, url FROM transfer") {
+            guard let spec = try? spec(row["spec"], url: row["url"]) else { continue }
             try body(row["id"], spec)
         }
     }
@@ -189,7 +188,8 @@ public final class SQLiteQueueStore: QueueStore {
         return try pool.read { db in
             var items: [StoredTransfer] = []
             items.reserveCapacity(ids.count)
-            try Self.byID(db, "SELECT * FROM transfer", ids) { items.append(try Self.decode($0)) }
+            var decoder = RowDecoder()
+            try Self.byID(db, "SELECT * FROM transfer", ids) { items.append(try decoder.decode($0)) }
             return items
         }
     }
@@ -227,8 +227,9 @@ public final class SQLiteQueueStore: QueueStore {
 
     public func loadAdded(after id: TransferID) throws -> [StoredTransfer] {
         try pool.read { db in
-            try Row.fetchAll(db, sql: "SELECT * FROM transfer WHERE id > ? ORDER BY position, id", arguments: [id.rawValue])
-                .map(Self.decode)
+            var decoder = RowDecoder()
+            return try Row.fetchAll(db, sql: "SELECT * FROM transfer WHERE id > ? ORDER BY position, id", arguments: [id.rawValue])
+                .map { row in try decoder.decode(row) }
         }
     }
 
@@ -240,11 +241,16 @@ public final class SQLiteQueueStore: QueueStore {
                 INSERT INTO transfer (position, direction, url, spec, state, rateLimit, batch, identity, host, name, createdAt, updatedAt)
                 VALUES (?, ?, ?, ?, 'queued', ?, ?, ?, ?, ?, ?, ?)
                 """)
-            let event = try db.cachedStatement(sql: "INSERT INTO event (transferId, at, state, message) VALUES (?, ?, 'queued', 'added')")
             var added: [QueueAddition] = []
-            for spec in specs {
-                let identity = spec.identity
-                if reuse, let identity, var found = try Self.reusable(db, identity: identity) {
+            added.reserveCapacity(specs.count)
+            // The specs of one command differ in their URLs at most: their JSON (without the URL) is made once.
+            var specJSON: (spec: TransferSpec, text: String)?
+            let identities = specs.map(\.identity)
+            // Which of them the queue holds already, asked for all at once (most adds find none); and those this
+            // add queues, for a list that names one transfer twice.
+            var queued = reuse ? try Self.stored(db, identities: identities.compactMap { $0 }) : []
+            for (spec, identity) in zip(specs, identities) {
+                if reuse, let identity, queued.contains(identity), var found = try Self.reusable(db, identity: identity) {
                     if let batch, found.batch != batch {
                         try db.cachedStatement(sql: "UPDATE transfer SET batch = ? WHERE id = ?").execute(arguments: [batch, found.id.rawValue])
                         found.batch = batch
@@ -252,10 +258,13 @@ public final class SQLiteQueueStore: QueueStore {
                     added.append(QueueAddition(item: found, existing: true))
                     continue
                 }
-                try insert.execute(arguments: [position, spec.direction.rawValue, spec.url.absoluteString, try json(spec), spec.rateLimit,
+                var stored = spec
+                stored.url = Self.specURL
+                if specJSON?.spec != stored { specJSON = (stored, try json(stored)) }
+                try insert.execute(arguments: [position, spec.direction.rawValue, spec.url.absoluteString, specJSON?.text, spec.rateLimit,
                                                batch, identity, spec.host, Self.uploadName(spec), now, now])
                 let id = TransferID(db.lastInsertedRowID)
-                try event.execute(arguments: [id.rawValue, now])
+                if reuse, let identity { queued.insert(identity) }
                 var item = StoredTransfer(id: id, position: position, spec: spec)
                 item.batch = batch
                 added.append(QueueAddition(item: item, existing: false))
@@ -265,10 +274,25 @@ public final class SQLiteQueueStore: QueueStore {
         }
     }
 
+    /// Those of `identities` that items of the queue have, asked in chunks below SQLite's limit of bound
+    /// parameters.
+    private static func stored(_ db: Database, identities: [String]) throws -> Set<String> {
+        var found: Set<String> = []
+        for start in stride(from: 0, to: identities.count, by: 500) {
+            let chunk = identities[start..<min(identities.count, start + 500)]
+            let marks = Array(repeating: "?", count: chunk.count).joined(separator: ",")
+            let sql = "SELECT identity FROM transfer WHERE identity IN (\(marks))"
+            // A full chunk's statement is kept; the last one's length varies.
+            let statement = try chunk.count == 500 ? db.cachedStatement(sql: sql) : db.makeStatement(sql: sql)
+            found.formUnion(try String.fetchAll(statement, arguments: StatementArguments(Array(chunk))))
+        }
+        return found
+    }
+
     /// The item an add of `identity` reuses (StoredTransfer.reusable), if any.
     private static func reusable(_ db: Database, identity: String) throws -> StoredTransfer? {
         let same = try Row.fetchAll(db.cachedStatement(sql: "SELECT * FROM transfer WHERE identity = ? ORDER BY id DESC"),
-                                    arguments: [identity]).map(decode)
+                                    arguments: [identity]).map { row in try RowDecoder.decode(row) }
         return StoredTransfer.reusable(among: same)
     }
 
@@ -399,29 +423,68 @@ public final class SQLiteQueueStore: QueueStore {
     public func forEach(_ body: (StoredTransfer) throws -> Void) throws {
         try pool.read { db in
             let rows = try Row.fetchCursor(db, sql: "SELECT * FROM transfer ORDER BY position, id")
-            while let row = try rows.next() { try body(try Self.decode(row)) }
+            var decoder = RowDecoder()
+            while let row = try rows.next() { try body(try decoder.decode(row)) }
         }
     }
 
-    /// The item's recent state changes, oldest first.
+    /// The item's recent state changes, oldest first. Its addition is its row's `createdAt` (an add writes no
+    /// event row: a million rows less for a million URLs), said first while no older change has been dropped.
     public func history(_ id: TransferID) throws -> [Event] {
         try pool.read { db in
-            try Row.fetchAll(db, sql: "SELECT at, state, message FROM event WHERE transferId = ? ORDER BY id",
-                             arguments: [id.rawValue]).map { row in
+            var events = try Row.fetchAll(db, sql: "SELECT at, state, message FROM event WHERE transferId = ? ORDER BY id",
+                                          arguments: [id.rawValue]).map { row in
                 Event(at: Date(timeIntervalSince1970: row["at"]),
                       state: TransferState(rawValue: row["state"]) ?? .queued, message: row["message"])
             }
+            // Rows written before kept an "added" event of their own.
+            if events.first?.message != Self.addedMessage, events.count < Self.eventsKept,
+               let createdAt = try Double.fetchOne(db, sql: "SELECT createdAt FROM transfer WHERE id = ?", arguments: [id.rawValue]) {
+                events.insert(Event(at: Date(timeIntervalSince1970: createdAt), state: .queued, message: Self.addedMessage), at: 0)
+            }
+            return events
         }
     }
+
+    static let addedMessage = "added"
 
     /// Every caller runs inside `pool.write`, so the one encoder is never used by two threads at once.
     private func json<T: Encodable>(_ value: T) throws -> String {
         String(decoding: try encoder.encode(value), as: UTF8.self)
     }
 
-    private static func decode(_ row: Row) throws -> StoredTransfer {
-        let specText: String = row["spec"]
-        let spec = try JSONDecoder().decode(TransferSpec.self, from: Data(specText.utf8))
+    /// The URL a row's `spec` JSON holds since an add stopped writing the URL twice: the `url` column is the
+    /// spec's URL (rows written before hold it in both).
+    static let specURL = URL(string: "ferry:url-column")!
+
+    /// A row's spec: its JSON with the `url` column's URL.
+    fileprivate static func spec(_ text: String, url: String) throws -> TransferSpec {
+        var spec = try JSONDecoder().decode(TransferSpec.self, from: Data(text.utf8))
+        if let url = URL(string: url) { spec.url = url }
+        return spec
+    }
+}
+
+/// Reads rows into StoredTransfers. The rows of one command share their spec's JSON (the URL is its own column):
+/// one decoder reading many rows decodes it once for a run of them.
+private struct RowDecoder {
+    private var last: (text: String, spec: TransferSpec)?
+
+    static func decode(_ row: Row) throws -> StoredTransfer {
+        var decoder = RowDecoder()
+        return try decoder.decode(row)
+    }
+
+    mutating func decode(_ row: Row) throws -> StoredTransfer {
+        let text: String = row["spec"]
+        var spec: TransferSpec
+        if let last, last.text == text {
+            spec = last.spec
+        } else {
+            spec = try JSONDecoder().decode(TransferSpec.self, from: Data(text.utf8))
+            last = (text, spec)
+        }
+        if let url = URL(string: row["url"]) { spec.url = url }
         var item = StoredTransfer(id: TransferID(row["id"]), position: row["position"], spec: spec,
                                   state: TransferState(rawValue: row["state"]) ?? .queued)
         item.fileName = row["fileName"]
@@ -431,7 +494,7 @@ public final class SQLiteQueueStore: QueueStore {
         item.bytesExpected = row["bytesExpected"]
         item.retries = row["retries"]
         let attempts: String = row["attempts"]
-        item.attempts = (try? JSONDecoder().decode([Attempt].self, from: Data(attempts.utf8))) ?? []
+        item.attempts = attempts == "[]" ? [] : (try? JSONDecoder().decode([Attempt].self, from: Data(attempts.utf8))) ?? []
         item.lastError = row["lastError"]
         item.rateLimit = row["rateLimit"]
         item.batch = row["batch"]

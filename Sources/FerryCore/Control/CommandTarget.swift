@@ -22,9 +22,13 @@ extension QueueCommand {
         case let .store(store):
             return try StoredQueueCommands.perform(self, store: store)
         case let .remote(client):
-            let reply = try client.request(ControlRequest(id: 0, command: self))
-            guard reply.ok else { throw ControlError(reply.error ?? "the engine refused \(name)", refused: true) }
-            return reply.result ?? CommandResult()
+            return try result(of: client.request(ControlRequest(id: 0, command: self)))
         }
+    }
+
+    /// What a remote engine's reply to this command says it did (a refusal is a ControlError in its words).
+    func result(of reply: ControlReply) throws(ControlError) -> CommandResult {
+        guard reply.ok else { throw ControlError(reply.error ?? "the engine refused \(name)", refused: true) }
+        return reply.result ?? CommandResult()
     }
 }

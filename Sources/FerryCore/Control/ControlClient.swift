@@ -48,31 +48,42 @@ public final class ControlClient: Sendable {
         var batch: Int64?
         var items: [AddedItem] = []
         items.reserveCapacity(specs.count)
-        for part in Self.parts(of: specs) {
-            let addition = QueueCommand.Addition(specs: Array(specs[part]), batch: batch, typed: batch == nil ? command : "", force: force)
-            let result = try QueueCommand.add(addition).perform(on: .remote(self))
-            guard let added = result.added, added.count == part.count else {
+        // The first part makes the batch. Then a part is on its way while the one before is answered: the engine
+        // queues one while this process encodes the next.
+        var sent: [(count: Int, command: QueueCommand, reply: Connection.PendingReply)] = []
+        func receive() throws {
+            let first = sent.removeFirst()
+            let result = try first.command.result(of: connection.reply(to: first.reply))
+            guard let added = result.added, added.count == first.count else {
                 throw ControlError("the engine did not queue the items", refused: true)
             }
             batch = result.batch
             items += added
         }
+        for part in Self.parts(of: specs) {
+            let addition = QueueCommand.Addition(specs: Array(specs[part]), batch: batch, typed: batch == nil ? command : "", force: force)
+            let command = QueueCommand.add(addition)
+            sent.append((part.count, command, try connection.send(ControlRequest(id: 0, command: command))))
+            if batch == nil || sent.count > 1 { try receive() }
+        }
+        while !sent.isEmpty { try receive() }
         return (batch ?? 0, items)
     }
 
-    /// `specs` cut into runs whose JSON stays under ControlProtocol.addPart (a spec's size is judged from the
-    /// first one's and each URL's length: the specs of one command differ in their URLs).
+    /// `specs` cut into runs of at most ControlProtocol.addPartItems whose JSON stays under
+    /// ControlProtocol.addPart (a spec's size is judged from the first one's and each URL's length: the specs of
+    /// one command differ in their URLs, and when they differ in nothing else a part carries only the URLs).
     static func parts(of specs: [TransferSpec]) -> [Range<Int>] {
         guard let first = specs.first else { return [] }
-        let encoder = JSONEncoder()
-        let overhead = ((try? encoder.encode(first))?.count ?? 4096) - first.url.absoluteString.utf8.count
+        let urlsOnly = specs.allSatisfy { $0.differsOnlyInURL(from: first) }
+        let overhead = urlsOnly ? 4 : ((try? JSONEncoder().encode(first))?.count ?? 4096) - first.url.absoluteString.utf8.count
         var parts: [Range<Int>] = []
         var start = 0
         var size = 0
         for (index, spec) in specs.enumerated() {
             // A URL's JSON may escape its slashes: counted twice.
             let cost = overhead + 2 * spec.url.absoluteString.utf8.count
-            if index > start, size + cost > ControlProtocol.addPart {
+            if index > start, size + cost > ControlProtocol.addPart || index - start == ControlProtocol.addPartItems {
                 parts.append(start..<index)
                 start = index
                 size = 0
@@ -104,7 +115,7 @@ public final class ControlClient: Sendable {
 }
 
 /// The socket of a ControlClient and what its reader thread shares with the callers.
-private final class Connection: Sendable {
+final class Connection: Sendable {
     private struct State {
         var waiting: [Int: DispatchSemaphore] = [:]
         var replies: [Int: ControlReply] = [:]
@@ -129,7 +140,18 @@ private final class Connection: Sendable {
 
     var snapshot: QueueSnapshot { state.withLock { $0.snapshot } }
 
+    /// A request sent, its reply still to come.
+    struct PendingReply {
+        let id: Int
+        let signal: DispatchSemaphore
+    }
+
     func request(_ request: ControlRequest) throws(ControlError) -> ControlReply {
+        try reply(to: send(request))
+    }
+
+    /// Sends `request` (its id is set here); `reply(to:)` waits for the answer.
+    func send(_ request: ControlRequest) throws(ControlError) -> PendingReply {
         var request = request
         request.id = nextID.add(1, ordering: .relaxed).newValue
         let signal = DispatchSemaphore(value: 0)
@@ -145,10 +167,15 @@ private final class Connection: Sendable {
             _ = state.withLock { $0.waiting.removeValue(forKey: request.id) }
             throw ControlError("the engine closed the connection")
         }
-        let timedOut = signal.wait(timeout: .now() + Self.replyTimeout) == .timedOut
+        return PendingReply(id: request.id, signal: signal)
+    }
+
+    /// The reply to a request sent, waited for at most `replyTimeout`.
+    func reply(to pending: PendingReply) throws(ControlError) -> ControlReply {
+        let timedOut = pending.signal.wait(timeout: .now() + Self.replyTimeout) == .timedOut
         let (reply, closed) = state.withLock { s in
-            s.waiting[request.id] = nil
-            return (s.replies.removeValue(forKey: request.id), s.closed)
+            s.waiting[pending.id] = nil
+            return (s.replies.removeValue(forKey: pending.id), s.closed)
         }
         if let reply { return reply }
         throw ControlError(timedOut ? "the engine did not answer in \(Int(Self.replyTimeout)) s" : closed ?? "the engine closed the connection")

@@ -16,6 +16,9 @@ public enum ControlProtocol {
     public static let maxRequest = 4 << 20
     /// The most an `add` request carries of specs, in bytes of their JSON (several requests make one batch).
     public static let addPart = 1 << 20
+    /// The most specs one `add` request carries: the engine queues each request in one store transaction, and
+    /// its state saves wait for that.
+    public static let addPartItems = 10_000
     /// Updates are pushed at most this often.
     public static let updateInterval: TimeInterval = 0.2
 }

@@ -52,36 +52,82 @@ public enum QueueListing {
         return line + "\n"
     }
 
+    /// An entry as one element of a pretty-printed array with sorted keys, as JSONEncoder writes it (written
+    /// by hand: JSONEncoder took half of listing a long queue).
+    static func json(_ entry: Entry) -> String {
+        var out = "  {\n"
+        func field(_ key: String, _ value: String, last: Bool = false) {
+            out += "    \""
+            out += key
+            out += "\" : "
+            out += value
+            out += last ? "\n" : ",\n"
+        }
+        field("attempts", String(entry.attempts))
+        if let batch = entry.batch { field("batch", String(batch)) }
+        field("bytes", String(entry.bytes))
+        if let destination = entry.destination { field("destination", jsonString(destination)) }
+        field("direction", jsonString(entry.direction))
+        field("headers", entry.headers.isEmpty
+            ? "[\n\n    ]" : "[\n" + entry.headers.map { "      " + jsonString($0) }.joined(separator: ",\n") + "\n    ]")
+        field("id", String(entry.id))
+        if let lastError = entry.lastError { field("lastError", jsonString(lastError)) }
+        if let method = entry.method { field("method", jsonString(method)) }
+        field("retries", String(entry.retries))
+        if let source = entry.source { field("source", jsonString(source)) }
+        field("state", jsonString(entry.state))
+        if let total = entry.total { field("total", String(total)) }
+        field("url", jsonString(entry.url), last: true)
+        return out + "  }"
+    }
+
+    /// A JSON string: quotes, backslashes and control characters escaped; slashes and other text as they are.
+    static func jsonString(_ text: String) -> String {
+        guard text.utf8.contains(where: { $0 < 0x20 || $0 == 0x22 || $0 == 0x5C }) else { return "\"" + text + "\"" }
+        var out = "\""
+        for scalar in text.unicodeScalars {
+            switch scalar {
+            case "\"": out += "\\\""
+            case "\\": out += "\\\\"
+            case "\n": out += "\\n"
+            case "\r": out += "\\r"
+            case "\t": out += "\\t"
+            case "\u{08}": out += "\\b"
+            case "\u{0C}": out += "\\f"
+            case _ where scalar.value < 0x20:
+                let hex = String(scalar.value, radix: 16)
+                out += "\\u" + String(repeating: "0", count: 4 - hex.count) + hex
+            default: out.unicodeScalars.append(scalar)
+            }
+        }
+        return out + "\""
+    }
+
     /// Writes a listing as its items come (page by page from an engine, row by row from the store): memory
     /// stays flat whatever the queue's length. JSON: one array of entries, as JSONEncoder pretty-prints one.
     public final class Stream {
         private let json: Bool
         private let write: (Data) -> Void
         private var count = 0
-        private let encoder = JSONEncoder()
 
         public init(json: Bool, write: @escaping (Data) -> Void) {
             self.json = json
             self.write = write
-            encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
         }
 
         public func add(_ items: [StoredTransfer]) throws {
             guard !items.isEmpty else { return }
-            var out = Data()
+            var out = ""
             for item in items {
                 if json {
-                    out.append(contentsOf: (count == 0 ? "[\n" : ",\n").utf8)
-                    // Indented as one element of a pretty-printed array.
-                    let object = String(decoding: try encoder.encode(entry(item)), as: UTF8.self)
-                    out.append(contentsOf: object.split(separator: "\n", omittingEmptySubsequences: false)
-                        .map { "  " + $0 }.joined(separator: "\n").utf8)
+                    out += count == 0 ? "[\n" : ",\n"
+                    out += QueueListing.json(entry(item))
                 } else {
-                    out.append(contentsOf: line(item).utf8)
+                    out += line(item)
                 }
                 count += 1
             }
-            write(out)
+            write(Data(out.utf8))
         }
 
         public func finish() {
