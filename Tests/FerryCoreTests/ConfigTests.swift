@@ -94,6 +94,15 @@ import Testing
         #expect(message("[ \"ui\" ]\nbell = true\n") == "no error")
     }
 
+    /// Bug (fuzzing): a '}' inside an array reached toml++'s value parser and aborted ferry.
+    @Test func aCloseThatIsNotOfTheInnermostOpenIsRefusedInWords() {
+        #expect(message("[ui]\nbell = [ } ]\n") == "/etc/ferry.toml:2:10: `bell = [ } ]`: '}' where ']' or a value was expected")
+        for text in ["[ui]\nbell = [ 1, } ]\n", "[ui]\nbell = { a = [ } }\n", "[ui]\nbell = [\n } ]\n", "[ui]\nbell = { a = ] }\n"] {
+            #expect(message(text).contains("was expected"), "\(message(text))")
+        }
+        #expect(message("[[hosts]]\nmatch = \"h\"\nheaders = { A = \"[}\" }\n") == "no error", "inside a string, nothing is a bracket")
+    }
+
     @Test func aWrongTypeNamesLineAndKey() {
         let text = "[retry]\nuploads = true\n\n[transfers]\n  concurrency = \"four\"\n"
         #expect(message(text) == "/etc/ferry.toml:5:3: transfers.concurrency: expected a whole number")

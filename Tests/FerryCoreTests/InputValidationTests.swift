@@ -28,6 +28,29 @@ import Testing
         #expect(try InputValidation.urlList(contents: "http://a/x\n# c\nhttps://b/y", path: "l").count == 2)
     }
 
+    @Test func aListWithWindowsLineEndsReadsAsItsLines() throws {
+        let urls = try InputValidation.urlList(contents: "http://a/1\r\n# c\r\n\r\nhttp://a/2\r\n", path: "l")
+        #expect(urls.map(\.absoluteString) == ["http://a/1", "http://a/2"])
+        // Unicode's blanks around a line, and a line of them alone.
+        let spaced = try InputValidation.urlList(contents: "\u{00A0}http://a/3\u{2003}\n\u{00A0}\u{3000}\n\u{00A0}# note\n", path: "l")
+        #expect(spaced.map(\.absoluteString) == ["http://a/3"])
+    }
+
+    /// A long list is read in runs on every core: still in order, and the first bad line is the one named.
+    @Test func aLongListKeepsItsOrderAndNamesItsFirstBadLine() throws {
+        var lines = (1...90_000).map { "http://h/\($0)" }
+        #expect(try InputValidation.urlList(contents: lines.joined(separator: "\n"), path: "l").map(\.absoluteString) == lines)
+        lines[70_000] = "ftp://h/x"
+        lines[30_000] = "not a url"
+        lines[89_999] = "gopher://h/y"
+        do {
+            _ = try InputValidation.urlList(contents: lines.joined(separator: "\n"), path: "long.txt")
+            Issue.record("a bad line must be rejected")
+        } catch {
+            #expect(error.description.hasPrefix("long.txt:30001: "), "\(error.description)")
+        }
+    }
+
     @Test func sha256NeedsSixtyFourHexDigits() throws {
         #expect(try InputValidation.sha256(String(repeating: "AB", count: 32)) == String(repeating: "ab", count: 32))
         #expect(throws: UsageError.self) { try InputValidation.sha256("abc") }

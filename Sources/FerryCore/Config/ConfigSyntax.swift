@@ -11,7 +11,7 @@ enum ConfigSyntax {
     /// What TOMLKit's parser (toml++ 3.x) must not be given: a place where a key must start (a table header's
     /// name, a key after a '.', a key in an inline table) holding neither a bare-key character nor a quote
     /// breaks a precondition of its key parser, an assertion that aborts the process (toml++ #301; fuzzing
-    /// found `[[[1]]]`, `[`+a combining accent, `[` at the end of a line, `{ =`). Such text is refused here,
+    /// found `[[[1]]]`, `[`+a combining accent, `[` at the end of a line, `{ =`, `[ }`). Such text is refused here,
     /// in words, before toml++ sees it. A small scanner: strings and comments are skipped, keys are checked.
     static func precheck(_ text: String, file: String) throws(ConfigError) {
         let scalars = Array(text.unicodeScalars)
@@ -118,6 +118,11 @@ enum ConfigSyntax {
             case "[":
                 braces.append("[")
             case "]", "}":
+                // A '}' inside an array reaches toml++'s value parser as a value: an assertion that aborts
+                // (fuzzing found `a = [ } ]`). Any close that is not of the innermost open is refused.
+                if let open = braces.last, open != (c == "]" ? "[" : "{") {
+                    throw fail("'\(c)' where '\(open == "[" ? "]" : "}")' or a value was expected")
+                }
                 _ = braces.popLast()
             default:
                 break

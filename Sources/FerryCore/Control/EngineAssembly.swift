@@ -32,7 +32,8 @@ public final class EngineAssembly: Sendable {
                 onStop: @escaping @Sendable (TransferManager) -> Void) throws {
         let hooks = HookRunner.make(settings: hookSettings, logPath: logPath, store: store)
         let relay = Mutex<EngineHost?>(nil)
-        let manager = try TransferManager(configuration: configuration, store: store, scope: scope) { event in
+        // Hooks and the socket follow states; only a reporter prints each item an add queues.
+        let manager = try TransferManager(configuration: configuration, store: store, scope: scope, announcesAdds: onEvent != nil) { event in
             hooks?.observe(event)
             onEvent?(event)
             relay.withLock { $0 }?.nudge()

@@ -112,6 +112,8 @@ public final class EngineHost: @unchecked Sendable {
             } catch {
                 return failure(request, String(describing: error))
             }
+            // Subscribers see the change now (an add announces no event of its own: TransferManager.announcesAdds).
+            nudge()
             if case .add = command {
                 // A part of an add decodes and encodes megabytes of JSON; the heap it used goes back to the
                 // system once the reply is out (glibc keeps freed memory otherwise: 1,000,000 lines added

@@ -79,7 +79,7 @@ extension TransferManager {
     private func appendAdded(_ record: StoredTransfer, _ core: inout Core) {
         core.append(QueueIndexRow(record))
         core.version &+= 1
-        if onEvent != nil {
+        if onEvent != nil, announcesAdds {
             core.addedEvents.append(TransferEvent(id: record.id, state: record.state, snapshot: snapshot(of: record, state: record.state)))
         }
     }
