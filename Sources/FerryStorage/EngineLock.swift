@@ -1,5 +1,6 @@
 import FerryModel
 import Foundation
+import Synchronization
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -12,9 +13,15 @@ public final class EngineLock: Sendable {
         case heldBy(pid: Int32?)
     }
 
-    private let fd: Int32
+    /// -1 once released: the descriptor is closed once, whoever releases first (a verb's `release()`, then
+    /// `deinit`). Closing it twice closed whatever descriptor had taken its number meanwhile: libdispatch's
+    /// epoll descriptor, and the process died on its way out with SIGILL.
+    private let fd: Mutex<Int32>
 
-    private init(fd: Int32) { self.fd = fd }
+    private init(fd: Int32) { self.fd = Mutex(fd) }
+
+    /// The lock's descriptor while held (-1 after release), for tests.
+    package var descriptor: Int32 { fd.withLock { $0 } }
 
     deinit { release() }
 
@@ -35,6 +42,11 @@ public final class EngineLock: Sendable {
     }
 
     public func release() {
+        let fd = fd.withLock { fd in
+            defer { fd = -1 }
+            return fd
+        }
+        guard fd >= 0 else { return }
         _ = flock(fd, LOCK_UN)
         _ = close(fd)
     }

@@ -29,6 +29,26 @@ import Testing
                      headers: [HTTPHeader(name: "X-N", value: "\(n)")])
     }
 
+    /// Bug: a verb released the engine lock and the lock's deinit closed its descriptor again. By then the
+    /// number could be another's (libdispatch's epoll descriptor): `ferry retry` died with SIGILL after its
+    /// answer, under load, about one run in thirty.
+    @Test func theEngineLockClosesItsDescriptorOnce() throws {
+        defer { cleanup() }
+        var lock: EngineLock?
+        if case let .acquired(acquired) = try EngineLock.acquire(StateDirectory(option: dir)) { lock = acquired }
+        let number = try #require(lock?.descriptor)
+        lock?.release()
+        // The number, free again, now belongs to another file.
+        let other = open("/dev/null", O_RDONLY)
+        if other != number {
+            #expect(dup2(other, number) == number)
+            close(other)
+        }
+        lock = nil  // the last reference: deinit
+        #expect(fcntl(number, F_GETFD) != -1, "the other file's descriptor stays open")
+        close(number)
+    }
+
     @Test func aVersion3QueueMigratesWithEveryItemItsOrderProgressLimitAndAttempts() throws {
         defer { cleanup() }
         let path = dir + "/queue.sqlite"
