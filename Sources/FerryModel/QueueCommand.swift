@@ -44,6 +44,12 @@ public enum QueueCommand: Sendable, Codable, Equatable {
         // first spec and every URL: a spec's JSON once, not a million times each way.
         private enum CodingKeys: String, CodingKey { case specs, template, urls, batch, typed, force }
 
+        /// The specs differ from the first in their URL at most: they travel as one spec and the URLs.
+        public static func travelAsURLs(_ specs: some Collection<TransferSpec>) -> Bool {
+            guard let first = specs.first else { return true }
+            return specs.allSatisfy { $0.differsOnlyInURL(from: first) }
+        }
+
         public init(from decoder: any Decoder) throws {
             let container = try decoder.container(keyedBy: CodingKeys.self)
             if let template = try container.decodeIfPresent(TransferSpec.self, forKey: .template) {
@@ -62,7 +68,7 @@ public enum QueueCommand: Sendable, Codable, Equatable {
 
         public func encode(to encoder: any Encoder) throws {
             var container = encoder.container(keyedBy: CodingKeys.self)
-            if let first = specs.first, specs.count > 1, specs.allSatisfy({ $0.differsOnlyInURL(from: first) }) {
+            if specs.count > 1, let first = specs.first, Self.travelAsURLs(specs) {
                 try container.encode(first, forKey: .template)
                 try container.encode(specs.map(\.url), forKey: .urls)
             } else {

@@ -156,8 +156,9 @@ public final class SQLiteQueueStore: QueueStore {
     /// Each row's id and spec, for a migration that fills new columns from them (a spec that cannot be read is
     /// skipped: its columns keep their defaults).
     private static func eachSpec(_ db: Database, _ body: (Int64, TransferSpec) throws -> Void) throws {
+        var decoder = RowDecoder()
         for row in try Row.fetchAll(db, sql: "SELECT id, spec, url FROM transfer") {
-            guard let spec = try? spec(row["spec"], url: row["url"]) else { continue }
+            guard let spec = try? decoder.spec(row) else { continue }
             try body(row["id"], spec)
         }
     }
@@ -197,13 +198,22 @@ public final class SQLiteQueueStore: QueueStore {
         }
     }
 
-    /// The rows of `select` (a query without WHERE) for these ids, one at a time, asked in chunks below
-    /// SQLite's limit of bound parameters.
+    /// The rows of `select` (a query without WHERE) for these ids, one at a time.
     private static func byID(_ db: Database, _ select: String, _ ids: [TransferID], _ body: (Row) throws -> Void) throws {
-        for start in stride(from: 0, to: ids.count, by: 500) {
-            let chunk = ids[start..<min(ids.count, start + 500)]
-            let marks = Array(repeating: "?", count: chunk.count).joined(separator: ",")
-            let rows = try Row.fetchCursor(db, sql: "\(select) WHERE id IN (\(marks))", arguments: StatementArguments(chunk.map(\.rawValue)))
+        try whereIn(db, select, column: "id", ids.map(\.rawValue), body)
+    }
+
+    /// The rows of `select` (a query without WHERE) whose `column` is one of `values`, one at a time, asked in
+    /// chunks below SQLite's limit of bound parameters (a full chunk's statement is kept; the last one's
+    /// length varies).
+    private static func whereIn<Value: DatabaseValueConvertible>(_ db: Database, _ select: String, column: String, _ values: [Value],
+                                                                 _ body: (Row) throws -> Void) throws {
+        let chunkSize = 500
+        for start in stride(from: 0, to: values.count, by: chunkSize) {
+            let chunk = values[start..<min(values.count, start + chunkSize)]
+            let sql = "\(select) WHERE \(column) IN (\(Array(repeating: "?", count: chunk.count).joined(separator: ",")))"
+            let statement = try chunk.count == chunkSize ? db.cachedStatement(sql: sql) : db.makeStatement(sql: sql)
+            let rows = try Row.fetchCursor(statement, arguments: StatementArguments(Array(chunk)))
             while let row = try rows.next() { try body(row) }
         }
     }
@@ -277,18 +287,10 @@ public final class SQLiteQueueStore: QueueStore {
         }
     }
 
-    /// Those of `identities` that items of the queue have, asked in chunks below SQLite's limit of bound
-    /// parameters.
+    /// Those of `identities` that items of the queue have.
     private static func stored(_ db: Database, identities: [String]) throws -> Set<String> {
         var found: Set<String> = []
-        for start in stride(from: 0, to: identities.count, by: 500) {
-            let chunk = identities[start..<min(identities.count, start + 500)]
-            let marks = Array(repeating: "?", count: chunk.count).joined(separator: ",")
-            let sql = "SELECT identity FROM transfer WHERE identity IN (\(marks))"
-            // A full chunk's statement is kept; the last one's length varies.
-            let statement = try chunk.count == 500 ? db.cachedStatement(sql: sql) : db.makeStatement(sql: sql)
-            found.formUnion(try String.fetchAll(statement, arguments: StatementArguments(Array(chunk))))
-        }
+        try whereIn(db, "SELECT identity FROM transfer", column: "identity", identities) { found.insert($0[0]) }
         return found
     }
 
@@ -460,12 +462,6 @@ public final class SQLiteQueueStore: QueueStore {
     /// spec's URL (rows written before hold it in both).
     static let specURL = URL(string: "ferry:url-column")!
 
-    /// A row's spec: its JSON with the `url` column's URL.
-    fileprivate static func spec(_ text: String, url: String) throws -> TransferSpec {
-        var spec = try JSONDecoder().decode(TransferSpec.self, from: Data(text.utf8))
-        if let url = URL(string: url) { spec.url = url }
-        return spec
-    }
 }
 
 /// Reads rows into StoredTransfers. The rows of one command share their spec's JSON (the URL is its own column):
@@ -478,7 +474,8 @@ private struct RowDecoder {
         return try decoder.decode(row)
     }
 
-    mutating func decode(_ row: Row) throws -> StoredTransfer {
+    /// A row's spec: its JSON (`spec`) with the `url` column's URL.
+    mutating func spec(_ row: Row) throws -> TransferSpec {
         let text: String = row["spec"]
         var spec: TransferSpec
         if let last, last.text == text {
@@ -488,6 +485,11 @@ private struct RowDecoder {
             last = (text, spec)
         }
         if let url = URL(string: row["url"]) { spec.url = url }
+        return spec
+    }
+
+    mutating func decode(_ row: Row) throws -> StoredTransfer {
+        let spec = try spec(row)
         var item = StoredTransfer(id: TransferID(row["id"]), position: row["position"], spec: spec,
                                   state: TransferState(rawValue: row["state"]) ?? .queued)
         item.fileName = row["fileName"]

@@ -24,7 +24,7 @@ struct List: ParsableCommand {
         let directory = common.stateDirectory
         let view = QueueView(states: try states.map { (text: String) throws(UsageError) in try Selection.states(text) }, batch: batch)
         let stream = QueueListing.Stream(json: json) { FileHandle.standardOutput.write($0) }
-        try QueueListing.items(of: view, in: directory) { try stream.add($0) }
+        try QueueListing.items(of: view, in: directory) { stream.add($0) }
         stream.finish()
     }
 }

@@ -9,7 +9,7 @@ import Testing
     private func listed(_ items: [StoredTransfer]) throws -> [[String: Any]] {
         let out = Mutex(Data())
         let stream = QueueListing.Stream(json: true) { data in out.withLock { $0.append(data) } }
-        try stream.add(items)
+        stream.add(items)
         stream.finish()
         let text = out.withLock { $0 }
         return try #require(try JSONSerialization.jsonObject(with: text) as? [[String: Any]])
@@ -63,7 +63,7 @@ import Testing
         item.batch = 2
         let out = Mutex(Data())
         let stream = QueueListing.Stream(json: true) { data in out.withLock { $0.append(data) } }
-        try stream.add([item])
+        stream.add([item])
         stream.finish()
         #expect(String(decoding: out.withLock { $0 }, as: UTF8.self) == """
             [

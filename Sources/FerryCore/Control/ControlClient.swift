@@ -75,8 +75,7 @@ public final class ControlClient: Sendable {
     /// one command differ in their URLs, and when they differ in nothing else a part carries only the URLs).
     static func parts(of specs: [TransferSpec]) -> [Range<Int>] {
         guard let first = specs.first else { return [] }
-        let urlsOnly = specs.allSatisfy { $0.differsOnlyInURL(from: first) }
-        let overhead = urlsOnly ? 4 : ((try? JSONEncoder().encode(first))?.count ?? 4096) - first.url.absoluteString.utf8.count
+        let overhead = QueueCommand.Addition.travelAsURLs(specs) ? 4 : ((try? JSONEncoder().encode(first))?.count ?? 4096) - first.url.absoluteString.utf8.count
         var parts: [Range<Int>] = []
         var start = 0
         var size = 0

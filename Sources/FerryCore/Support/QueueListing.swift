@@ -115,7 +115,7 @@ public enum QueueListing {
             self.write = write
         }
 
-        public func add(_ items: [StoredTransfer]) throws {
+        public func add(_ items: [StoredTransfer]) {
             guard !items.isEmpty else { return }
             var out = ""
             for item in items {
