@@ -278,8 +278,15 @@ public final class TransferManager: Sendable {
     /// whose saved progress cannot be read starts over here, before anything runs it.
     func loaded(_ id: TransferID, _ core: inout Core) -> Transfer? {
         if let transfer = core.items[id] { return transfer }
-        guard var record = records(of: [id])[id],
-              let at = core.position(of: id, rank: record.position) ?? core.position(of: id) else { return nil }
+        guard let record = records(of: [id])[id] else { return nil }
+        return load(record, &core)
+    }
+
+    /// `record` (the newest of its item) as a loaded Transfer; nil: no such item in this engine's queue.
+    func load(_ record: StoredTransfer, _ core: inout Core) -> Transfer? {
+        var record = record
+        let id = record.id
+        guard let at = core.position(of: id, rank: record.position) ?? core.position(of: id) else { return nil }
         let startsOver = record.startOverIfUnreadable() != nil
         let transfer = Transfer(stored: record, policy: configuration.retry, retryUploads: configuration.retryUploads)
         // The index knows the item's place and state best (the row may not have them yet).
