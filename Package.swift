@@ -33,6 +33,8 @@ let package = Package(
             "FerryModel",
             .product(name: "Crypto", package: "swift-crypto"),
             .product(name: "GRDB", package: "GRDB.swift"),
+            // SQLite's C API (the system's libsqlite3, which GRDB links): an add binds its rows directly.
+            .product(name: "GRDBSQLite", package: "GRDB.swift"),
         ]),
         // Bytes on the wire: libcurl's multi interface under URLSession (FerryURLProtocol).
         .target(name: "FerryTransport", dependencies: ["FerryModel", "CCurl"]),

@@ -1,6 +1,7 @@
 import FerryModel
 import Foundation
 import GRDB
+import GRDBSQLite
 import Synchronization
 
 /// The durable queue: SQLite in WAL mode, so `ferry list` and a second `ferry get` can read and add
@@ -274,8 +275,9 @@ public final class SQLiteQueueStore: QueueStore {
                 var stored = spec
                 stored.url = Self.specURL
                 if specJSON?.spec != stored { specJSON = (stored, try json(stored)) }
-                try insert.execute(arguments: [position, spec.direction.rawValue, spec.url.absoluteString, specJSON?.text, spec.rateLimit,
-                                               batch, identity, spec.host, Self.uploadName(spec), now, now])
+                try RowInsert.run(insert, in: db, [.integer(Int64(position)), .text(spec.direction.rawValue), .text(spec.url.absoluteString),
+                                                   .text(specJSON?.text), .integer(spec.rateLimit), .integer(batch), .text(identity),
+                                                   .text(spec.host), .text(Self.uploadName(spec)), .real(now), .real(now)])
                 let id = TransferID(db.lastInsertedRowID)
                 if reuse, let identity { queued.insert(identity) }
                 var item = StoredTransfer(id: id, position: position, spec: spec)
@@ -462,6 +464,44 @@ public final class SQLiteQueueStore: QueueStore {
     /// spec's URL (rows written before hold it in both).
     static let specURL = URL(string: "ferry:url-column")!
 
+}
+
+/// One execution of an INSERT with its values bound through SQLite's C API: GRDB's StatementArguments box each
+/// value in an existential and check it against the statement per row, a fifth of queueing a long list.
+enum RowInsert {
+    enum Value {
+        case integer(Int64?)
+        case real(Double)
+        case text(String?)
+    }
+
+    /// SQLite copies the bytes before the call returns.
+    private static let transient = unsafeBitCast(OpaquePointer(bitPattern: -1), to: sqlite3_destructor_type.self)
+
+    static func run(_ statement: Statement, in db: Database, _ values: [Value]) throws {
+        let raw = statement.sqliteStatement
+        sqlite3_reset(raw)
+        for (offset, value) in values.enumerated() {
+            let index = Int32(offset + 1)
+            let code: Int32
+            switch value {
+            case let .integer(number?): code = sqlite3_bind_int64(raw, index, number)
+            case let .real(number): code = sqlite3_bind_double(raw, index, number)
+            case let .text(text?):
+                let length = Int32(text.utf8.count)
+                code = text.withCString { sqlite3_bind_text(raw, index, $0, length, transient) }
+            case .integer(nil), .text(nil): code = sqlite3_bind_null(raw, index)
+            }
+            guard code == SQLITE_OK else { throw error(code, db) }
+        }
+        let code = sqlite3_step(raw)
+        sqlite3_reset(raw)
+        guard code == SQLITE_DONE else { throw error(code, db) }
+    }
+
+    private static func error(_ code: Int32, _ db: Database) -> DatabaseError {
+        DatabaseError(resultCode: ResultCode(rawValue: code), message: db.sqliteConnection.map { String(cString: sqlite3_errmsg($0)) })
+    }
 }
 
 /// Reads rows into StoredTransfers. The rows of one command share their spec's JSON (the URL is its own column):

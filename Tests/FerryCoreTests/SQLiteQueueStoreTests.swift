@@ -105,6 +105,44 @@ import Testing
         #expect(stored.map(\.position) == [-1, 1, 2, 3, 4, 5])
     }
 
+    /// An add binds its values through SQLite's C API (RowInsert): every column reads back as given, text other
+    /// than ASCII and absent values included, and the identity it wrote finds the item again.
+    @Test func anAddWritesEveryColumnAsGiven() throws {
+        defer { cleanup() }
+        let path = dir + "/q.sqlite"
+        var download = TransferSpec(download: URL(string: "http://h-te.example:8080/%C3%A9t%C3%A9/a.bin?x=1")!, directory: "/tmp/d\u{E9}p\u{F4}t",
+                                    fileName: "\u{E9}t\u{E9} \u{1F600}.bin")
+        download.rateLimit = 512_000
+        let upload = TransferSpec(upload: UploadSpec(method: "PUT", body: .raw(.file(path: "/src/r\u{E9}sum\u{E9} \u{FC}.pdf"), contentType: "x/y")),
+                                  to: URL(string: "http://up.example/dav/")!)
+        let plain = spec(7)
+        let batch: Batch
+        let added: [TransferID]
+        do {
+            let store = try SQLiteQueueStore(path: path)
+            batch = try store.makeBatch(command: "ferry get \u{E9}")
+            added = try store.add([download, upload, plain], batch: batch.id, reuse: true).map(\.item.id)
+        }
+        let reopened = try SQLiteQueueStore(path: path)
+        let items = try reopened.loadAll()
+        #expect(items.map(\.id) == added)
+        #expect(items.map(\.spec) == [download, upload, plain])
+        #expect(items.map(\.position) == [0, 1, 2])
+        #expect(items.map(\.rateLimit) == [512_000, nil, nil])
+        #expect(items.allSatisfy { $0.batch == batch.id && $0.state == .queued && $0.attempts.isEmpty })
+        var hosts: [String] = []
+        try reopened.forEachIndexRow { hosts.append($0.host) }
+        #expect(hosts == [download.host, "up.example", "example.com"])
+        var texts: [TransferID: (String, String?)] = [:]
+        try reopened.forEachText(of: added) { texts[$0] = ($1, $2) }
+        #expect(texts[added[0]]?.0 == download.url.absoluteString && texts[added[0]]?.1 == nil)
+        #expect(texts[added[1]]?.1 == "r\u{E9}sum\u{E9} \u{FC}.pdf")
+        #expect(try reopened.history(added[2]).map(\.message) == ["added"])
+        // The identities it wrote: the same three asked for again are the same items.
+        let again = try reopened.add([download, upload, plain], batch: nil, reuse: true)
+        #expect(again.map(\.existing) == [true, true, true] && again.map(\.item.id) == added)
+    }
+
     @Test func aMoveIsTheRanksOfOneOrTwoItems() {
         defer { cleanup() }
         let ranks = [-3, 0, 4, 9]
