@@ -205,15 +205,15 @@ public final class SQLiteQueueStore: QueueStore {
     }
 
     /// The rows of `select` (a query without WHERE) whose `column` is one of `values`, one at a time, asked in
-    /// chunks below SQLite's limit of bound parameters (a full chunk's statement is kept; the last one's
-    /// length varies).
+    /// chunks below SQLite's limit of bound parameters (the statements of a full chunk and of one value, the
+    /// engine loading an item as it starts, are kept; other lengths vary).
     private static func whereIn<Value: DatabaseValueConvertible>(_ db: Database, _ select: String, column: String, _ values: [Value],
                                                                  _ body: (Row) throws -> Void) throws {
         let chunkSize = 500
         for start in stride(from: 0, to: values.count, by: chunkSize) {
             let chunk = values[start..<min(values.count, start + chunkSize)]
             let sql = "\(select) WHERE \(column) IN (\(Array(repeating: "?", count: chunk.count).joined(separator: ",")))"
-            let statement = try chunk.count == chunkSize ? db.cachedStatement(sql: sql) : db.makeStatement(sql: sql)
+            let statement = try chunk.count == chunkSize || chunk.count == 1 ? db.cachedStatement(sql: sql) : db.makeStatement(sql: sql)
             let rows = try Row.fetchCursor(statement, arguments: StatementArguments(Array(chunk)))
             while let row = try rows.next() { try body(row) }
         }
@@ -375,8 +375,9 @@ public final class SQLiteQueueStore: QueueStore {
 
     /// An item this process has not written yet (another process added it): read what its row holds.
     private static func readKnown(_ db: Database, _ id: Int64) throws -> Known {
-        let state = try String.fetchOne(db, sql: "SELECT state FROM transfer WHERE id = ?", arguments: [id]) ?? ""
-        let events = try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM event WHERE transferId = ?", arguments: [id]) ?? 0
+        // Statements kept (cachedStatement), as in every query made once per item: parsing one costs more than running it.
+        let state = try String.fetchOne(db.cachedStatement(sql: "SELECT state FROM transfer WHERE id = ?"), arguments: [id]) ?? ""
+        let events = try Int.fetchOne(db.cachedStatement(sql: "SELECT COUNT(*) FROM event WHERE transferId = ?"), arguments: [id]) ?? 0
         return Known(state: state, events: events)
     }
 
@@ -393,18 +394,18 @@ public final class SQLiteQueueStore: QueueStore {
     public func checkpoint(_ id: TransferID, bytesDone: Int64) throws {
         try pool.write { db in
             // Only for items still moving: a late checkpoint never rewrites a finished item's count.
-            try db.execute(sql: "UPDATE transfer SET bytesDone = ?, updatedAt = ? WHERE id = ? AND state IN ('running', 'queued', 'waiting', 'paused')",
-                           arguments: [bytesDone, Date().timeIntervalSince1970, id.rawValue])
+            try db.cachedStatement(sql: "UPDATE transfer SET bytesDone = ?, updatedAt = ? WHERE id = ? AND state IN ('running', 'queued', 'waiting', 'paused')")
+                .execute(arguments: [bytesDone, Date().timeIntervalSince1970, id.rawValue])
         }
     }
 
     public func recordClaim(_ id: TransferID, fileName: String, validators: Validators) throws {
         try writing { db in
-            try db.execute(sql: """
+            try db.cachedStatement(sql: """
                 UPDATE transfer SET fileName = ?, etag = ?, lastModified = ?, totalLength = ?, updatedAt = ?
                 WHERE id = ? AND state IN ('running', 'queued', 'waiting', 'paused')
-                """, arguments: [fileName, validators.etag, validators.lastModified, validators.totalLength,
-                                 Date().timeIntervalSince1970, id.rawValue])
+                """).execute(arguments: [fileName, validators.etag, validators.lastModified, validators.totalLength,
+                                         Date().timeIntervalSince1970, id.rawValue])
         }
     }
 
