@@ -67,7 +67,7 @@ import Testing
         let good = "http://127.0.0.1:8080/f.bin".map { Key.character($0) }
         let (done, commands) = press([.character("a")] + good + [.enter])
         #expect(done.prompt == nil)
-        #expect(commands == [.add(TransferSpec(download: URL(string: "http://127.0.0.1:8080/f.bin")!, directory: "/home/me/Downloads"))])
+        #expect(commands == [.add([TransferSpec(download: URL(string: "http://127.0.0.1:8080/f.bin")!, directory: "/home/me/Downloads")])])
         #expect(press([.character("a"), .character("x"), .escape]).0.prompt == nil)
     }
 
@@ -81,7 +81,7 @@ import Testing
         let (state, commands) = press([.character("u")] + file.path.map { .character($0) } + [.enter]
                                       + "https://example.com/up".map { .character($0) } + [.enter])
         #expect(state.prompt == nil)
-        guard case let .add(spec) = commands.first else { Issue.record("no add"); return }
+        guard case let .add(specs) = commands.first, let spec = specs.first, specs.count == 1 else { Issue.record("no add"); return }
         #expect(spec.direction == .upload)
         #expect(spec.upload?.primarySource == .file(path: file.path))
     }
@@ -164,6 +164,63 @@ import Testing
         let (done, commands) = press(keys + [.control("u")] + typing("256K") + [.enter], queue: limited)
         #expect(done.prompt == nil)
         #expect(commands == [.setGlobalLimits(download: 3 << 19, upload: 256 << 10)])
+    }
+
+    /// Issue 24, bug 2: two URLs pasted into the `a` prompt became one bad URL (`s1.bin%20http://...`). Each is
+    /// a download, all in one add; a bad one is named and nothing is added.
+    @Test func twoPastedURLsAreTwoDownloadsInOneAdd() {
+        let pasted = typing("http://h/s1.bin  http://h/s2.bin\t")
+        let (done, commands) = press([.character("a")] + pasted + [.enter])
+        #expect(done.prompt == nil)
+        #expect(commands == [.add(["http://h/s1.bin", "http://h/s2.bin"].map {
+            TransferSpec(download: URL(string: $0)!, directory: "/home/me/Downloads")
+        })])
+        #expect(done.message?.text == "added 2 downloads, the first http://h/s1.bin")
+        let (refused, none) = press([.character("a")] + typing("http://h/s1.bin ftp://h/s2.bin") + [.enter])
+        #expect(none.isEmpty)
+        #expect(refused.prompt?.error?.hasPrefix("URL 2 of 2: unsupported scheme 'ftp'") == true)
+    }
+
+    /// Issue 24, bug 1: each press counted from the last value the frame showed, so four quick presses raised
+    /// the cap by one. Presses add up until the engine's snapshot shows a new value.
+    @Test func plusPressedFourTimesQuicklyAsksForFourMore() {
+        let plus = Array(repeating: Key.character("+"), count: 4)
+        let (state, commands) = press(plus)
+        #expect(commands == [.setConcurrency(5), .setConcurrency(6), .setConcurrency(7), .setConcurrency(8)])
+        #expect(state.message?.text == "8 transfers at once")
+        #expect(press(plus + [.character("-")]).1.last == .setConcurrency(7))
+        // The engine has answered (the snapshot shows another value): counted from what it shows.
+        var answered = queue
+        answered.maxConcurrent = 8
+        #expect(reduce(state, .character("+"), answered).1 == [.setConcurrency(9)])
+        answered.maxConcurrent = 6
+        #expect(reduce(state, .character("-"), answered).1 == [.setConcurrency(5)])
+        // At the floor nothing is asked, however often pressed.
+        var one = queue
+        one.maxConcurrent = 1
+        #expect(press([.character("-"), .character("-")], queue: one).1.isEmpty)
+    }
+
+    /// Issue 24, bug 3: the limit prompts were prefilled with the current value and typing appended to it
+    /// (`off500K`, refused). The value is selected: typing replaces it, a cursor key keeps it to edit.
+    @Test func aLimitPromptsValueIsSelectedSoTypingReplacesIt() {
+        var limited = queue
+        limited.items[1].rateLimit = 2 << 20
+        let (asking, _) = press([.character("j"), .character("l")], queue: limited)
+        #expect(asking.prompt?.editor.selected == true && asking.prompt?.editor.text == "2M")
+        #expect(press([.character("j"), .character("l")] + typing("500K") + [.enter], queue: limited).1
+                == [.setItemLimit(TransferID(2), 500 << 10)])
+        #expect(press([.character("l")] + typing("1M") + [.enter]).1 == [.setItemLimit(TransferID(1), 1 << 20)])
+        // A cursor key keeps the value: Left, then a digit, edits "2M" into "20M".
+        #expect(press([.character("j"), .character("l"), .left, .character("0"), .enter], queue: limited).1
+                == [.setItemLimit(TransferID(2), 20 << 20)])
+        // Backspace clears the selected value at once.
+        #expect(press([.character("j"), .character("l"), .backspace], queue: limited).0.prompt?.editor.text == "")
+        // L then its upload step, both prefilled: typing replaces each.
+        let keys: [Key] = [.character("L")] + typing("2M") + [.enter] + typing("500K") + [.enter]
+        #expect(press(keys).1 == [.setGlobalLimits(download: 2 << 20, upload: 500 << 10)])
+        // The filter prompt is not a value to replace: it is refined.
+        #expect(press([.character("/")]).0.prompt?.editor.selected == false)
     }
 
     @Test func plusNeverLowersTheCapSetWithJ() {

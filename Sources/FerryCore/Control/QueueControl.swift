@@ -10,7 +10,7 @@ import Foundation
 public protocol QueueControl: AnyObject, Sendable {
     func snapshot() -> QueueSnapshot
     /// Queues a transfer; its id, or nil when the engine could not be reached or refused it.
-    func enqueue(_ spec: TransferSpec) -> TransferID?
+    func enqueue(_ specs: [TransferSpec]) -> [TransferID]?
     /// Sends a command without waiting for it (commands are carried out in the order sent).
     func send(_ command: QueueCommand)
     /// The rows the front end shows: an engine behind its socket sends that window of the queue (and
@@ -23,8 +23,8 @@ public protocol QueueControl: AnyObject, Sendable {
 }
 
 extension TransferManager: QueueControl {
-    public func enqueue(_ spec: TransferSpec) -> TransferID? {
-        (try? perform(.add(.init(specs: [spec]))))?.added?.first?.id
+    public func enqueue(_ specs: [TransferSpec]) -> [TransferID]? {
+        (try? perform(.add(.init(specs: specs))))?.added?.map(\.id)
     }
     public func send(_ command: QueueCommand) { _ = try? perform(command) }
     public func setView(_ view: QueueView) {}

@@ -27,9 +27,9 @@ public final class RemoteQueue: QueueControl {
 
     public func snapshot() -> QueueSnapshot { client.snapshot }
 
-    public func enqueue(_ spec: TransferSpec) -> TransferID? {
+    public func enqueue(_ specs: [TransferSpec]) -> [TransferID]? {
         // After the commands before it.
-        outbox.sync { [client] in (try? QueueCommand.add(.init(specs: [spec])).perform(on: .remote(client)))?.added?.first?.id }
+        outbox.sync { [client] in (try? QueueCommand.add(.init(specs: specs)).perform(on: .remote(client)))?.added?.map(\.id) }
     }
 
     public func send(_ command: QueueCommand) {

@@ -78,6 +78,14 @@ public struct AppState: Sendable, Equatable {
     public var openWhenHeld = false
     public var detailScroll = 0
     public var helpScroll = 0
+    /// The transfers-at-once value last asked of the engine, and the value the snapshot showed then: until the
+    /// snapshot shows another, presses of + and - count from what was asked, so that quick presses add up.
+    public var concurrencyAsked: ConcurrencyAsk?
+
+    public struct ConcurrencyAsk: Sendable, Equatable {
+        public var shown: Int
+        public var asked: Int
+    }
     /// The message of the moment, shown in the footer until the next key.
     public var message: Message?
     /// Where `a` saves downloads.

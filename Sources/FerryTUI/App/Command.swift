@@ -4,8 +4,8 @@ import FerryCore
 /// speaks), an add whose new item the app then selects, or the UI's own end.
 public enum Command: Sendable, Equatable {
     case queue(QueueCommand)
-    /// The app selects the new item once the engine has given it an id.
-    case add(TransferSpec)
+    /// One add (one batch); the app selects the last new item once the engine has given it an id.
+    case add([TransferSpec])
     /// The UI goes; the transfers go on in the engine.
     case quit
     /// The engine stops its transfers (their `.part` files stay) and exits; the UI goes too.

@@ -1,16 +1,35 @@
 /// A one-line text field: insert at the cursor, Backspace/Delete, Left/Right/Home/End, ^U clears, ^W deletes a word.
+/// A prefilled value may start selected (a limit's current value): what is typed then replaces it, Backspace,
+/// Delete, ^U or ^W clear it, and a cursor key keeps it to edit.
 public struct LineEditor: Sendable, Equatable {
     public private(set) var text: String
     /// The cursor, in characters from the start.
     public private(set) var cursor: Int
+    /// The whole text is selected: the next edit replaces it.
+    public private(set) var selected: Bool
 
-    public init(_ text: String = "") {
+    public init(_ text: String = "", selected: Bool = false) {
         self.text = text
         cursor = text.count
+        self.selected = selected && !text.isEmpty
     }
 
     /// Applies an editing key; returns false when the key is not an editing key.
     public mutating func apply(_ key: Key) -> Bool {
+        if selected {
+            switch key {
+            case .character, .backspace, .delete, .control("u"), .control("w"):
+                text = ""
+                cursor = 0
+                selected = false
+                if case .character = key { return apply(key) }
+                return true
+            case .left, .right, .home, .end, .control("a"), .control("e"):
+                selected = false
+            default:
+                return false
+            }
+        }
         var chars = Array(text)
         switch key {
         case let .character(c):

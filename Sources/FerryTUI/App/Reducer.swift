@@ -116,15 +116,20 @@ private func perform(_ action: Action, _ stateIn: AppState, _ snapshot: QueueSna
         state.selectedID = nil
 
     case .concurrencyUp, .concurrencyDown:
-        let next = ConcurrencyCaps(global: snapshot.maxConcurrent).stepped(by: action == .concurrencyUp ? 1 : -1).global
+        // Presses add up: four quick +'s ask for four more, not "what the last frame showed, plus one" four times.
+        let shown = snapshot.maxConcurrent
+        let base = state.concurrencyAsked.flatMap { $0.shown == shown ? $0.asked : nil } ?? shown
+        let next = ConcurrencyCaps(global: base).stepped(by: action == .concurrencyUp ? 1 : -1).global
         note("\(next) transfer\(next == 1 ? "" : "s") at once")
-        return (state, next == snapshot.maxConcurrent ? [] : [.setConcurrency(next)])
+        guard next != base else { break }
+        state.concurrencyAsked = .init(shown: shown, asked: next)
+        return (state, [.setConcurrency(next)])
 
     case .limitItem:
         guard let item = selected else { note("nothing selected"); break }
-        state.prompt = .init(kind: .itemLimit(item.id), editor: LineEditor(RateText.typed(item.rateLimit)))
+        state.prompt = .init(kind: .itemLimit(item.id), editor: LineEditor(RateText.typed(item.rateLimit), selected: true))
     case .limitGlobal:
-        state.prompt = .init(kind: .globalDownloadLimit, editor: LineEditor(RateText.typed(snapshot.downloadLimit)))
+        state.prompt = .init(kind: .globalDownloadLimit, editor: LineEditor(RateText.typed(snapshot.downloadLimit), selected: true))
 
     case .help:
         state.screen = .help
@@ -194,12 +199,27 @@ private func submit(_ stateIn: AppState, _ promptIn: AppState.Prompt, _ snapshot
             state.filter = text
             return (state, [])
         case .downloadURL:
-            let url = try InputValidation.url(text)
+            // Several URLs pasted at once (separated by blanks) are several downloads, one add; a bad one is named
+            // and nothing is added.
+            let words = text.split(whereSeparator: \.isWhitespace).map(String.init)
+            var urls: [URL] = []
+            for word in words {
+                do throws(UsageError) {
+                    urls.append(try InputValidation.url(word))
+                } catch {
+                    throw words.count == 1 ? error : UsageError("URL \(urls.count + 1) of \(words.count): \(error.description)")
+                }
+            }
+            guard let first = urls.first else { throw UsageError("empty URL") }
             state.prompt = nil
-            state.message = .init(text: "added \(TerminalSafe.redactedURL(url))", isError: false)
-            var spec = TransferSpec(download: url, directory: state.downloadDirectory)
-            spec.netrcFile = state.netrcFile
-            return (state, [.add(spec)])
+            state.message = .init(text: urls.count == 1 ? "added \(TerminalSafe.redactedURL(first))"
+                                                        : "added \(urls.count) downloads, the first \(TerminalSafe.redactedURL(first))",
+                                  isError: false)
+            return (state, [.add(urls.map { url in
+                var spec = TransferSpec(download: url, directory: state.downloadDirectory)
+                spec.netrcFile = state.netrcFile
+                return spec
+            })])
         case .uploadFile:
             guard !text.isEmpty else { throw UsageError("no file given") }
             let path = URL(fileURLWithPath: text).standardizedFileURL.path
@@ -215,7 +235,7 @@ private func submit(_ stateIn: AppState, _ promptIn: AppState.Prompt, _ snapshot
             state.message = .init(text: "added upload to \(TerminalSafe.redactedURL(url))", isError: false)
             var spec = TransferSpec(upload: upload, to: url)
             spec.netrcFile = state.netrcFile
-            return (state, [.add(spec)])
+            return (state, [.add([spec])])
         case let .itemLimit(id):
             let rate = try RateText.parse(text)
             state.prompt = nil
@@ -223,7 +243,7 @@ private func submit(_ stateIn: AppState, _ promptIn: AppState.Prompt, _ snapshot
             return (state, [.setItemLimit(id, rate)])
         case .globalDownloadLimit:
             let rate = try RateText.parse(text)
-            state.prompt = .init(kind: .globalUploadLimit(download: rate), editor: LineEditor(RateText.typed(snapshot.uploadLimit)))
+            state.prompt = .init(kind: .globalUploadLimit(download: rate), editor: LineEditor(RateText.typed(snapshot.uploadLimit), selected: true))
             return (state, [])
         case let .globalUploadLimit(download):
             let rate = try RateText.parse(text)

@@ -236,8 +236,8 @@ public final class TerminalApp {
         for command in commands {
             switch command {
             case let .queue(command): queue.send(command)
-            case let .add(spec):
-                guard let id = queue.enqueue(spec) else {
+            case let .add(specs):
+                guard let id = queue.enqueue(specs)?.last else {
                     state.message = .init(text: "the engine did not take the item", isError: true)
                     continue
                 }

@@ -19,7 +19,8 @@ enum PromptView {
         for index in start..<chars.count {
             let text = chars[index]
             guard x + DisplayWidth.of(text) <= canvas.width - 1 else { break }
-            x = canvas.put(text, x: x, y: y, style: index == cursor ? Style(reverse: true) : .plain)
+            // A selected value (what typing replaces) is shown as a selection: reverse, like the cursor.
+            x = canvas.put(text, x: x, y: y, style: index == cursor || prompt.editor.selected ? Style(reverse: true) : .plain)
         }
         if cursor >= chars.count, x < canvas.width { x = canvas.put(" ", x: x, y: y, style: Style(reverse: true)) }
         if chars.isEmpty, x + DisplayWidth.of(hint) <= canvas.width { canvas.put(hint, x: x, y: y, style: Palette.dim) }
