@@ -1,27 +1,49 @@
 import Foundation
 
-/// Bandwidth limits as curl and aria2 write them: `500K`, `2M`, `1.5M`, `1G` (K = 1024), a plain number of
-/// bytes per second, `0` or `off` for none.
+/// Bandwidth limits as curl and aria2 write them (`500K`, `2M`, `1.5M`, `1G`: K = 1024) and as ferry prints
+/// them (`2 MiB/s`, `512KiB`), or with SI units (`2MB` = 2,000,000 bytes per second); `B` for bytes per
+/// second; `0` or `off` for none. A plain number of at least 1024 is bytes per second, as curl takes it; a
+/// smaller one is refused (a forgotten unit: `100` would be 100 bytes per second).
 public enum RateText {
+    /// The units, longest first: binary as ferry prints them and as curl's letters mean, SI as their symbols say.
+    private static let units: [(suffix: String, factor: Double)] = [
+        ("kib", 1024), ("mib", 1_048_576), ("gib", 1_073_741_824),
+        ("kb", 1e3), ("mb", 1e6), ("gb", 1e9),
+        ("k", 1024), ("m", 1_048_576), ("g", 1_073_741_824), ("b", 1),
+    ]
+    /// Below this, a number without a unit is taken for a forgotten unit.
+    static let plainFloor: Double = 1024
+
     /// Bytes per second, or nil for unlimited. Throws a message naming the text.
     public static func parse(_ text: String) throws(UsageError) -> Int64? {
         let trimmed = text.trimmingCharacters(in: .whitespaces)
+        let shown = TerminalSafe.sanitize(trimmed)
         let lower = trimmed.lowercased()
         if lower == "off" || lower == "none" || lower == "unlimited" { return nil }
-        var digits = lower
-        var factor: Double = 1
-        if let last = lower.last, let multiplier = ["k": 1024.0, "m": 1024.0 * 1024, "g": 1024.0 * 1024 * 1024][String(last)] {
-            digits = String(lower.dropLast())
-            factor = multiplier
+        var rest = Substring(lower)
+        if rest.hasSuffix("/s") { rest = rest.dropLast(2) }
+        var factor: Double?
+        for unit in units where rest.hasSuffix(unit.suffix) {
+            rest = rest.dropLast(unit.suffix.count)
+            factor = unit.factor
+            break
         }
-        guard !digits.isEmpty, digits.allSatisfy({ $0.isASCII && ($0.isNumber || $0 == ".") }),
-              let value = Double(digits), value.isFinite else {
-            throw UsageError("not a rate: '\(TerminalSafe.sanitize(trimmed))' (expected e.g. 500K, 2M, 1.5M, or 0 for no limit)")
+        // `2 MiB/s` as ferry prints it: one blank between the number and its unit.
+        if factor != nil, rest.last == " " { rest = rest.dropLast() }
+        if rest.first == "-", rest.dropFirst().allSatisfy({ $0.isASCII && ($0.isNumber || $0 == ".") }), rest.contains(where: \.isNumber) {
+            throw UsageError("a rate cannot be negative: '\(shown)' (0 or off for no limit)")
         }
-        let bytes = value * factor
-        guard bytes < 1e15 else { throw UsageError("rate too large: '\(TerminalSafe.sanitize(trimmed))'") }
+        guard !rest.isEmpty, rest.allSatisfy({ $0.isASCII && ($0.isNumber || $0 == ".") }),
+              let value = Double(rest), value.isFinite else {
+            throw UsageError("not a rate: '\(shown)' (expected e.g. 500K, 2M, 1.5MiB, 2MB, or 0 for no limit)")
+        }
+        if factor == nil, value > 0, value < plainFloor {
+            throw UsageError("'\(shown)' would be \(shown) bytes per second: write \(shown)B if that is meant, or \(shown)K, \(shown)M")
+        }
+        let bytes = value * (factor ?? 1)
+        guard bytes < 1e15 else { throw UsageError("rate too large: '\(shown)'") }
         let rounded = Int64(bytes.rounded())
-        if rounded == 0 && value > 0 { throw UsageError("rate too small: '\(TerminalSafe.sanitize(trimmed))' (under 1 byte/s)") }
+        if rounded == 0 && value > 0 { throw UsageError("rate too small: '\(shown)' (under 1 byte/s)") }
         return rounded == 0 ? nil : rounded
     }
 

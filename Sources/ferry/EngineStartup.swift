@@ -36,17 +36,21 @@ enum EngineStartup {
     }
 
     /// A connection to the running engine; when none runs, a background engine is started (detached from
-    /// this terminal) and connected to.
+    /// this terminal, with this command's options) and connected to. `started`: the engine is this command's.
     static func attach(_ common: CommonOptions) throws -> ControlClient {
+        try attaching(common).client
+    }
+
+    static func attaching(_ common: CommonOptions) throws -> (client: ControlClient, started: Bool) {
         let directory = common.stateDirectory
         switch try begin(directory) {
         case let .running(client):
-            return client
+            return (client, false)
         case let .engine(lock, _):
             lock.release()
             try spawnBackgroundEngine(common)
             for _ in 0..<100 {
-                if let client = ControlClient.connect(directory) { return client }
+                if let client = ControlClient.connect(directory) { return (client, true) }
                 usleep(100_000)
             }
             throw StateError("the background engine did not start; see \(directory.logPath)")

@@ -101,7 +101,9 @@ struct Version: ParsableCommand {
 /// Options every subcommand takes.
 /// `--limit-rate` of `get` and `put`: a bandwidth limit for each item they queue.
 struct RateLimitOption: ParsableArguments {
-    @Option(name: .customLong("limit-rate"), help: ArgumentHelp("Bandwidth limit per item, e.g. 500K, 2M, 1.5M (K = 1024; 0 = none).", valueName: "rate"))
+    // Whatever follows is the rate, `-1` included (refused in words, not taken for an option).
+    @Option(name: .customLong("limit-rate"), parsing: .unconditional,
+            help: ArgumentHelp("Bandwidth limit per item, e.g. 500K, 2M, 1.5MiB (K, M, KiB, MiB = 1024; KB, MB = 1000; 0 = none).", valueName: "rate"))
     var limitRate: String?
 
     /// Bytes per second, nil for none; a bad value is a usage error naming it (exit 2).

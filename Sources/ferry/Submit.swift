@@ -30,8 +30,10 @@ func submit(_ common: CommonOptions, config: Config, specs: [TransferSpec], deta
     let readsStandardInput = specs.contains { $0.upload?.primarySource == .standardInput }
     if detach {
         guard !readsStandardInput else { throw UsageError("--detach cannot hand over an upload from standard input: this process reads it") }
-        let client = try EngineStartup.attach(common)
+        let (client, started) = try EngineStartup.attaching(common)
         let added = try add(specs, to: client, force: force)
+        // An engine started for this command took -j; one already running keeps its own.
+        if !started, let jobs = common.jobs { printError(jobsNotApplied(jobs)) }
         Reporter().added(added.items)
         print(added.items.map(\.id.description).joined(separator: " "))
         return
@@ -57,9 +59,16 @@ func submit(_ common: CommonOptions, config: Config, specs: [TransferSpec], deta
         }
         let ids = added.items.filter { $0.how != .alreadyDone }.map(\.id)
         guard !ids.isEmpty else { throw ExitCode.success }
-        printError("handed \(ids.count) item(s) to the running engine: \(ids.map(\.description).joined(separator: " "))")
+        printError("handed \(ids.count) \(ids.count == 1 ? "item" : "items") to the running engine: \(ids.map(\.description).joined(separator: " "))")
+        if let jobs = common.jobs { printError(jobsNotApplied(jobs)) }
         throw ExitCode(await Follow.run(client, ids: Set(ids)))
     }
+}
+
+/// What a `get`/`put` says of its -j when a running engine took its items (the engine's value is the queue's:
+/// `ferry jobs` changes it for every item).
+func jobsNotApplied(_ jobs: Int) -> String {
+    "-j \(jobs) not applied: the running engine keeps its own number of transfers at once (ferry jobs \(jobs) sets it)"
 }
 
 /// Queues `specs` with the engine behind `client` as one batch (in parts, whatever their number).

@@ -1,6 +1,7 @@
 import ArgumentParser
 import FerryCore
 import Foundation
+import Synchronization
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -99,18 +100,47 @@ struct Move: ParsableCommand {
 }
 
 struct Jobs: ParsableCommand {
-    static let configuration = CommandConfiguration(abstract: "Set how many transfers the running engine runs at once.")
-    @Argument(help: "Transfers at once (1 to 256).") var count: Int
+    static let configuration = CommandConfiguration(abstract: "Show or set how many transfers the running engine runs at once.")
+    @Argument(help: "Transfers at once (1 to 256); without it, the value in force is printed.") var count: Int?
     @OptionGroup var common: CommonOptions
     func validate() throws {
-        guard ConcurrencyCaps.range.contains(count) else { throw ValidationError("transfers at once: 1 to 256, got \(count)") }
+        if let count, !ConcurrencyCaps.range.contains(count) { throw ValidationError("transfers at once: 1 to 256, got \(count)") }
     }
     func run() throws {
+        let config = try common.loadConfig()
         guard let client = ControlClient.connect(common.stateDirectory) else {
-            throw ControlError("no engine is running; -j or [transfers] concurrency sets it for the next one")
+            guard count == nil else { throw ControlError("no engine is running; -j or [transfers] concurrency sets it for the next one") }
+            print("no engine is running; the next one runs \(config.concurrency) at once ([transfers] concurrency, or -j)")
+            return
+        }
+        guard let count else {
+            print("\(try Self.current(client)) at once")
+            return
         }
         try QueueVerb.perform(.setConcurrency(count), on: .remote(client))
         print("\(count) at once")
+    }
+
+    /// The engine's transfers-at-once value: from the first update of a subscription to an empty window.
+    static func current(_ client: ControlClient) throws -> Int {
+        let answer = Mutex<Result<Int, ControlError>?>(nil)
+        let done = DispatchSemaphore(value: 0)
+        try client.subscribe(view: QueueView(limit: 0), onUpdate: { snapshot in
+            if answer.withLock({ state in
+                defer { if state == nil { state = .success(snapshot.maxConcurrent) } }
+                return state == nil
+            }) { done.signal() }
+        }, onClose: { reason in
+            if answer.withLock({ state in
+                defer { if state == nil { state = .failure(ControlError("the engine closed the connection: \(reason)")) } }
+                return state == nil
+            }) { done.signal() }
+        })
+        guard done.wait(timeout: .now() + 10) == .success, let result = answer.withLock({ $0 }) else {
+            throw ControlError("the engine did not answer within 10 s")
+        }
+        client.close()
+        return try result.get()
     }
 }
 

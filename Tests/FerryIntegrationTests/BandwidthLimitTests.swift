@@ -167,8 +167,32 @@ import TestHTTPServer
         #expect(try RateText.parse("4096") == 4096)
         #expect(try RateText.parse("0") == nil)
         #expect(try RateText.parse("off") == nil)
-        for bad in ["", "fast", "2MB", "-1M", "1..5M", "M", "1e9"] {
+        for bad in ["", "fast", "2Mbit", "-1M", "1..5M", "M", "1e9", "2 M B", "MiB"] {
             #expect(throws: UsageError.self, "\(bad)") { try RateText.parse(bad) }
+        }
+    }
+
+    /// Issue 24, bug 11: the forms ferry itself prints are taken back (`2 MiB/s`), SI units mean what they say,
+    /// a plain number under 1024 is refused as a forgotten unit, and a negative rate is said in words.
+    @Test func ratesAreAlsoWrittenAsFerryPrintsThem() throws {
+        #expect(try RateText.parse("1MiB") == 1 << 20)
+        #expect(try RateText.parse("2 MiB/s") == 2 << 20)
+        #expect(try RateText.parse(RateText.describe(3 << 19)) == 3 << 19)
+        #expect(try RateText.parse("512KiB/s") == 512 << 10)
+        #expect(try RateText.parse("500k/s") == 500 << 10)
+        #expect(try RateText.parse("2MB") == 2_000_000)
+        #expect(try RateText.parse("1.5kb") == 1_500)
+        #expect(try RateText.parse("100B") == 100)
+        #expect(try RateText.parse("100 B/s") == 100)
+        #expect(try RateText.parse("1024") == 1024)
+        for plain in ["100", "1.5", "0.5", "1023"] {
+            #expect(throws: UsageError.self, "\(plain)") { try RateText.parse(plain) }
+            do throws(UsageError) { _ = try RateText.parse(plain) } catch {
+                #expect(error.description == "'\(plain)' would be \(plain) bytes per second: write \(plain)B if that is meant, or \(plain)K, \(plain)M")
+            }
+        }
+        do throws(UsageError) { _ = try RateText.parse("-1") } catch {
+            #expect(error.description == "a rate cannot be negative: '-1' (0 or off for no limit)")
         }
     }
 

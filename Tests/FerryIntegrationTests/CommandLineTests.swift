@@ -120,7 +120,9 @@ import TestHTTPServer
         (["get", "-O", "one", "http://127.0.0.1:1/a", "http://127.0.0.1:1/b"], "-O names one file"),
         (["get", "--bogus", "http://127.0.0.1:1/x"], "Unknown option"),
         (["get", "--limit-rate", "fast", "http://127.0.0.1:1/x"], "--limit-rate: not a rate: 'fast'"),
-        (["put", "--limit-rate", "2MB", "/etc/hostname", "http://127.0.0.1:1/x"], "--limit-rate: not a rate: '2MB'"),
+        (["put", "--limit-rate", "2Mbit", "/etc/hostname", "http://127.0.0.1:1/x"], "--limit-rate: not a rate: '2Mbit'"),
+        (["get", "--limit-rate", "-1", "http://127.0.0.1:1/x"], "--limit-rate: a rate cannot be negative: '-1'"),
+        (["get", "--limit-rate", "100", "http://127.0.0.1:1/x"], "--limit-rate: '100' would be 100 bytes per second"),
     ])
     func badUsageExitsTwo(_ arguments: [String], _ message: String) async throws {
         let result = try await runFerry(arguments, cwd: dir.path)

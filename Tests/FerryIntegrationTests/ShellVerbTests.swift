@@ -77,7 +77,11 @@ import TestHTTPServer
         try await until("#2 runs") { try await state(of: 2) == "running" }
         try await expectEffect(["move", "#2", "top"], "#2 first") { try await listed().map(\.id) == [2, 1] }
         try await expectEffect(["resume", "#1"], "#1 queued behind #2") { try await state(of: 1) == "queued" }
+        // Issue 24, bug 10: `jobs` alone prints the value in force (it was a usage error).
+        let shown = try await verb(["jobs"])
+        #expect(shown.status == 0 && shown.stdout == "1 at once\n", "\(shown.stderr)")
         try await expectEffect(["jobs", "2"], "both running") { try await listed().allSatisfy { $0.state == "running" } }
+        #expect(try await verb(["jobs"]).stdout == "2 at once\n")
         try await expectEffect(["cancel", "2"], "#2 cancelled") { try await state(of: 2) == "cancelled" }
 
         let unknown = try await verb(["pause", "1", "99"])
@@ -99,6 +103,8 @@ import TestHTTPServer
         #expect(try await verb(["stop"]).stdout.contains("no engine is running"))
         let jobs = try await verb(["jobs", "3"])
         #expect(jobs.status == 1 && jobs.stderr.contains("no engine is running"))
+        let next = try await verb(["jobs"])
+        #expect(next.status == 0 && next.stdout.contains("no engine is running; the next one runs 4 at once"), "\(next.stderr)")
         let removed = try await verb(["remove", "2", "--delete-part"])
         #expect(removed.status == 0, "\(removed.stderr)")
         #expect(try await listed().map(\.id) == [1])
