@@ -21,3 +21,47 @@ public enum TransferFailure: Error, Sendable, Equatable {
         }
     }
 }
+
+extension TransferFailure {
+    /// A failure's message (`message`, as an item's `lastError` keeps it) in a few words, for a row of a list:
+    /// `HTTP 404`, `refused`, `TLS untrusted`, `disk full`. The detail view shows the message whole.
+    public static func short(_ message: String) -> String {
+        if message.hasPrefix("HTTP ") {
+            let status = message.dropFirst(5).prefix { $0.isASCII && $0.isNumber }
+            if !status.isEmpty { return "HTTP \(status)" }
+        }
+        if message.hasPrefix("cancelled") { return "cancelled" }
+        let lower = message.lowercased()
+        if let code = transportCode(message) {
+            switch code {
+            case -1004: return lower.contains("refused") ? "refused" : "no connection"
+            case -1003: return "no such host"
+            case -1001: return "timed out"
+            case -1005: return "connection lost"
+            case -1009: return "offline"
+            case -1200: return "TLS failed"
+            case -1204 ... -1201: return "TLS untrusted"
+            case -1206: return "TLS client cert"
+            case -1011, -1017: return "bad response"
+            case -1015, -1016: return "bad encoding"
+            case -1000, -1002: return "bad URL"
+            case -999: return "cancelled"
+            default: return "error \(code)"
+            }
+        }
+        for (words, reason) in [("no space left", "disk full"), ("disk holding", "disk full"), ("quota", "disk full"),
+                                ("permission denied", "no permission"), ("read-only", "read-only"),
+                                ("sha-256 mismatch", "bad checksum"), ("no free name", "no free name")]
+        where lower.contains(words) {
+            return reason
+        }
+        // Anything else: its first words.
+        return message.count <= 20 ? message : String(message.prefix(19)) + "…"
+    }
+
+    /// The URLError code a transport failure's message ends with (`... (error -1004)`).
+    private static func transportCode(_ message: String) -> Int? {
+        guard message.hasSuffix(")"), let open = message.range(of: "(error ", options: .backwards) else { return nil }
+        return Int(message[open.upperBound..<message.index(before: message.endIndex)])
+    }
+}

@@ -9,19 +9,21 @@ import Testing
 
 /// Whole screens rendered into the Canvas and compared as text (ratatui TestBackend style), with a fixed clock.
 @Suite struct ScreenTests {
+    /// Every row shows its id (for a shell verb) and a failed or retrying one why, in a few words (issue 24);
+    /// sizes in one unit when both halves have it.
     @Test func queueWithEveryState() {
         let canvas = Fixtures.render(Fixtures.state())
         #expect(canvas.text == """
              ferry  ↓ 11.6 MiB/s  ↑ 512.0 KiB/s  3 running, 1 retrying, 1 queued, 1 paused,…
-            ↓ ▶ debian-12.iso ████▎····  47% 300.0 MiB/628.0 MiB  11.5 MiB/s 29s
-            ↑ ▶ photos.zip    ██▎······  25%    5.0 MiB/20.0 MiB 512.0 KiB/s 30s
-            ↓ ↻ backup.tar.gz ██▋······  30%  30.0 MiB/100.0 MiB             retry 2/5 in 8s
-            ↓ ▶ stream.log    ······███                  3.0 MiB  64.0 KiB/s --
-            ↓ ‖ notes.pdf     ██▎······  25%     1.0 MiB/4.0 MiB             paused
-            ↓ ✗ missing.iso   ·········                                      failed
-            ↓ ✓ song.flac     █████████ 100%   40.0 MiB/40.0 MiB             done
-            ↓ · later.bin     ·········                                      queued
-            ↓ ⊘ abandoned.dat ██▎······  25%     2.0 MiB/8.0 MiB             cancelled
+            ↓ ▶  #1 debian-12.iso ████▎····  47% 300.0/628.0 MiB  11.5 MiB/s 29s
+            ↑ ▶  #2 photos.zip    ██▎······  25%    5.0/20.0 MiB 512.0 KiB/s 30s
+            ↓ ↻  #3 backup.tar.gz ██▋······  30%  30.0/100.0 MiB             HTTP 503, in 8s
+            ↓ ▶  #4 stream.log    ······███              3.0 MiB  64.0 KiB/s --
+            ↓ ‖  #5 notes.pdf     ██▎······  25%     1.0/4.0 MiB             paused
+            ↓ ✗  #6 missing.iso   ·········                                  HTTP 404
+            ↓ ✓  #7 song.flac     █████████ 100%   40.0/40.0 MiB             done
+            ↓ ·  #8 later.bin     ·········                                  queued
+            ↓ ⊘  #9 abandoned.dat ██▎······  25%     2.0/8.0 MiB             cancelled
 
 
 
@@ -41,15 +43,15 @@ import Testing
         let canvas = Fixtures.render(state, unicode: false)
         #expect(canvas.text == """
              ferry  v 11.6 MiB/s  ^ 512.0 KiB/s  3 running, 1 retrying, 1 queued, 1 paused,~
-            v > debian-12.iso [###....]  47% 300.0 MiB/628.0 MiB  11.5 MiB/s 29s
-            ^ > photos.zip    [#......]  25%    5.0 MiB/20.0 MiB 512.0 KiB/s 30s
-            v ~ backup.tar.gz [##.....]  30%  30.0 MiB/100.0 MiB             retry 2/5 in 8s
-            v > stream.log    [...===.]                  3.0 MiB  64.0 KiB/s --
-            v = notes.pdf     [#......]  25%     1.0 MiB/4.0 MiB             paused
-            v x missing.iso   [.......]                                      failed
-            v + song.flac     [#######] 100%   40.0 MiB/40.0 MiB             done
-            v . later.bin     [.......]                                      queued
-            v - abandoned.dat [#......]  25%     2.0 MiB/8.0 MiB             cancelled
+            v >  #1 debian-12.iso [###....]  47% 300.0/628.0 MiB  11.5 MiB/s 29s
+            ^ >  #2 photos.zip    [#......]  25%    5.0/20.0 MiB 512.0 KiB/s 30s
+            v ~  #3 backup.tar.gz [##.....]  30%  30.0/100.0 MiB             HTTP 503, in 8s
+            v >  #4 stream.log    [...===.]              3.0 MiB  64.0 KiB/s --
+            v =  #5 notes.pdf     [#......]  25%     1.0/4.0 MiB             paused
+            v x  #6 missing.iso   [.......]                                  HTTP 404
+            v +  #7 song.flac     [#######] 100%   40.0/40.0 MiB             done
+            v .  #8 later.bin     [.......]                                  queued
+            v -  #9 abandoned.dat [#......]  25%     2.0/8.0 MiB             cancelled
 
 
 
@@ -134,14 +136,14 @@ import Testing
         state.selectedID = TransferID(2)
         #expect(Fixtures.render(state).text == """
              ferry  ↓ 11.6 MiB/s  ↑ 512.0 KiB/s  3 …
-            ↓ ▶ debian-… ██▊···  47% 29s
-            ↑ ▶ photos.… █▌····  25% 30s
-            ↓ ↻ backup.… █▊····  30% retry 2/5 in 8s
-            ↓ ▶ stream.… ███···      --
-            ↓ ‖ notes.p… █▌····  25% paused
-            ↓ ✗ missing… ······      failed
-            ↓ ✓ song.fl… ██████ 100% done
-            ↓ · later.b… ······      queued
+            ↓ ▶  #1 debian-… ██▊···  47% 29s
+            ↑ ▶  #2 photos.… █▌····  25% 30s
+            ↓ ↻  #3 backup.… █▊····  30% HTTP 503, …
+            ↓ ▶  #4 stream.… ███···      --
+            ↓ ‖  #5 notes.p… █▌····  25% paused
+            ↓ ✗  #6 missing… ······      HTTP 404
+            ↓ ✓  #7 song.fl… ██████ 100% done
+            ↓ ·  #8 later.b… ······      queued
             ? Help  Space Pause  c Cancel  r Retry
             """)
     }

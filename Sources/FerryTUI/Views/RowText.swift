@@ -11,7 +11,10 @@ enum RowText {
 
     static func size(_ item: TransferSnapshot) -> String {
         if let total = item.bytesExpected {
-            return "\(ByteFormat.bytes(item.bytesDone))/\(ByteFormat.bytes(total))"
+            // One unit when both have it: `30.0/100.0 MiB` (the row's width goes to the name and the id).
+            let done = ByteFormat.bytes(item.bytesDone), whole = ByteFormat.bytes(total)
+            if let space = done.lastIndex(of: " "), whole.hasSuffix(done[space...]) { return "\(done[..<space])/\(whole)" }
+            return "\(done)/\(whole)"
         }
         return item.bytesDone > 0 || item.state == .running ? ByteFormat.bytes(item.bytesDone) : ""
     }
@@ -21,17 +24,21 @@ enum RowText {
         return ByteFormat.rate(rate)
     }
 
-    /// ETA while running, else what the item is doing: "queued", "paused", "retry 2/5 in 8s", "failed", "done".
+    /// ETA while running, else what the item is doing: "queued", "paused", "HTTP 503, in 8s" (why the last
+    /// attempt failed and when the next begins; the row's glyph says it is a retry, the detail view its
+    /// number), "refused" (why it failed), "done". The words of a failure come from its message
+    /// (TransferFailure.short): outside text, made safe by the caller.
     static func status(_ item: TransferSnapshot, now: Date) -> String {
         switch item.state {
         case .running: return item.eta.map { ByteFormat.duration($0) } ?? "--"
         case .waiting:
             let wait = item.nextRetryAt.map { max(0, $0.timeIntervalSince(now)).rounded(.up) } ?? 0
-            return "retry \(item.retries)/\(item.maxRetries) in \(ByteFormat.duration(wait))"
+            guard let error = item.lastError else { return "retry \(item.retries)/\(item.maxRetries) in \(ByteFormat.duration(wait))" }
+            return "\(TransferFailure.short(error)), in \(ByteFormat.duration(wait))"
         case .queued: return "queued"
         case .paused: return "paused"
         case .completed: return "done"
-        case .failed: return "failed"
+        case .failed: return item.lastError.map(TransferFailure.short) ?? "failed"
         case .cancelled: return "cancelled"
         }
     }

@@ -1,7 +1,8 @@
 import FerryCore
 import Foundation
 
-/// The queue, one row per item: direction, state, name, bar, percent, done/total, rate, ETA or state word.
+/// The queue, one row per item: direction, state, id, name, bar, percent, done/total, rate, ETA or state word (a
+/// failure's reason in a few words).
 /// Only the rows on screen are formatted, so a 10,000-item queue costs what a screenful does.
 enum TransferList {
     struct Columns: Equatable {
@@ -38,15 +39,17 @@ enum TransferList {
         // Rows of a window still on its way are left blank for a frame.
         let shown = (first..<min(items.total, first + rows)).map { items[$0] }
 
-        struct Row { var item: TransferSnapshot; var name, percent, size, rate, status: String }
+        struct Row { var item: TransferSnapshot; var id, name, percent, size, rate, status: String }
         let texts = shown.map { item -> Row? in
             guard let item else { return nil }
             return
-                Row(item: item, name: context.outside(item.displayName), percent: RowText.percent(item),
-                    size: RowText.size(item), rate: RowText.rate(item), status: RowText.status(item, now: context.now))
+                Row(item: item, id: item.id.description, name: context.outside(item.displayName), percent: RowText.percent(item),
+                    size: RowText.size(item), rate: RowText.rate(item), status: context.outside(RowText.status(item, now: context.now)))
         }
         func widest(_ key: KeyPath<Row, String>) -> Int { texts.map { $0.map { DisplayWidth.of($0[keyPath: key]) } ?? 0 }.max() ?? 0 }
-        let columns = layout(width: canvas.width, percent: max(4, widest(\.percent)), status: widest(\.status),
+        // Ids take the width of the widest shown, at least that of #99: a shell verb can be typed from the row.
+        let idWidth = max(3, widest(\.id))
+        let columns = layout(width: canvas.width - idWidth - 1, percent: max(4, widest(\.percent)), status: widest(\.status),
                              rate: widest(\.rate), size: widest(\.size), longestName: widest(\.name))
 
         for (offset, row) in texts.enumerated() {
@@ -57,6 +60,8 @@ enum TransferList {
             var x = canvas.put(context.directionGlyph(item.spec.direction), x: 0, y: y)
             x = canvas.put(" ", x: x, y: y)
             x = canvas.put(context.stateGlyph(item.state), x: x, y: y, style: stateStyle)
+            x = canvas.put(" ", x: x, y: y)
+            x = canvas.put(DisplayWidth.pad(row.id, to: idWidth, alignRight: true, ellipsis: context.ellipsis), x: x, y: y, style: Palette.dim)
             x = canvas.put(" ", x: x, y: y)
             x = canvas.put(DisplayWidth.pad(row.name, to: columns.name, ellipsis: context.ellipsis), x: x, y: y)
             if columns.bar > 0 {
@@ -79,8 +84,9 @@ enum TransferList {
         }
     }
 
-    /// Who gets the width: the name (at least 8) and the percent first, then the bar, the ETA or state word,
-    /// the rate and the sizes, each only if it fits; what is left goes to the name and the bar.
+    /// Who gets the width: the name (at least 8) and the percent first, then the bar, the ETA or state word (or
+    /// why it failed), the name up to 16, the rate and the sizes, each only if it fits; what is left goes to the
+    /// name and the bar.
     static func layout(width: Int, percent: Int, status: Int, rate: Int, size: Int, longestName: Int) -> Columns {
         var left = width - 4  // direction, state glyph and their spaces
         let minName = 8
@@ -93,13 +99,22 @@ enum TransferList {
         }
         if take(percent + 1) { columns.percent = percent }
         if take(6 + 1) { columns.bar = 6 }
-        if take(status + 1) { columns.status = status }
+        if take(status + 1) {
+            columns.status = status
+        } else if status > 0, left >= 7 {
+            // Narrow: what is left, the longer words cut (a state word or a reason beats an empty column).
+            columns.status = left - 1
+            left = 0
+        }
+        // A name to tell the items apart comes before their rates and sizes.
+        let readable = max(0, min(left, min(longestName, 16) - minName))
+        left -= readable
         if take(rate + 1) { columns.rate = rate }
         if take(size + 1) { columns.size = size }
         left = max(0, left)
         // The name gets what it needs (up to the longest shown), the bar up to 50 cells, the name the rest.
-        let nameExtra = min(left, max(0, longestName - minName))
-        left -= nameExtra
+        let nameExtra = readable + min(left, max(0, longestName - minName - readable))
+        left -= nameExtra - readable
         var barExtra = 0
         if columns.bar > 0 {
             barExtra = min(44, left)
