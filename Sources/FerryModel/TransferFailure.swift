@@ -16,7 +16,8 @@ public enum TransferFailure: Error, Sendable, Equatable {
     public var message: String {
         switch self {
         case let .http(status, reason, _): return "HTTP \(status) \(reason)"
-        case let .transport(code, message): return "\(message) (error \(code))"
+        // The code is for the retry rules; the words name the host and the cause (TransportError).
+        case let .transport(_, message): return message
         case let .local(m), let .integrity(m), let .protocolViolation(m): return m
         }
     }
@@ -32,6 +33,7 @@ extension TransferFailure {
         }
         if message.hasPrefix("cancelled") { return "cancelled" }
         let lower = message.lowercased()
+        // Messages kept by ferry before the code left them: `... (error -1004)`.
         if let code = transportCode(message) {
             switch code {
             case -1004: return lower.contains("refused") ? "refused" : "no connection"
@@ -49,7 +51,12 @@ extension TransferFailure {
             default: return "error \(code)"
             }
         }
-        for (words, reason) in [("no space left", "disk full"), ("disk holding", "disk full"), ("quota", "disk full"),
+        for (words, reason) in [("cannot connect", lower.contains("refused") ? "refused" : "no connection"),
+                                ("cannot resolve", "no such host"), ("timed out", "timed out"), ("was lost", "connection lost"),
+                                ("tls: the certificate", "TLS untrusted"), ("tls:", "TLS failed"),
+                                ("is not http", "bad response"), ("cannot be decoded", "bad encoding"),
+                                ("malformed url", "bad URL"), ("unsupported url", "bad URL"),
+                                ("no space left", "disk full"), ("disk holding", "disk full"), ("quota", "disk full"),
                                 ("permission denied", "no permission"), ("read-only", "read-only"),
                                 ("sha-256 mismatch", "bad checksum"), ("no free name", "no free name")]
         where lower.contains(words) {

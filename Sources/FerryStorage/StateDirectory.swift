@@ -4,14 +4,13 @@ import Foundation
 import Glibc
 #endif
 
-/// Where the queue lives: `--state-dir`, `$FERRY_STATE_DIR`, `$XDG_STATE_HOME/ferry`, or `~/.local/state/ferry`.
-/// Where the queue lives: `--state-dir`, `$FERRY_STATE_DIR`, `$XDG_STATE_HOME/ferry`, or `~/.local/state/ferry`.
 /// A state directory that cannot be used: names the path and the cause.
 public struct StateError: Error, CustomStringConvertible, Sendable {
     public let description: String
     public init(_ description: String) { self.description = description }
 }
 
+/// Where the queue lives: `--state-dir`, `$FERRY_STATE_DIR`, `$XDG_STATE_HOME/ferry`, or `~/.local/state/ferry`.
 public struct StateDirectory: Sendable {
     public let path: String
 
@@ -29,6 +28,25 @@ public struct StateDirectory: Sendable {
 
     public var databasePath: String { path + "/queue.sqlite" }
     var lockPath: String { path + "/engine.lock" }
+    /// Creates `path` and the directories above it that are missing (new ones with `mode`); nil, or why not, naming
+    /// the directory that could not be made and the system's reason (Foundation's words were "The operation
+    /// could not be completed").
+    public static func makeDirectories(_ path: String, mode: mode_t = 0o755) -> String? {
+        var prefix = path.hasPrefix("/") ? "" : "."
+        for component in path.split(separator: "/") {
+            prefix += "/" + component
+            var isDirectory: ObjCBool = false
+            if FileManager.default.fileExists(atPath: prefix, isDirectory: &isDirectory) {
+                if isDirectory.boolValue { continue }
+                return "cannot create directory \(path): \(prefix) is a file"
+            }
+            if mkdir(prefix, mode) != 0, errno != EEXIST {
+                return "cannot create directory \(prefix): \(String(cString: strerror(errno)))"
+            }
+        }
+        return nil
+    }
+
     /// The running engine's control socket (ControlServer).
     public var socketPath: String { path + "/control.sock" }
     /// Where a background engine writes what it has to say.
@@ -36,12 +54,7 @@ public struct StateDirectory: Sendable {
 
     /// Creates the directory (private to the user) when missing.
     public func prepare() throws(StateError) {
-        do {
-            try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true,
-                                                    attributes: [.posixPermissions: 0o700])
-        } catch {
-            throw StateError("cannot create state directory \(path): \(error.localizedDescription)")
-        }
+        if let failure = Self.makeDirectories(path, mode: 0o700) { throw StateError("state directory: \(failure)") }
         guard access(path, W_OK | X_OK) == 0 else { throw StateError("state directory is not writable: \(path)") }
         // Private to the user whatever made it: the control socket in it takes commands.
         _ = chmod(path, 0o700)

@@ -58,9 +58,7 @@ struct Get: AsyncParsableCommand {
         var parsed: [URL] = []
         for text in urls { parsed.append(try InputValidation.url(text)) }
         if let inputFile {
-            guard let data = FileManager.default.contents(atPath: inputFile) else {
-                throw UsageError("cannot read URL list \(inputFile)")
-            }
+            let data = try InputValidation.contents(of: inputFile, what: "URL list")
             parsed += try InputValidation.urlList(contents: String(decoding: data, as: UTF8.self), path: inputFile)
         }
         guard !parsed.isEmpty else { throw UsageError("no URL given (ferry get URL... or -i FILE)") }

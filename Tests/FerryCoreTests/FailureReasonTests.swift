@@ -16,7 +16,11 @@ import Testing
         (TransferFailure.transport(code: -1202, message: "TLS: the certificate of h is not trusted").message, "TLS untrusted"),
         (TransferFailure.transport(code: -1200, message: "TLS: the secure connection to h failed").message, "TLS failed"),
         (TransferFailure.transport(code: -1011, message: "h sent something that is not HTTP").message, "bad response"),
-        (TransferFailure.transport(code: -7, message: "odd").message, "error -7"),
+        (TransferFailure.transport(code: -7, message: "odd").message, "odd"),
+        // As ferry kept them before the code left the message.
+        ("cannot connect to 127.0.0.1:1 (connection refused) (error -1004)", "refused"),
+        ("something new (error -1001)", "timed out"),
+        ("something else (error -7)", "error -7"),
         (TransferFailure.local("cannot write /d/f.part: No space left on device").message, "disk full"),
         (TransferFailure.local("cannot create /ro/f.part: Read-only file system").message, "read-only"),
         (TransferFailure.local("cannot open /x/f: Permission denied").message, "no permission"),
@@ -28,5 +32,11 @@ import Testing
     ])
     func aFailureInAFewWords(_ message: String, _ words: String) {
         #expect(TransferFailure.short(message) == words)
+    }
+
+    /// Issue 24, bug 12: a transport failure's message is words, without the URLError code at its end.
+    @Test func aTransportFailureIsSaidWithoutItsCode() {
+        #expect(TransferFailure.transport(code: -1004, message: "cannot connect to h:1 (connection refused)").message
+                == "cannot connect to h:1 (connection refused)")
     }
 }

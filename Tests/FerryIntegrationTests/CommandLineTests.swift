@@ -136,8 +136,22 @@ import TestHTTPServer
         _ = FileManager.default.createFile(atPath: dir.path + "/plainfile", contents: Data())
         let result = try await runFerry(["get", "-o", dir.path + "/plainfile/sub", server.url("/x").absoluteString])
         #expect(result.status == 2)
-        #expect(result.stderr.contains("plainfile/sub"))
+        #expect(result.stderr.contains("cannot create directory \(dir.path)/plainfile/sub: \(dir.path)/plainfile is a file"), "\(result.stderr)")
         #expect(server.allRequests.isEmpty)
+    }
+
+    /// Issue 24, bug 12: every message names the path and the cause in words (Foundation's "The operation
+    /// could not be completed" and a bare "cannot read URL list" said neither).
+    @Test func messagesNameThePathAndTheCause() async throws {
+        let proc = try await runFerry(["get", "-o", "/proc/ferry-nope", "http://127.0.0.1:1/x"], cwd: dir.path)
+        #expect(proc.status == 2)
+        #expect(proc.stderr.contains("cannot create directory /proc/ferry-nope: No such file or directory"), "\(proc.stderr)")
+        let missing = try await runFerry(["get", "-i", dir.path + "/no-list.txt"], cwd: dir.path)
+        #expect(missing.status == 2)
+        #expect(missing.stderr.contains("cannot read URL list \(dir.path)/no-list.txt: No such file or directory"), "\(missing.stderr)")
+        let directory = try await runFerry(["get", "-i", dir.path], cwd: dir.path)
+        #expect(directory.status == 2)
+        #expect(directory.stderr.contains("cannot read URL list \(dir.path): Is a directory"), "\(directory.stderr)")
     }
 
     @Test func aBadLineInTheListIsNamedAndNothingIsDownloaded() async throws {

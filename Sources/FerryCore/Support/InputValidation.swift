@@ -97,16 +97,30 @@ public enum InputValidation {
         let url = URL(fileURLWithPath: absolute).standardizedFileURL
         var isDirectory: ObjCBool = false
         if !FileManager.default.fileExists(atPath: url.path, isDirectory: &isDirectory) {
-            do {
-                try FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
-            } catch {
-                throw UsageError("cannot create directory \(url.path): \(error.localizedDescription)")
-            }
+            if let failure = StateDirectory.makeDirectories(url.path) { throw UsageError(failure) }
             isDirectory = true
         }
         guard isDirectory.boolValue else { throw UsageError("not a directory: \(url.path)") }
         guard access(url.path, W_OK | X_OK) == 0 else { throw UsageError("directory is not writable: \(url.path)") }
         return url.path
+    }
+
+    /// A file's bytes, or a message naming it and the system's reason (a missing file, a directory, no permission).
+    public static func contents(of path: String, what: String) throws(UsageError) -> Data {
+        let fd = open(path, O_RDONLY | O_CLOEXEC)
+        guard fd >= 0 else { throw UsageError("cannot read \(what) \(TerminalSafe.sanitize(path)): \(String(cString: strerror(errno)))") }
+        defer { close(fd) }
+        var data = Data()
+        var info = stat()
+        if fstat(fd, &info) == 0, info.st_size > 0 { data.reserveCapacity(Int(info.st_size)) }
+        var buffer = [UInt8](repeating: 0, count: 1 << 16)
+        while true {
+            let n = read(fd, &buffer, buffer.count)
+            if n < 0, errno == EINTR { continue }
+            guard n >= 0 else { throw UsageError("cannot read \(what) \(TerminalSafe.sanitize(path)): \(String(cString: strerror(errno)))") }
+            if n == 0 { return data }
+            data.append(contentsOf: buffer[0..<n])
+        }
     }
 
     /// Lowercase hex of a SHA-256, or a message.
