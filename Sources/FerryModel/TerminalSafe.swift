@@ -35,6 +35,41 @@ public enum TerminalSafe {
         return String(out)
     }
 
+    /// An untrusted body (a server's error page) as one short line: tags and comments stripped, the common
+    /// entities decoded, every run of blanks and line ends one space, made safe, cut at a word near `limit`
+    /// characters. An HTML 405 page's CRLFs became pairs of U+FFFD and the page was shown whole.
+    public static func excerpt<B: Collection>(of bytes: B, limit: Int = 100) -> String where B.Element == UInt8 {
+        var text = String(decoding: Array(bytes.prefix(8192)), as: UTF8.self)
+        // Tags: what lies between < and > (scripts and styles with their contents, as a browser would not show them).
+        for block in ["script", "style"] {
+            while let open = text.range(of: "<\(block)", options: .caseInsensitive),
+                  let close = text.range(of: "</\(block)>", options: .caseInsensitive, range: open.upperBound..<text.endIndex) {
+                text.replaceSubrange(open.lowerBound..<close.upperBound, with: " ")
+            }
+        }
+        var stripped = ""
+        var inTag = false
+        for character in text {
+            if character == "<" { inTag = true; continue }
+            if character == ">", inTag { inTag = false; stripped.append(" "); continue }
+            if !inTag { stripped.append(character) }
+        }
+        for (entity, character) in [("&nbsp;", " "), ("&lt;", "<"), ("&gt;", ">"), ("&quot;", "\""), ("&#39;", "'"), ("&amp;", "&")] {
+            stripped = stripped.replacingOccurrences(of: entity, with: character)
+        }
+        let words = stripped.split(whereSeparator: { $0.isWhitespace || $0.unicodeScalars.allSatisfy(UntrustedText.isControl) })
+        var out = ""
+        for word in words {
+            if out.count + 1 + word.count > limit {
+                if out.isEmpty { out = String(word.prefix(limit - 1)) }
+                out += "…"
+                break
+            }
+            out += out.isEmpty ? String(word) : " " + word
+        }
+        return sanitize(out)
+    }
+
     /// Untrusted bytes: lossy UTF-8 decode (invalid sequences -> U+FFFD), then sanitize.
     public static func sanitize<B: Sequence>(bytes: B, allowNewlines: Bool = false) -> String where B.Element == UInt8 {
         sanitize(String(decoding: Array(bytes), as: UTF8.self), allowNewlines: allowNewlines)

@@ -35,7 +35,8 @@ final class Reporter: Sendable {
         case .completed:
             line = "\(item.id) \(name): done, \(ByteFormat.bytes(item.bytesDone))"
         case .failed:
-            line = "\(item.id) \(name): failed: \(TerminalSafe.sanitize(item.lastError ?? "unknown error"))"
+            // In a few words: the whole reason is said once, with the results (`failed: URL: reason`).
+            line = "\(item.id) \(name): failed (\(TerminalSafe.sanitize(item.lastError.map(TransferFailure.short) ?? "unknown error")))"
         case .queued, .paused, .cancelled:
             line = "\(item.id) \(name): \(item.state.rawValue)"
         }

@@ -9,6 +9,22 @@ import Testing
 @Suite struct TerminalSafeTests {
     let r = "\u{FFFD}"
 
+    /// Issue 24, bug 6: a server's error page becomes one short clean line (the CRLFs of a 405 page became pairs
+    /// of U+FFFD, and the page was printed whole).
+    @Test func anErrorPageBecomesOneShortCleanLine() {
+        let page = "<html>\r\n<head><title>405 Not Allowed</title>\r\n<style>body { color: red }</style></head>\r\n"
+            + "<body>\r\n<center><h1>405 Not Allowed</h1></center>\r\n<hr><center>nginx/1.22.1</center>\r\n"
+            + "<script>alert(1)</script></body>\r\n</html>\r\n"
+        #expect(TerminalSafe.excerpt(of: Data(page.utf8)) == "405 Not Allowed 405 Not Allowed nginx/1.22.1")
+        // Controls are blanks here: the escape goes, its text stays inert.
+        #expect(TerminalSafe.excerpt(of: Data("no \u{1B}[31mway &amp; &lt;b&gt;\n\n  here".utf8)) == "no [31mway & <b> here")
+        let long = String(repeating: "word ", count: 100)
+        let cut = TerminalSafe.excerpt(of: Data(long.utf8), limit: 22)
+        #expect(cut == "word word word word…")
+        #expect(TerminalSafe.excerpt(of: Data(String(repeating: "x", count: 300).utf8), limit: 10) == String(repeating: "x", count: 9) + "…")
+        #expect(TerminalSafe.excerpt(of: Data("\r\n\t ".utf8)).isEmpty)
+    }
+
     @Test func plainTextUnchanged() {
         for s in ["hello world", "数据下载 — 完成", "emoji 😀👨‍👩‍👧‍👦 ok", "ümlaut ñ é", "", "100% [=====>    ] 1.5 MiB/s", "مرحبا", "e\u{0301}"] {
             #expect(TerminalSafe.sanitize(s) == s)

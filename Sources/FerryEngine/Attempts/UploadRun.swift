@@ -91,8 +91,9 @@ final class UploadRun: TaskRun {
             let response = s.status.map { ServerResponse(status: $0, headers: s.headers, body: s.body, bodyLength: s.bodyLength) }
             if var failure = s.verdict {
                 if case let .http(status, reason, retryAfter) = failure, !s.body.isEmpty {
-                    let excerpt = TerminalSafe.sanitize(bytes: s.body.prefix(200))
-                    failure = .http(status: status, reason: reason + ": " + excerpt, retryAfter: retryAfter)
+                    // What the server said, as one short clean line (its page whole stays in the item's response).
+                    let excerpt = TerminalSafe.excerpt(of: s.body)
+                    if !excerpt.isEmpty { failure = .http(status: status, reason: reason + ": " + excerpt, retryAfter: retryAfter) }
                 }
                 return (.failed(failure, progressed: false), response)
             }
