@@ -116,7 +116,7 @@ import Testing
                           Content-Type: application/json
 
              Attempts
-               1. 1m35s ago, took 15s, HTTP 503: HTTP 503 Service Unavailable
+               1. 1m35s ago, took 15s: HTTP 503 Service Unavailable
                2. 1m10s ago, took 1m00s, HTTP 201
 
              Response body
@@ -129,6 +129,41 @@ import Testing
             Esc Back  ? Help  Space Pause  c Cancel  r Retry  d Remove  a Add  u Upload
             """)
         #expect(!canvas.text.contains("s3cret"))
+    }
+
+    /// Issue 24, bug 8: what a failed upload's row, a failed download's details and a running item's details say.
+    @Test func rowsAndDetailsSayWhatTheyMean() {
+        var queue = Fixtures.queue()
+        var refused = Fixtures.item(2, "photos.zip", .failed, done: 6, total: 6, upload: true)
+        refused.lastError = "HTTP 404 Not Found"
+        refused.lastStatus = 404
+        queue.items[1] = refused
+        // A failed upload keeps nothing on the server: no full bar, no 100%.
+        let row = Fixtures.render(Fixtures.state(), queue).text.split(separator: "\n")[2]
+        #expect(row.hasPrefix("↑ ✗  #2 photos.zip    ·········") && !row.contains("100%") && row.hasSuffix("HTTP 404"), "\(row)")
+
+        // A failed download that never got its name: the directory and why, the status said once.
+        var state = Fixtures.state(width: 120, height: 20)
+        state.screen = .detail(TransferID(6))
+        queue.items[5].lastStatus = 404
+        queue.items[5].fileName = nil
+        let missing = Fixtures.render(state, queue).text
+        #expect(missing.contains(" #6 ↓ download ✗ HTTP 404\n"), "\(missing)")
+        #expect(missing.contains("Destination  /home/me/Downloads/ (no file was made)"))
+        #expect(missing.contains("Error        HTTP 404 Not Found") && !missing.contains("Status       HTTP 404"))
+        // Off the list, the footer offers no list-only keys.
+        #expect(missing.contains("Esc Back  ? Help") && !missing.contains("Enter Detail") && !missing.contains("/ Filter"))
+
+        // A running item's seconds are said to be its ETA.
+        state.screen = .detail(TransferID(1))
+        #expect(Fixtures.render(state, queue).text.contains(" #1 ↓ download ▶ running, ETA 29s\n"))
+    }
+
+    /// Long values wrap after a separator, not in the middle of a word.
+    @Test func detailsWrapAtSeparators() {
+        let lines = DetailView.wrap("https://example.com/a-long-directory-name/another/file-name.iso?token=abc", width: 40)
+        #expect(lines == ["https://example.com/a-long-directory-", "name/another/file-name.iso?token=abc"])
+        #expect(DetailView.wrap(String(repeating: "x", count: 50), width: 20).map(\.count) == [20, 20, 10])
     }
 
     @Test func narrowButUsable() {

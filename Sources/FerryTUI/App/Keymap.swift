@@ -59,8 +59,14 @@ public struct Keymap: Sendable {
     }
 
     /// Footer entries in table order: the first key and the short label.
-    public var footerEntries: [(key: Key, label: String)] {
-        var entries: [(key: Key, label: String)] = bindings.compactMap { b in b.footer.map { (key: b.keys[0], label: $0) } }
+    public var footerEntries: [(key: Key, label: String)] { footerEntries(onList: true) }
+
+    /// The footer's keys; off the list, those that act on the list only (Enter's details, the filter) are left out.
+    public func footerEntries(onList: Bool) -> [(key: Key, label: String)] {
+        let listOnly: [Action] = [.openDetail, .filter]
+        var entries: [(key: Key, label: String)] = bindings.compactMap { b in
+            onList || !listOnly.contains(b.action) ? b.footer.map { (key: b.keys[0], label: $0) } : nil
+        }
         // Help first and Quit last, as htop does; the rest keep table order.
         if let help = entries.firstIndex(where: { $0.label == "Help" }) { entries.insert(entries.remove(at: help), at: 0) }
         return entries

@@ -18,7 +18,11 @@ enum DetailView {
             }
         }
         let direction = item.spec.direction == .download ? "download" : "upload"
-        out.append(("\(item.id) \(context.directionGlyph(item.spec.direction)) \(direction) \(context.stateGlyph(item.state)) \(RowText.status(item, now: context.now))",
+        // The state in words: a running item's bare ETA ("13s") did not say what the seconds were.
+        let status = item.state == .running
+            ? "running" + (item.eta.map { ", ETA \(ByteFormat.duration($0))" } ?? "")
+            : context.outside(RowText.status(item, now: context.now))
+        out.append(("\(item.id) \(context.directionGlyph(item.spec.direction)) \(direction) \(context.stateGlyph(item.state)) \(status)",
                     Palette.state(item.state).with { $0.bold = true }))
         field("Name", context.outside(item.displayName))
         field("URL", context.ascii(TerminalSafe.redactedURL(item.spec.url)))
@@ -30,8 +34,14 @@ enum DetailView {
             }
             field("Method", context.outside(upload.method))
         } else {
-            let destination = item.savedPath ?? (item.spec.directory as NSString).appendingPathComponent(item.fileName ?? item.spec.fileName ?? "(name not known yet)")
-            field(item.savedPath == nil ? "Destination" : "Saved to", context.outside(destination))
+            if let name = item.savedPath ?? item.fileName.map({ (item.spec.directory as NSString).appendingPathComponent($0) })
+                ?? item.spec.fileName.map({ (item.spec.directory as NSString).appendingPathComponent($0) }) {
+                field(item.savedPath == nil ? "Destination" : "Saved to", context.outside(name))
+            } else {
+                // No name yet: the directory, and why.
+                let why = item.state == .failed || item.state == .cancelled ? "no file was made" : "the name comes with the server's answer"
+                field("Destination", context.outside(item.spec.directory.hasSuffix("/") ? item.spec.directory : item.spec.directory + "/") + " (\(why))")
+            }
         }
         var progress = "\(ByteFormat.bytes(item.bytesDone))"
         if let total = item.bytesExpected { progress += " of \(ByteFormat.bytes(total)) (\(RowText.percent(item)))" }
@@ -39,7 +49,8 @@ enum DetailView {
         if let eta = item.eta, item.state == .running { progress += "  ETA \(ByteFormat.duration(eta))" }
         field("Progress", progress)
         if let limit = item.rateLimit { field("Limit", RateText.describe(limit)) }
-        if let status = item.lastStatus { field("Status", "HTTP \(status)") }
+        // The status once: an error that says it already ("HTTP 404 Not Found") stands alone.
+        if let status = item.lastStatus, item.lastError?.hasPrefix("HTTP \(status)") != true { field("Status", "HTTP \(status)") }
         if let error = item.lastError { field("Error", context.outside(error), style: Palette.error) }
         if item.retries > 0 || item.state == .waiting {
             var retries = "\(item.retries) of \(item.maxRetries)"
@@ -71,7 +82,7 @@ enum DetailView {
                 var line = "  \(attempt.number). \(ago(attempt.startedAt, context.now))"
                 if let end = attempt.endedAt { line += ", took \(ByteFormat.duration(end.timeIntervalSince(attempt.startedAt)))" }
                 if attempt.fromOffset > 0 { line += ", from \(ByteFormat.bytes(attempt.fromOffset))" }
-                if let status = attempt.status { line += ", HTTP \(status)" }
+                if let status = attempt.status, attempt.error?.hasPrefix("HTTP \(status)") != true { line += ", HTTP \(status)" }
                 if let error = attempt.error { line += ": " + context.outside(error) }
                 out.append((DisplayWidth.truncate(line, to: width - 1, ellipsis: context.ellipsis), attempt.error == nil ? .plain : Palette.error))
             }
@@ -120,22 +131,29 @@ enum DetailView {
         return seconds < 1 ? "just now" : "\(ByteFormat.duration(seconds)) ago"
     }
 
+    /// Lines of at most `width` cells, broken after a blank or a URL's or path's separator when one is in the
+    /// line's last third (not in the middle of a word), else where the width ends.
     static func wrap(_ text: String, width: Int) -> [String] {
         guard width > 0, DisplayWidth.of(text) > width else { return [text] }
+        let breaks: Set<Character> = [" ", "/", "?", "&", "=", "-", "_", ".", ","]
         var lines: [String] = []
-        var current = ""
+        var current: [Character] = []
         var used = 0
         for c in text {
             let w = DisplayWidth.of(c)
             if used + w > width {
-                lines.append(current)
-                current = ""
-                used = 0
+                var cut = current.count
+                if let last = current.lastIndex(where: { breaks.contains($0) }), last + 1 >= current.count * 2 / 3, last + 1 < current.count {
+                    cut = last + 1
+                }
+                lines.append(String(current[..<cut]).trimmingCharacters(in: .init(charactersIn: " ")))
+                current = Array(current[cut...])
+                used = current.reduce(0) { $0 + DisplayWidth.of($1) }
             }
             current.append(c)
             used += w
         }
-        if !current.isEmpty { lines.append(current) }
+        if !current.isEmpty { lines.append(String(current)) }
         return lines
     }
 }

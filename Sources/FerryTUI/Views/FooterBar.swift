@@ -18,7 +18,7 @@ enum FooterBar {
                        x: 0, y: y, style: message.isError ? Palette.error : .plain)
             return
         }
-        var entries = context.keymap.footerEntries.map { (key: context.unicode ? $0.key.label : $0.key.asciiLabel, label: $0.label) }
+        var entries = context.keymap.footerEntries(onList: state.screen == .list).map { (key: context.unicode ? $0.key.label : $0.key.asciiLabel, label: $0.label) }
         switch state.screen {
         case .list: break
         case .detail: entries.insert((key: "Esc", label: "Back"), at: 0)

@@ -3,8 +3,14 @@ import Foundation
 
 /// The words a transfer's row and detail view show: percent, sizes, rate, ETA or state word.
 enum RowText {
+    /// A failed or cancelled upload: nothing of it is kept on the other side (a retry sends it all again).
+    static func keepsNothing(_ item: TransferSnapshot) -> Bool {
+        item.spec.direction == .upload && (item.state == .failed || item.state == .cancelled)
+    }
+
     static func percent(_ item: TransferSnapshot) -> String {
         if item.state == .completed { return "100%" }
+        if keepsNothing(item) { return "" }
         guard let progress = item.progress else { return "" }
         return "\(min(100, Int(progress * 100)))%"
     }

@@ -65,8 +65,10 @@ enum TransferList {
             x = canvas.put(" ", x: x, y: y)
             x = canvas.put(DisplayWidth.pad(row.name, to: columns.name, ellipsis: context.ellipsis), x: x, y: y)
             if columns.bar > 0 {
-                // Unknown size: an indeterminate bar while running, an empty one otherwise.
-                let progress: Float? = item.state == .completed ? 1 : item.progress ?? (item.state == .running ? nil : 0)
+                // Unknown size: an indeterminate bar while running, an empty one otherwise. A failed or cancelled
+                // upload keeps nothing (a retry sends it all again): an empty bar, not the full one of its bytes sent.
+                let progress: Float? = item.state == .completed ? 1 : RowText.keepsNothing(item) ? 0
+                    : item.progress ?? (item.state == .running ? nil : 0)
                 let bar = ProgressBar.text(progress: progress, width: columns.bar, unicode: context.unicode, phase: item.bytesDone)
                 x = canvas.put(" ", x: x, y: y)
                 x = canvas.put(bar, x: x, y: y, style: stateStyle.with { $0.bold = false })
