@@ -14,7 +14,7 @@ import Testing
     @Test func queueWithEveryState() {
         let canvas = Fixtures.render(Fixtures.state())
         #expect(canvas.text == """
-             ferry  ↓ 11.6 MiB/s  ↑ 512.0 KiB/s  3 running, 1 retrying, 1 queued, 1 paused,…
+             ferry  ↓ 11.6 MiB/s  ↑ 512.0 KiB/s  ▶3 ↻1 ·1 ‖1 ✓1 ✗1 ⊘1             4 at once
             ↓ ▶  #1 debian-12.iso ████▎····  47% 300.0/628.0 MiB  11.5 MiB/s 29s
             ↑ ▶  #2 photos.zip    ██▎······  25%    5.0/20.0 MiB 512.0 KiB/s 30s
             ↓ ↻  #3 backup.tar.gz ██▋······  30%  30.0/100.0 MiB             HTTP 503, in 8s
@@ -42,7 +42,7 @@ import Testing
         state.selectedID = TransferID(3)
         let canvas = Fixtures.render(state, unicode: false)
         #expect(canvas.text == """
-             ferry  v 11.6 MiB/s  ^ 512.0 KiB/s  3 running, 1 retrying, 1 queued, 1 paused,~
+             ferry  v 11.6 MiB/s  ^ 512.0 KiB/s  >3 ~1 .1 =1 +1 x1 -1             4 at once
             v >  #1 debian-12.iso [###....]  47% 300.0/628.0 MiB  11.5 MiB/s 29s
             ^ >  #2 photos.zip    [#......]  25%    5.0/20.0 MiB 512.0 KiB/s 30s
             v ~  #3 backup.tar.gz [##.....]  30%  30.0/100.0 MiB             HTTP 503, in 8s
@@ -67,7 +67,7 @@ import Testing
         state.screen = .help
         let canvas = Fixtures.render(state)
         #expect(canvas.text == """
-             ferry  ↓ 11.6 MiB/s  ↑ 512.0 KiB/s  3 running, 1 retrying, 1 queued, 1 paused,…
+             ferry  ↓ 11.6 MiB/s  ↑ 512.0 KiB/s  ▶3 ↻1 ·1 ‖1 ✓1 ✗1 ⊘1             4 at once
              Move                                      l         rate limit of the item
                ↑ k       select the previous item      L         global rate limits
                ↓ j       select the next item
@@ -103,7 +103,7 @@ import Testing
         state.screen = .detail(TransferID(2))
         let canvas = Fixtures.render(state, queue)
         #expect(canvas.text == """
-             ferry  ↓ 11.6 MiB/s  ↑ 512.0 KiB/s  3 running, 1 retrying, 1 queued, 1 paused,…
+             ferry  ↓ 11.6 MiB/s  ↑ 512.0 KiB/s  ▶3 ↻1 ·1 ‖1 ✓1 ✗1 ⊘1             4 at once
              #2 ↑ upload ✓ done
              Name         photos.zip
              URL          https://upload.example.com/put/photos.zip
@@ -159,6 +159,26 @@ import Testing
         #expect(Fixtures.render(state, queue).text.contains(" #1 ↓ download ▶ running, ETA 29s\n"))
     }
 
+    /// Issue 24, bug 4: the view and the filter were the first things a crowded header cut (100 columns in view 2,
+    /// 80 with `/s99`). They never are: the counts shorten to their glyphs, then the settings go, then the rates.
+    @Test func aCrowdedHeaderKeepsTheViewAndTheFilter() {
+        func header(_ width: Int, view: ListView = .all, filter: String = "") -> String {
+            var state = Fixtures.state(width: width)
+            state.view = view
+            state.filter = filter
+            return String(Fixtures.render(state).text.split(separator: "\n", omittingEmptySubsequences: false)[0])
+        }
+        let wide = header(140)
+        #expect(wide.contains("3 running, 1 retrying, 1 queued, 1 paused, 1 done, 1 failed, 1 cancelled ") && wide.hasSuffix(" 4 at once"))
+        let active = header(100, view: .active)
+        #expect(active.contains("▶3 ↻1 ·1 ‖1 ✓1 ✗1 ⊘1 ") && active.hasSuffix(" [active] 4 at once"), "\(active)")
+        let filtered = header(80, filter: "s99")
+        #expect(filtered.hasSuffix(" /s99 4 at once"), "\(filtered)")
+        let narrow = header(40, view: .done, filter: "s99")
+        #expect(narrow.hasSuffix("[done] /s99") && narrow.hasPrefix(" ferry  ↓"), "\(narrow)")
+        #expect(header(12, view: .done, filter: "s99") == "[done] /s99")
+    }
+
     /// Long values wrap after a separator, not in the middle of a word.
     @Test func detailsWrapAtSeparators() {
         let lines = DetailView.wrap("https://example.com/a-long-directory-name/another/file-name.iso?token=abc", width: 40)
@@ -170,7 +190,7 @@ import Testing
         var state = Fixtures.state(width: 40, height: 10)
         state.selectedID = TransferID(2)
         #expect(Fixtures.render(state).text == """
-             ferry  ↓ 11.6 MiB/s  ↑ 512.0 KiB/s  3 …
+             ferry  ↓ 11.6 MiB/s  ↑ 512.0 KiB/s  ▶3…
             ↓ ▶  #1 debian-… ██▊···  47% 29s
             ↑ ▶  #2 photos.… █▌····  25% 30s
             ↓ ↻  #3 backup.… █▊····  30% HTTP 503, …

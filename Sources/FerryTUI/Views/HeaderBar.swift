@@ -1,32 +1,47 @@
 import FerryCore
 
-/// The top row: total down/up rates, counts by state, the view, the filter, the concurrency.
+/// The top row: total down/up rates, counts by state, the view, the filter, the concurrency. When the row is
+/// crowded, what says which rows are shown (the view, the filter) never goes: the counts shorten first (to their
+/// glyphs), then the limits and the concurrency go, then the rates are cut.
 enum HeaderBar {
     static func render(_ state: AppState, _ snapshot: QueueSnapshot, _ context: RenderContext, into canvas: inout Canvas) {
         guard canvas.height > 0 else { return }
         canvas.fill(x: 0, y: 0, count: canvas.width, style: Palette.header)
         let totals = snapshot.totals
-        var left = " ferry  \(context.directionGlyph(.download)) \(ByteFormat.rate(totals.downloadBytesPerSecond))"
+        let rates = " ferry  \(context.directionGlyph(.download)) \(ByteFormat.rate(totals.downloadBytesPerSecond))"
             + "  \(context.directionGlyph(.upload)) \(ByteFormat.rate(totals.uploadBytesPerSecond))  "
         let words: [(TransferState, String)] = [(.running, "running"), (.waiting, "retrying"), (.queued, "queued"),
                                                 (.paused, "paused"), (.completed, "done"), (.failed, "failed"), (.cancelled, "cancelled")]
-        let counts = words.compactMap { state, word in totals.count[state].flatMap { $0 > 0 ? "\($0) \(word)" : nil } }
-        left += counts.isEmpty ? "empty" : counts.joined(separator: ", ")
-        var right = ""
-        if state.view != .all { right += "[\(state.view.title)] " }
-        if !state.filter.isEmpty { right += "/" + context.outside(state.filter) + " " }
+        let present = words.compactMap { state, word in totals.count[state].flatMap { $0 > 0 ? (state, word, $0) : nil } }
+        let counts = present.isEmpty ? "empty" : present.map { "\($0.2) \($0.1)" }.joined(separator: ", ")
+        let glyphs = present.isEmpty ? "empty" : present.map { "\(context.stateGlyph($0.0))\($0.2)" }.joined(separator: " ")
+
+        // What says which rows are shown: never cut (the filter, typed by the user, is made safe and kept short).
+        var shown = ""
+        if state.view != .all { shown += "[\(state.view.title)] " }
+        if !state.filter.isEmpty {
+            shown += "/" + DisplayWidth.truncate(context.outside(state.filter), to: max(4, canvas.width / 3), ellipsis: context.ellipsis) + " "
+        }
+        var settings = ""
         if snapshot.downloadLimit != nil || snapshot.uploadLimit != nil {
-            right += "limit \(context.directionGlyph(.download))\(RateText.typed(snapshot.downloadLimit))"
+            settings += "limit \(context.directionGlyph(.download))\(RateText.typed(snapshot.downloadLimit))"
                 + " \(context.directionGlyph(.upload))\(RateText.typed(snapshot.uploadLimit))  "
         }
-        right += "\(snapshot.maxConcurrent) at once "
-        left = context.ascii(left)
-        let rightWidth = DisplayWidth.of(right)
-        if DisplayWidth.of(left) + 2 + rightWidth <= canvas.width {
+        settings += "\(snapshot.maxConcurrent) at once "
+
+        let candidates = [(rates + counts, shown + settings), (rates + glyphs, shown + settings), (rates + glyphs, shown)]
+        for (left, right) in candidates.map({ (context.ascii($0.0), $0.1) })
+        where DisplayWidth.of(left) + 2 + DisplayWidth.of(right) <= canvas.width {
             canvas.put(left, x: 0, y: 0, style: Palette.header)
-            canvas.put(right, x: canvas.width - rightWidth, y: 0, style: Palette.header)
-        } else {
-            canvas.put(DisplayWidth.truncate(left, to: canvas.width, ellipsis: context.ellipsis), x: 0, y: 0, style: Palette.header)
+            canvas.put(right, x: canvas.width - DisplayWidth.of(right), y: 0, style: Palette.header)
+            return
         }
+        // Still too wide: the left is cut, what is shown stays whole at the right.
+        let right = DisplayWidth.truncate(shown, to: canvas.width, ellipsis: context.ellipsis)
+        let room = canvas.width - DisplayWidth.of(right) - (right.isEmpty ? 0 : 1)
+        if room > 0 {
+            canvas.put(DisplayWidth.truncate(context.ascii(rates + glyphs), to: room, ellipsis: context.ellipsis), x: 0, y: 0, style: Palette.header)
+        }
+        canvas.put(right, x: canvas.width - DisplayWidth.of(right), y: 0, style: Palette.header)
     }
 }
