@@ -169,7 +169,7 @@ import Testing
         #expect(config.downloadSchedule?.entries.map(\.rate) == [512 << 10, nil])
         #expect(config.engine.downloadLimit == 2 << 20 && config.engine.downloadSchedule != nil)
         #expect(try Config.parse("[limits]\ndownload = \"off\"\nupload = 0\n", file: "c.toml") == Config())
-        #expect(message("[limits]\ndownload = \"fast\"\n") == "/etc/ferry.toml:2:1: limits.download: not a rate: 'fast' (expected e.g. 500K, 2M, 1.5M, or 0 for no limit)")
+        #expect(message("[limits]\ndownload = \"fast\"\n") == "/etc/ferry.toml:2:1: limits.download: not a rate: 'fast' (expected e.g. 500K, 2M, 1.5MiB, 2MB, or 0 for no limit)")
         #expect(message("[limits]\nupload = true\n").contains("limits.upload: expected a rate"))
         #expect(message("\n[limits]\nschedule = \"8am,1M\"\n").hasPrefix("/etc/ferry.toml:3:1: limits.schedule: not a schedule entry: '8am,1M'"))
     }

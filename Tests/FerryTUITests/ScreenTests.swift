@@ -68,32 +68,39 @@ import Testing
         let canvas = Fixtures.render(state)
         #expect(canvas.text == """
              ferry  ↓ 11.6 MiB/s  ↑ 512.0 KiB/s  ▶3 ↻1 ·1 ‖1 ✓1 ✗1 ⊘1             4 at once
-             Move                                      l         rate limit of the item
-               ↑ k       select the previous item      L         global rate limits
-               ↓ j       select the next item
-               PgUp      a page up                   Screens
-               PgDn      a page down                   Enter     details of the item
-               g Home    first item                    Esc       back; clears the filter
-               G End     last item                     /         filter by name
-                                                       1         view: all
-             Transfers                                 2         view: active
-               Space p   pause or resume the item      3         view: queued and paused
-               P         pause or resume everything    4         view: done
-               c         cancel the item               5         view: failed and cancelled
-               r         retry failed or cancelled     ?         this help
-               d Del     remove the item (asks)        q         detach (transfers go on)
-               D         remove + delete .part file    Q         stop the engine (asks)
-
-             Queue                                   Prompts
-               a         add a download (URL)          Enter     accept
-               u         add an upload (file, URL)     Esc       abandon
-               J         move the item down            ← → ^A ^E move the cursor
-               K         move the item up              ^U ^W     delete back, a word
-               +         one more transfer at once     y n       answer a question
+             Move                                    Screens
+               ↑ k       select the previous item      Enter     details of the item
+               ↓ j       select the next item          Esc       back; clears the filter
+               PgUp      a page up                     /         filter by name
+               PgDn      a page down                   1         view: all
+               g Home    first item                    2         view: active
+               G End     last item                     3         view: queued and paused
+                                                       4         view: done
+             Transfers                                 5         view: failed and cancelled
+               Space p   pause or resume the item      ?         this help
+               P         pause or resume everything    q         detach (transfers go on)
+               c         cancel the item               Q         stop the engine (asks)
+               r         retry failed or cancelled
+               d Del     remove the item (asks)      Prompts
+               D         remove + delete .part file    Enter     accept
+                                                       Esc       abandon
+             Queue                                     ← → ^A ^E move the cursor
+               a         add a download (URL)          ^U ^W     delete back, a word
+               u         add an upload (file, URL)     y n       answer a question
+               J         move the item down
+               K         move the item up
+               +         one more transfer at once
                -         one transfer fewer at once
             Esc Back  j/k Scroll
             """)
-        for binding in Keymap.standard.bindings { #expect(canvas.text.contains(binding.help)) }
+        // Each section whole under its heading (issue 24, bug 9: a column began with the last keys of a section
+        // and no heading); what does not fit on this screen is a scroll away, all of it on a taller one.
+        var tall = state
+        tall.height = 30
+        let all = Fixtures.render(tall).text
+        for binding in Keymap.standard.bindings { #expect(all.contains(binding.help)) }
+        let dealt = HelpView.columns(HelpView.sections(RenderContext(unicode: true, now: Fixtures.now)), count: 2)
+        #expect(dealt.allSatisfy { $0.first?.1 == Palette.label }, "every column starts with a heading")
     }
 
     @Test func detailOfARetriedUpload() {
