@@ -12,6 +12,13 @@ public enum ByteFormat {
     }
 
     /// "12.3 MiB/s"; negative or non-finite -> "0 B/s".
+    /// Bytes done of a total, in one unit when both have it: `30.0/100.0 MiB` (`512.0 KiB/2.0 MiB` otherwise).
+    public static func progress(_ done: Int64, of total: Int64) -> String {
+        let done = bytes(done), whole = bytes(total)
+        if let space = done.lastIndex(of: " "), whole.hasSuffix(done[space...]) { return "\(done[..<space])/\(whole)" }
+        return "\(done)/\(whole)"
+    }
+
     public static func rate(_ bytesPerSecond: Double) -> String {
         guard bytesPerSecond.isFinite, bytesPerSecond > 0 else { return "0 B/s" }
         return format(min(bytesPerSecond, Double(Int64.max))) + "/s"

@@ -70,6 +70,15 @@ public struct CommandOutcome: Sendable, Codable, Equatable {
 }
 
 extension TransferState {
+    /// The state as a list shows it, one word: `ferry list`'s column and the UI's counts (done, retrying, ...).
+    public var label: String {
+        switch self {
+        case .completed: return "done"
+        case .waiting: return "retrying"
+        default: return rawValue
+        }
+    }
+
     /// The state in words for a sentence ("#2 is done").
     public var word: String {
         switch self {

@@ -303,6 +303,11 @@ public final class SQLiteQueueStore: QueueStore {
         return StoredTransfer.reusable(among: same)
     }
 
+    /// The highest id given so far (0 for an empty queue).
+    public func lastID() throws -> Int64 {
+        try pool.read { db in try Int64.fetchOne(db, sql: "SELECT COALESCE(MAX(id), 0) FROM transfer") ?? 0 }
+    }
+
     public func makeBatch(command: String) throws -> Batch {
         try writing { db in
             let now = Date()

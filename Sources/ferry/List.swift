@@ -23,7 +23,10 @@ struct List: ParsableCommand {
         _ = try common.loadConfig()  // a broken config is reported by every command
         let directory = common.stateDirectory
         let view = QueueView(states: try states.map { (text: String) throws(UsageError) in try Selection.states(text) }, batch: batch)
-        let stream = QueueListing.Stream(json: json) { FileHandle.standardOutput.write($0) }
+        // A header naming the columns for a person at a terminal; none for a script reading a pipe.
+        let stream = QueueListing.Stream(json: json, header: isatty(STDOUT_FILENO) != 0, lastID: QueueListing.lastID(in: directory)) {
+            FileHandle.standardOutput.write($0)
+        }
         try QueueListing.items(of: view, in: directory) { stream.add($0) }
         stream.finish()
     }

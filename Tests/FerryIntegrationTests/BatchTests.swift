@@ -246,7 +246,10 @@ import TestHTTPServer
         #expect(try ids(try await runFerry(["list", "--json", "--state", "failed"], stateDir: state)) == [1, 3])
         #expect(try ids(try await runFerry(["list", "--json", "--batch", "\(batch)"], stateDir: state)) == [5])
         let table = try await runFerry(["list", "--state", "paused"], stateDir: state)
-        #expect(table.stdout.contains("#5\tdown\tpaused\tbatch \(batch)\t"), "\(table.stdout)")
+        // Aligned columns, the UI's words (issue 24, bug 13); no header line for a pipe.
+        #expect(table.stdout.hasPrefix("#5   down  paused     \(String(repeating: " ", count: 5 - "\(batch)".count))\(batch)  "), "\(table.stdout)")
+        let done = try await runFerry(["list", "--state", "done"], stateDir: state)
+        #expect(done.stdout.split(separator: "\n").allSatisfy { $0.dropFirst(11).hasPrefix("done      ") }, "\(done.stdout)")
 
         let retried = try await runFerry(["retry", "--state", "failed,cancelled"], stateDir: state)
         #expect(retried.status == 0, "\(retried.stderr)")

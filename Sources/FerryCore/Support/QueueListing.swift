@@ -40,16 +40,33 @@ public enum QueueListing {
                      headers: item.spec.headers.map { $0.name }, batch: item.batch)
     }
 
-    /// One item's line of the table.
-    static func line(_ item: StoredTransfer) -> String {
-        let item = entry(item)
-        let arrow = item.direction == "download" ? "down" : "up  "
-        let size = item.total.map { "\(ByteFormat.bytes(item.bytes))/\(ByteFormat.bytes($0))" } ?? ByteFormat.bytes(item.bytes)
-        let place = item.destination ?? item.source ?? ""
-        let batch = item.batch.map { "batch \($0)" } ?? "-"
-        var line = "#\(item.id)\t\(arrow)\t\(item.state)\t\(batch)\t\(size)\t\(item.url)\t\(place)"
-        if let error = item.lastError { line += "\t\(error)" }
-        return line + "\n"
+    /// The table's columns: id, direction, state (the words the UI uses), batch and size aligned, then the URL,
+    /// the file, and the last error. `idWidth`: the widest id's (`#1034`).
+    struct Table {
+        var idWidth: Int
+        static let stateWidth = TransferState.allCases.map(\.label.count).max() ?? 9
+        static let batchWidth = 5
+        static let sizeWidth = 19
+
+        var header: String {
+            pad("ID", idWidth) + "  " + pad("DIR", 4) + "  " + pad("STATE", Self.stateWidth) + "  "
+                + pad("BATCH", Self.batchWidth, right: true) + "  " + pad("SIZE", Self.sizeWidth, right: true) + "  URL  FILE\n"
+        }
+
+        func line(_ stored: StoredTransfer) -> String {
+            let item = entry(stored)
+            let size = item.total.map { ByteFormat.progress(item.bytes, of: $0) } ?? ByteFormat.bytes(item.bytes)
+            var line = pad("#\(item.id)", idWidth) + "  " + pad(item.direction == "download" ? "down" : "up", 4) + "  "
+                + pad(stored.state.label, Self.stateWidth) + "  " + pad(item.batch.map(String.init) ?? "-", Self.batchWidth, right: true)
+                + "  " + pad(size, Self.sizeWidth, right: true) + "  " + item.url + "  " + (item.destination ?? item.source ?? "")
+            if let error = item.lastError { line += "  (" + error + ")" }
+            return line + "\n"
+        }
+
+        private func pad(_ text: String, _ width: Int, right: Bool = false) -> String {
+            let fill = String(repeating: " ", count: max(0, width - text.count))
+            return right ? fill + text : text + fill
+        }
     }
 
     /// An entry as one element of a pretty-printed array with sorted keys, as JSONEncoder writes it (written
@@ -107,11 +124,18 @@ public enum QueueListing {
     /// stays flat whatever the queue's length. JSON: one array of entries, as JSONEncoder pretty-prints one.
     public final class Stream {
         private let json: Bool
+        private let table: Table
+        private var header: Bool
         private let write: (Data) -> Void
         private var count = 0
 
-        public init(json: Bool, write: @escaping (Data) -> Void) {
+        /// - Parameters:
+        ///   - header: the table starts with a line naming its columns (when stdout is a terminal).
+        ///   - lastID: the highest id in the queue, for the width of the id column.
+        public init(json: Bool, header: Bool = false, lastID: Int64 = 999, write: @escaping (Data) -> Void) {
             self.json = json
+            self.header = header && !json
+            self.table = Table(idWidth: max(3, "#\(lastID)".count))
             self.write = write
         }
 
@@ -123,7 +147,11 @@ public enum QueueListing {
                     out += count == 0 ? "[\n" : ",\n"
                     out += QueueListing.json(entry(item))
                 } else {
-                    out += line(item)
+                    if header {
+                        out += table.header
+                        header = false
+                    }
+                    out += table.line(item)
                 }
                 count += 1
             }
@@ -141,6 +169,12 @@ public enum QueueListing {
 }
 
 extension QueueListing {
+    /// The highest id in the queue of `directory` (0 for none): the width of a table's id column.
+    public static func lastID(in directory: StateDirectory) -> Int64 {
+        guard FileManager.default.fileExists(atPath: directory.databasePath), let store = try? directory.openStore() else { return 0 }
+        return (try? store.lastID()) ?? 0
+    }
+
     /// The items of `view`, in queue order, handed to `add` in runs of up to 1,000: rows from the store, one at
     /// a time (memory stays flat whatever the queue's length); with an engine running, what moves (running
     /// items, and those waiting for a retry) as it is this moment, and the engine's unwritten changes written

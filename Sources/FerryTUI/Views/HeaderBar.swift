@@ -10,9 +10,8 @@ enum HeaderBar {
         let totals = snapshot.totals
         let rates = " ferry  \(context.directionGlyph(.download)) \(ByteFormat.rate(totals.downloadBytesPerSecond))"
             + "  \(context.directionGlyph(.upload)) \(ByteFormat.rate(totals.uploadBytesPerSecond))  "
-        let words: [(TransferState, String)] = [(.running, "running"), (.waiting, "retrying"), (.queued, "queued"),
-                                                (.paused, "paused"), (.completed, "done"), (.failed, "failed"), (.cancelled, "cancelled")]
-        let present = words.compactMap { state, word in totals.count[state].flatMap { $0 > 0 ? (state, word, $0) : nil } }
+        let order: [TransferState] = [.running, .waiting, .queued, .paused, .completed, .failed, .cancelled]
+        let present = order.compactMap { state in totals.count[state].flatMap { $0 > 0 ? (state, state.label, $0) : nil } }
         let counts = present.isEmpty ? "empty" : present.map { "\($0.2) \($0.1)" }.joined(separator: ", ")
         let glyphs = present.isEmpty ? "empty" : present.map { "\(context.stateGlyph($0.0))\($0.2)" }.joined(separator: " ")
 

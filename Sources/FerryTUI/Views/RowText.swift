@@ -16,12 +16,8 @@ enum RowText {
     }
 
     static func size(_ item: TransferSnapshot) -> String {
-        if let total = item.bytesExpected {
-            // One unit when both have it: `30.0/100.0 MiB` (the row's width goes to the name and the id).
-            let done = ByteFormat.bytes(item.bytesDone), whole = ByteFormat.bytes(total)
-            if let space = done.lastIndex(of: " "), whole.hasSuffix(done[space...]) { return "\(done[..<space])/\(whole)" }
-            return "\(done)/\(whole)"
-        }
+        // One unit when both have it (the row's width goes to the name and the id).
+        if let total = item.bytesExpected { return ByteFormat.progress(item.bytesDone, of: total) }
         return item.bytesDone > 0 || item.state == .running ? ByteFormat.bytes(item.bytesDone) : ""
     }
 
