@@ -7,6 +7,7 @@ struct Ferry: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "ferry",
         abstract: "A terminal upload/download manager with resume, retries and a durable queue.",
+        discussion: "Shell completion: ferry --generate-completion-script bash (or zsh, fish) prints a script to source.",
         version: FerryVersion.text,
         subcommands: [Get.self, Put.self, List.self, Run.self, Pause.self, Resume.self, Cancel.self, Retry.self, Remove.self,
                       Move.self, Jobs.self, Stop.self, Version.self, BackgroundEngine.self]

@@ -20,7 +20,8 @@ struct List: ParsableCommand {
     @OptionGroup var common: CommonOptions
 
     func run() throws {
-        _ = try common.loadConfig()  // a broken config is reported by every command
+        // A broken config is said, but reading the queue does not need it (ferry stop works the same way).
+        do throws(ConfigError) { _ = try common.loadConfig() } catch { printError("\(error.description) (the queue is listed anyway)") }
         let directory = common.stateDirectory
         let view = QueueView(states: try states.map { (text: String) throws(UsageError) in try Selection.states(text) }, batch: batch)
         // A header naming the columns for a person at a terminal; none for a script reading a pipe.

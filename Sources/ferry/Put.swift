@@ -31,7 +31,7 @@ struct Put: AsyncParsableCommand {
     @Option(name: [.customShort("F"), .customLong("form")], help: ArgumentHelp("Form field name=value, or a file part name=@path[;type=mime]. Repeatable.", valueName: "field"))
     var form: [String] = []
 
-    @Option(name: .customLong("field"), help: ArgumentHelp("With -F: the form field FILE is sent as (default 'file').", valueName: "name"))
+    @Option(name: .customLong("field"), help: ArgumentHelp("With -F: the form field FILE is sent as.", valueName: "name"))
     var field: String = "file"
 
     @OptionGroup var limit: RateLimitOption

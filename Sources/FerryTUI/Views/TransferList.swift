@@ -29,7 +29,8 @@ enum TransferList {
             let empty = snapshot.window == nil ? snapshot.items.isEmpty : snapshot.totals.count.values.reduce(0, +) == 0
             let text = empty
                 ? "The queue is empty: a adds a download, u an upload, ? shows the keys."
-                : "Nothing in this view\(state.filter.isEmpty ? "" : " matches the filter") (1 shows all, Esc clears the filter)."
+                : state.filter.isEmpty ? "Nothing in this view (1 shows all)."
+                : "Nothing in this view matches the filter (Esc clears it, 1 shows all)."
             canvas.put(context.ascii(DisplayWidth.truncate(text, to: canvas.width - 2, ellipsis: context.ellipsis)),
                        x: 1, y: top + min(1, rows - 1), style: Palette.dim)
             return
