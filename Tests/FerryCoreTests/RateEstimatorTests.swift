@@ -95,6 +95,27 @@ import Testing
         #expect(e.eta(remaining: 1000) == nil)
     }
 
+    /// Issue 24, bug 7: the wait before a stream's first byte (the connection, the server's answer) is not
+    /// averaged in: a second of nothing then 1.7 MiB/s is 1.7 MiB/s from the first sample with data (it said
+    /// 186 KiB/s, ETA 5m41s).
+    @Test func theWaitBeforeTheFirstByteIsNotAveragedIn() {
+        var e = RateEstimator(halfLife: 2)
+        var t = 0.0
+        var bytes: Int64 = 0
+        for _ in 0...5 {
+            e.add(totalBytes: 0, at: t)
+            t += 0.2
+        }
+        #expect(e.bytesPerSecond == nil)
+        let rate = 1.7 * 1_048_576
+        for _ in 0..<3 {
+            bytes += Int64(rate * 0.2)
+            e.add(totalBytes: bytes, at: t)
+            t += 0.2
+        }
+        #expect(abs(e.bytesPerSecond! - rate) < rate * 0.01, "\(e.bytesPerSecond!)")
+    }
+
     @Test func ignoresNonIncreasingAndBadTime() {
         var e = RateEstimator()
         e.add(totalBytes: 0, at: 5)
@@ -141,10 +162,18 @@ import Testing
         #expect(e.eta(remaining: 5000) == 10)
         #expect(e.eta(remaining: 0) == 0)
         #expect(e.eta(remaining: -3) == 0)
-        var stalled = RateEstimator()
-        stalled.add(totalBytes: 10, at: 0)
+        // Nothing came yet: no rate and no ETA (a rate begins with the first byte; it was 0 before).
+        var waiting = RateEstimator()
+        waiting.add(totalBytes: 10, at: 0)
+        waiting.add(totalBytes: 10, at: 1)
+        #expect(waiting.bytesPerSecond == nil)
+        #expect(waiting.eta(remaining: 100) == nil)
+        // Stalled after data: the rate decays toward 0, and below the floor there is no ETA.
+        var stalled = RateEstimator(halfLife: 0.1)
+        stalled.add(totalBytes: 0, at: 0)
         stalled.add(totalBytes: 10, at: 1)
-        #expect(stalled.bytesPerSecond == 0)
+        stalled.add(totalBytes: 10, at: 10)
+        #expect(stalled.bytesPerSecond! < RateEstimator.minimumRate)
         #expect(stalled.eta(remaining: 100) == nil)
     }
 

@@ -1,5 +1,5 @@
 import FerryCore
-import FerryEngine
+@testable import FerryEngine
 import Foundation
 import Synchronization
 import Testing
@@ -139,6 +139,22 @@ import TestHTTPServer
         #expect(read.isDisjoint(with: ids[..<5]), "items loaded at their add were read back: \(read.sorted())")
         #expect(read.isSuperset(of: ids[5...]), "items past the cache's room must be read when they start")
         for index in 1...12 { #expect(dir.contents("\(index).bin") == body) }
+    }
+
+    /// Issue 24, bug 7: the header's rate is the engine's bytes moved per second, and a file that finishes
+    /// between two samples counts in it (the sum of the running items' rates said 0 B/s while small files came
+    /// one after another). Every byte of 30 small files is counted once; a reload does not count its past again.
+    @Test func everyByteMovedIsCountedOnceForTheHeadersRate() async throws {
+        let body = Resource.randomBytes(count: 7_000, seed: 13)
+        for index in 1...30 { server.route("/m/\(index).bin", .serve(Resource(body: body))) }
+        let manager = try engine()
+        defer { manager.shutdown() }
+        let ids = manager.add((1...30).map { TransferSpec(download: server.url("/m/\($0).bin"), directory: dir.path) })
+        try await finish(manager, Set(ids))
+        #expect(manager.core.withLock { ($0.moved.down, $0.moved.up) } == (30 * 7_000, 0))
+        // The finished items, loaded again from the store (the cache holds 3), bring no bytes of their past.
+        _ = try manager.perform(.retry(Selection(ids: [ids[0].rawValue])))
+        #expect(manager.core.withLock { $0.moved.down } == 30 * 7_000)
     }
 
     /// What each item of the queue costs the engine in memory, loaded or not.

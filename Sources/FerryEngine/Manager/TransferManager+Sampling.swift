@@ -37,6 +37,7 @@ extension TransferManager {
                 let done = transfer.currentBytes
                 if done != transfer.bytesDone { moved = true }
                 transfer.bytesDone = done
+                core.moved.count(transfer, bytes: done)
                 transfer.rate.add(totalBytes: done, at: now)
                 if now - transfer.lastHistorySample >= 1 {
                     transfer.lastHistorySample = now
@@ -44,6 +45,8 @@ extension TransferManager {
                     if transfer.rateHistory.count > Self.rateHistoryLength { transfer.rateHistory.removeFirst() }
                 }
             }
+            core.moved.downRate.add(totalBytes: core.moved.down, at: now)
+            core.moved.upRate.add(totalBytes: core.moved.up, at: now)
             if moved { core.version &+= 1 }
             if !anyRunning, !holders.contains(where: { $0.finishing }) {
                 core.sampler?.cancel()

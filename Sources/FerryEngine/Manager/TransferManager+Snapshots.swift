@@ -14,11 +14,19 @@ extension TransferManager {
         core.withLock { core in
             var totals = QueueTotals()
             totals.count = core.counts.filter { $0.value > 0 }
-            // Only items holding a slot can be running.
+            // The engine's bytes moved per second, finished files included, while anything runs (only items
+            // holding a slot can be running); the sum of the running items' rates until it has two samples.
+            var running = false
             for id in core.slotHolders.keys {
-                guard let transfer = core.items[id], transfer.state == .running, let rate = transfer.rate.bytesPerSecond else { continue }
+                guard let transfer = core.items[id], transfer.state == .running else { continue }
+                running = true
+                guard let rate = transfer.rate.bytesPerSecond else { continue }
                 if transfer.spec.direction == .download { totals.downloadBytesPerSecond += rate }
                 else { totals.uploadBytesPerSecond += rate }
+            }
+            if running {
+                totals.downloadBytesPerSecond = core.moved.downRate.bytesPerSecond ?? totals.downloadBytesPerSecond
+                totals.uploadBytesPerSecond = core.moved.upRate.bytesPerSecond ?? totals.uploadBytesPerSecond
             }
             let (rows, total) = window(view ?? .everything, &core)
             var items: [TransferSnapshot] = []

@@ -67,6 +67,26 @@ public final class TransferManager: Sendable {
         /// as the scheduler walks; it goes back to 0 when the queue's order changes or an item in it is
         /// changed so that it is settled no more (a retry of a failed file).
         var settledPrefix = 0
+        /// Bytes moved by this engine's transfers, downloads and uploads, and their rates: the header's totals.
+        /// Counted as transfers run and when they finish, so a file done between two samples counts too (the sum
+        /// of the running items' rates said 0 B/s while small files came one after another).
+        var moved = Moved()
+
+        struct Moved {
+            var down: Int64 = 0
+            var up: Int64 = 0
+            var downRate = RateEstimator()
+            var upRate = RateEstimator()
+
+            /// Counts what `transfer` moved since it was last counted.
+            mutating func count(_ transfer: Transfer, bytes: Int64) {
+                let delta = bytes - transfer.countedBytes
+                transfer.countedBytes = bytes
+                guard delta > 0 else { return }  // a restart from zero counts from there
+                if transfer.spec.direction == .download { down += delta } else { up += delta }
+            }
+        }
+
         /// The items that hold a connection slot or are finishing, with their hosts: what the scheduler counts
         /// against the caps. Kept up to date from `changed` (syncSlotHolders), so that no pass over the queue
         /// is needed to count them (a pass per change made a long queue quadratic: 1,000 files, 4,000 passes).
@@ -130,7 +150,10 @@ public final class TransferManager: Sendable {
             for id in removedNow { slotHolders[id] = nil }
             for id in changed {
                 guard let item = items[id] else { slotHolders[id] = nil; continue }
-                slotHolders[id] = item.holdsSlot || item.finishing ? item.host : nil
+                let holds = item.holdsSlot || item.finishing
+                // Leaving its slot: what it moved since the last sample counts now.
+                if !holds, slotHolders[id] != nil { moved.count(item, bytes: item.bytesDone) }
+                slotHolders[id] = holds ? item.host : nil
             }
         }
 

@@ -16,6 +16,7 @@ extension Transfer {
         bytesDone = stored.bytesDone
         bytesExpected = stored.bytesExpected
         highWater = stored.bytesDone
+        countedBytes = stored.bytesDone  // what it had before this engine's count of bytes moved began
         retries = stored.retries
         attempts = stored.attempts
         lastError = stored.lastError

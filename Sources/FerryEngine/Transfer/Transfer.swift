@@ -107,6 +107,8 @@ final class Transfer {
     /// The smoothed rate once a second, oldest first, at most a minute of it.
     var rateHistory: [Double] = []
     var lastHistorySample: TimeInterval = 0
+    /// Of its bytes, those counted in the engine's total of bytes moved (Core.moved).
+    var countedBytes: Int64 = 0
 
     init(id: TransferID, spec: TransferSpec, state: TransferState, policy: RetryPolicy, retryUploads: Bool) {
         self.id = id
