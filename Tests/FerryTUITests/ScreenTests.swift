@@ -14,7 +14,7 @@ import Testing
     @Test func queueWithEveryState() {
         let canvas = Fixtures.render(Fixtures.state())
         #expect(canvas.text == """
-             ferry  ↓ 11.6 MiB/s  ↑ 512.0 KiB/s  ▶3 ↻1 ·1 ‖1 ✓1 ✗1 ⊘1             4 at once
+             ferry  ↓ 11.6 MiB/s  ↑ 512.0 KiB/s  ▶3 ↻1 ·1 ‖1 ✓1 ✗1 ⊘1         1/9 4 at once
             ↓ ▶  #1 debian-12.iso ████▎····  47% 300.0/628.0 MiB  11.5 MiB/s 29s
             ↑ ▶  #2 photos.zip    ██▎······  25%    5.0/20.0 MiB 512.0 KiB/s 30s
             ↓ ↻  #3 backup.tar.gz ██▋······  30%  30.0/100.0 MiB             HTTP 503, in 8s
@@ -42,7 +42,7 @@ import Testing
         state.selectedID = TransferID(3)
         let canvas = Fixtures.render(state, unicode: false)
         #expect(canvas.text == """
-             ferry  v 11.6 MiB/s  ^ 512.0 KiB/s  >3 ~1 .1 =1 +1 x1 -1             4 at once
+             ferry  v 11.6 MiB/s  ^ 512.0 KiB/s  >3 ~1 .1 =1 +1 x1 -1         3/9 4 at once
             v >  #1 debian-12.iso [###....]  47% 300.0/628.0 MiB  11.5 MiB/s 29s
             ^ >  #2 photos.zip    [#......]  25%    5.0/20.0 MiB 512.0 KiB/s 30s
             v ~  #3 backup.tar.gz [##.....]  30%  30.0/100.0 MiB             HTTP 503, in 8s
@@ -179,6 +179,8 @@ import Testing
         #expect(wide.contains("3 running, 1 retrying, 1 queued, 1 paused, 1 done, 1 failed, 1 cancelled ") && wide.hasSuffix(" 4 at once"))
         let active = header(100, view: .active)
         #expect(active.contains("▶3 ↻1 ·1 ‖1 ✓1 ✗1 ⊘1 ") && active.hasSuffix(" [active] 4 at once"), "\(active)")
+        // Where the selection is among the rows shown.
+        #expect(header(80).hasSuffix(" 1/9 4 at once"), "\(header(80))")
         let filtered = header(80, filter: "s99")
         #expect(filtered.hasSuffix(" /s99 4 at once"), "\(filtered)")
         let narrow = header(40, view: .done, filter: "s99")
@@ -197,7 +199,7 @@ import Testing
         var state = Fixtures.state(width: 40, height: 10)
         state.selectedID = TransferID(2)
         #expect(Fixtures.render(state).text == """
-             ferry  ↓ 11.6 MiB/s  ↑ 512.0 KiB/s  ▶3…
+             ferry  ↓ 11.6 MiB/s  ↑ 512.0 KiB/… 2/9
             ↓ ▶  #1 debian-… ██▊···  47% 29s
             ↑ ▶  #2 photos.… █▌····  25% 30s
             ↓ ↻  #3 backup.… █▊····  30% HTTP 503, …

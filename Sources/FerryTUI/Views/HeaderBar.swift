@@ -1,8 +1,9 @@
 import FerryCore
 
-/// The top row: total down/up rates, counts by state, the view, the filter, the concurrency. When the row is
-/// crowded, what says which rows are shown (the view, the filter) never goes: the counts shorten first (to their
-/// glyphs), then the limits and the concurrency go, then the rates are cut.
+/// The top row: total down/up rates, counts by state, the selection's place, the view, the filter, the
+/// concurrency. When the row is crowded, what says which rows are shown (the place, the view, the filter) never
+/// goes: the counts shorten first (to their glyphs), then the limits and the concurrency go, then the rates
+/// are cut.
 enum HeaderBar {
     static func render(_ state: AppState, _ snapshot: QueueSnapshot, _ context: RenderContext, into canvas: inout Canvas) {
         guard canvas.height > 0 else { return }
@@ -15,8 +16,13 @@ enum HeaderBar {
         let counts = present.isEmpty ? "empty" : present.map { "\($0.2) \($0.1)" }.joined(separator: ", ")
         let glyphs = present.isEmpty ? "empty" : present.map { "\(context.stateGlyph($0.0))\($0.2)" }.joined(separator: " ")
 
-        // What says which rows are shown: never cut (the filter, typed by the user, is made safe and kept short).
+        // What says which rows are shown, and where the selection is among them (`512/2041`): never cut (the
+        // filter, typed by the user, is made safe and kept short).
         var shown = ""
+        if state.screen == .list {
+            let rows = state.rows(snapshot)
+            if let index = state.selectionIndex(in: rows) { shown += "\(index + 1)/\(rows.total) " }
+        }
         if state.view != .all { shown += "[\(state.view.title)] " }
         if !state.filter.isEmpty {
             shown += "/" + DisplayWidth.truncate(context.outside(state.filter), to: max(4, canvas.width / 3), ellipsis: context.ellipsis) + " "
