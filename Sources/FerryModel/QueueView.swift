@@ -104,6 +104,9 @@ public struct QueueWindow: Sendable, Codable, Equatable {
     /// The view's states and filter.
     public var states: [TransferState]?
     public var filter: String?
+    /// In a view of every item: the row of the first running item (where a screen opens on a long queue of
+    /// finished files), nil when none runs.
+    public var firstRunning: Int?
 
     public init(offset: Int, total: Int, of view: QueueView? = nil) {
         self.offset = offset

@@ -157,6 +157,23 @@ import TestHTTPServer
         #expect(manager.core.withLock { $0.moved.down } == 30 * 7_000)
     }
 
+    /// Issue 24: a window of the whole queue says where its first running item is, so a screen opens there and
+    /// not on the top of a long run of finished files.
+    @Test func aWindowOfTheWholeQueueSaysWhereTheFirstRunningItemIs() async throws {
+        let small = Resource.randomBytes(count: 2_000, seed: 17)
+        let slow = Resource.randomBytes(count: 4 << 20, seed: 19)
+        for index in 1...3 { server.route("/o/\(index).bin", .serve(Resource(body: small))) }
+        for index in 4...6 { server.route("/o/\(index).bin", .serve(Resource(body: slow), ServeOptions(bytesPerSecond: 64 << 10))) }
+        let manager = try engine()
+        defer { manager.shutdown() }
+        let ids = manager.add((1...6).map { TransferSpec(download: server.url("/o/\($0).bin"), directory: dir.path) })
+        try await finish(manager, Set(ids[..<3]))
+        try await eventually("#4 runs") { manager.snapshot(of: ids[3])?.state == .running }
+        #expect(manager.snapshot(QueueView(offset: 0, limit: 2)).window?.firstRunning == 3)
+        _ = try manager.perform(.pause(Selection(all: true)))
+        #expect(manager.snapshot(QueueView(offset: 0, limit: 2)).window?.firstRunning == nil)
+    }
+
     /// What each item of the queue costs the engine in memory, loaded or not.
     @Test func anIndexEntryIsThirtyTwoBytes() {
         #expect(TransferManager.indexEntrySize == 32)

@@ -91,3 +91,30 @@ import Testing
         #expect(!Fixtures.render(all, failedView).text.contains(".bin"))
     }
 }
+
+/// Issue 24: `ferry` on a queue opens on what is active, not on the top of thousands of finished items.
+@Suite struct OpenOnActiveTests {
+    @Test func theSelectionGoesToTheFirstRunningRowOnce() {
+        var state = Fixtures.state()
+        var snapshot = QueueSnapshot(version: 1, items: [], totals: QueueTotals(), maxConcurrent: 4, maxPerHost: 4)
+        snapshot.window = QueueWindow(offset: 0, total: 2_041)
+        snapshot.window?.firstRunning = 511
+        state.openOnActive(snapshot)
+        #expect(state.selectedIndex == 511 && state.opened)
+        // Once: a later window does not move it.
+        snapshot.window?.firstRunning = 7
+        state.openOnActive(snapshot)
+        #expect(state.selectedIndex == 511)
+        // Nothing runs: the top.
+        var idle = Fixtures.state()
+        snapshot.window?.firstRunning = nil
+        idle.openOnActive(snapshot)
+        #expect(idle.selectedIndex == 0 && idle.opened)
+        // The whole queue in hand (an engine in this process): its first running row.
+        var local = Fixtures.state()
+        var queue = Fixtures.queue()
+        queue.items.swapAt(0, 6)  // a finished item first
+        local.openOnActive(queue)
+        #expect(local.selectedIndex == 1)
+    }
+}

@@ -51,8 +51,21 @@ extension TransferManager {
             snapshot.downloadLimit = rates.download
             snapshot.uploadLimit = rates.upload
             snapshot.window = view.map { QueueWindow(offset: $0.offset, total: total, of: $0) }
+            if let view, view.selectsAll { snapshot.window?.firstRunning = Self.firstRunning(core) }
             return snapshot
         }
+    }
+
+    /// The row of the first running item: after the settled head of the queue, a walk of at most 100,000 rows
+    /// (the items that run are near the first that are not done).
+    private static func firstRunning(_ core: Core) -> Int? {
+        guard core.slotHolders.values.isEmpty == false else { return nil }
+        let start = min(core.settledPrefix, core.queue.count)
+        for at in start..<min(core.queue.count, start + 100_000) {
+            let entry = core.queue[at]
+            if (core.items[entry.id]?.state ?? entry.state) == .running { return at }
+        }
+        return nil
     }
 
     /// The records of `view`'s window, as the store keeps them with the bytes done now, and the rows in the

@@ -81,6 +81,8 @@ public struct AppState: Sendable, Equatable {
     /// The transfers-at-once value last asked of the engine, and the value the snapshot showed then: until the
     /// snapshot shows another, presses of + and - count from what was asked, so that quick presses add up.
     public var concurrencyAsked: ConcurrencyAsk?
+    /// The first rows have come and the selection was placed on what is active (openOnActive).
+    public var opened = false
 
     public struct ConcurrencyAsk: Sendable, Equatable {
         public var shown: Int
@@ -154,6 +156,22 @@ public struct AppState: Sendable, Equatable {
 
     /// The index (in the whole view) of the selected row: the selected item if the rows hold it, else the row
     /// where it was.
+    /// A screen opening on a queue starts on what is active: the first running item (the top when nothing runs),
+    /// not the top of thousands of finished ones. Once, before any key: `opened` keeps it from moving later.
+    public mutating func openOnActive(_ snapshot: QueueSnapshot) {
+        guard !opened else { return }
+        if let window = snapshot.window {
+            guard window.answers(queueView) else { return }  // the view's rows are on their way
+            if selectedID == nil, selectedIndex == 0, let first = window.firstRunning { selectedIndex = first }
+        } else {
+            guard !snapshot.items.isEmpty else { return }  // nothing has come yet
+            guard selectedID == nil, selectedIndex == 0 else { opened = true; return }
+            let rows = rows(snapshot)
+            if let first = (0..<rows.total).first(where: { rows[$0]?.state == .running }) { selectedIndex = first }
+        }
+        opened = true
+    }
+
     public func selectionIndex(in rows: ListRows) -> Int? {
         guard rows.total > 0 else { return nil }
         // Where it was last time, unless the queue moved under it: no scan of a long queue on most frames.

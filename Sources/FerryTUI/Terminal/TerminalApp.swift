@@ -193,12 +193,19 @@ public final class TerminalApp {
         var snapshot = queue.snapshot()
         defer { arm(for: snapshot) }
         var changed = false
+        // Before any key: the selection goes to what is active once the first rows have come.
+        if !state.opened {
+            state.openOnActive(snapshot)
+            changed = changed || state.opened
+        }
         while let event = terminal.readEvent() {
             changed = true
             switch event {
             case .resize:
                 break
             case let .key(key):
+                // A key before the first rows: the user leads; the selection is not moved for them later.
+                state.opened = true
                 state.width = terminal.width
                 state.height = terminal.height
                 let (next, commands) = reduce(state, key, snapshot)
