@@ -188,6 +188,17 @@ import Testing
         #expect(header(12, view: .done, filter: "s99") == "[done] /s99")
     }
 
+    /// Issue 24: items of the same name are told apart by their host and the last directory of their path.
+    @Test func itemsOfTheSameNameAreToldApart() {
+        var queue = Fixtures.queue()
+        queue.items[5] = Fixtures.item(6, "index.html", .failed, url: "https://a.example/v1/index.html")
+        queue.items[7] = Fixtures.item(8, "index.html", .queued, url: "https://b.example/index.html")
+        let text = Fixtures.render(Fixtures.state(width: 100), queue).text
+        #expect(text.contains("#6 index.html (a.example/v1)"), "\(text)")
+        #expect(text.contains("#8 index.html (b.example)"), "\(text)")
+        #expect(text.contains("#1 debian-12.iso "))
+    }
+
     /// Long values wrap after a separator, not in the middle of a word.
     @Test func detailsWrapAtSeparators() {
         let lines = DetailView.wrap("https://example.com/a-long-directory-name/another/file-name.iso?token=abc", width: 40)

@@ -3,6 +3,14 @@ import Foundation
 
 /// The words a transfer's row and detail view show: percent, sizes, rate, ETA or state word.
 enum RowText {
+    /// Where an item comes from (or goes to), in a few words: the host and the last directory of the URL's path
+    /// (`a.example/v2`), to tell items of the same name apart.
+    static func origin(_ item: TransferSnapshot) -> String {
+        let host = item.spec.url.host ?? "?"
+        let directories = item.spec.url.path.split(separator: "/").dropLast()
+        return directories.last.map { "\(host)/\($0)" } ?? host
+    }
+
     /// A failed or cancelled upload: nothing of it is kept on the other side (a retry sends it all again).
     static func keepsNothing(_ item: TransferSnapshot) -> Bool {
         item.spec.direction == .upload && (item.state == .failed || item.state == .cancelled)

@@ -41,10 +41,14 @@ enum TransferList {
         let shown = (first..<min(items.total, first + rows)).map { items[$0] }
 
         struct Row { var item: TransferSnapshot; var id, name, percent, size, rate, status: String }
+        // Items of the same name (index.html from two hosts) are told apart by where they come from.
+        var named: [String: Int] = [:]
+        for item in shown.compactMap({ $0 }) { named[item.displayName, default: 0] += 1 }
         let texts = shown.map { item -> Row? in
             guard let item else { return nil }
+            let name = named[item.displayName, default: 0] > 1 ? "\(item.displayName) (\(RowText.origin(item)))" : item.displayName
             return
-                Row(item: item, id: item.id.description, name: context.outside(item.displayName), percent: RowText.percent(item),
+                Row(item: item, id: item.id.description, name: context.outside(name), percent: RowText.percent(item),
                     size: RowText.size(item), rate: RowText.rate(item), status: context.outside(RowText.status(item, now: context.now)))
         }
         func widest(_ key: KeyPath<Row, String>) -> Int { texts.map { $0.map { DisplayWidth.of($0[keyPath: key]) } ?? 0 }.max() ?? 0 }
