@@ -11,7 +11,6 @@ final class HeadlessRun: Sendable {
     private let configuration: EngineConfiguration
     private let hooks: HookSettings
     private let logPath: String
-    private let reporter = Reporter()
 
     /// `hooks` run as items end, their output going to `logPath` (the state directory's engine log).
     init(configuration: EngineConfiguration, hooks: HookSettings, logPath: String) {
@@ -27,6 +26,7 @@ final class HeadlessRun: Sendable {
     /// otherwise. Without a directory (a private queue) no socket is served.
     func run(_ specs: [TransferSpec], store: any QueueStore, directory: StateDirectory?, lock: EngineLock?,
              includeQueued: Bool = false, force: Bool = false) async -> Int32 {
+        let reporter = Reporter(showsIDs: directory != nil)
         let engine: EngineAssembly
         do {
             engine = try EngineAssembly(configuration: configuration, hookSettings: hooks, logPath: logPath, store: store,

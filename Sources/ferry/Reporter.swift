@@ -12,10 +12,22 @@ final class Reporter: Sendable {
     private let lastPrinted = Mutex<[TransferID: Int64]>([:])
     private let lastAttemptShown = Mutex<[TransferID: Int]>([:])
     let output = DispatchQueue(label: "ferry.output")
+    /// Items of the state directory's queue are named with their ids; those of a private queue (an upload from
+    /// standard input, run in this process) are not: their `#1` is not the queue's `#1`.
+    private let showsIDs: Bool
+
+    init(showsIDs: Bool = true) {
+        self.showsIDs = showsIDs
+    }
+
+    /// How a line names an item: `#3 name`, or the name alone for a private queue's item.
+    private func label(_ id: TransferID, _ name: String) -> String {
+        showsIDs ? "\(id) \(name)" : name
+    }
 
     /// A line for the item's new state (once per attempt while it runs).
     func stateChanged(_ item: TransferSnapshot) {
-        let name = TerminalSafe.sanitize(item.displayName)
+        let name = label(item.id, TerminalSafe.sanitize(item.displayName))
         let line: String
         switch item.state {
         case .running:
@@ -24,21 +36,21 @@ final class Reporter: Sendable {
                   lastAttemptShown.withLock({ $0.updateValue(attempt.number, forKey: item.id) }) != attempt.number
             else { return }
             line = attempt.fromOffset > 0
-                ? "\(item.id) \(name): resuming at \(ByteFormat.bytes(attempt.fromOffset)) (attempt \(attempt.number))"
-                : "\(item.id) \(name): \(item.spec.direction == .upload ? "uploading" : "downloading") (attempt \(attempt.number))"
+                ? "\(name): resuming at \(ByteFormat.bytes(attempt.fromOffset)) (attempt \(attempt.number))"
+                : "\(name): \(item.spec.direction == .upload ? "uploading" : "downloading") (attempt \(attempt.number))"
         case .waiting:
             let wait = item.nextRetryAt.map { max(0, $0.timeIntervalSinceNow) } ?? 0
-            line = "\(item.id) \(name): retry \(item.retries)/\(item.maxRetries) in \(ByteFormat.duration(wait.rounded(.up))): \(TerminalSafe.sanitize(item.lastError ?? ""))"
+            line = "\(name): retry \(item.retries)/\(item.maxRetries) in \(ByteFormat.duration(wait.rounded(.up))): \(TerminalSafe.sanitize(item.lastError ?? ""))"
         case .completed where item.spec.direction == .upload:
             let status = item.response.map { " (HTTP \($0.status))" } ?? ""
-            line = "\(item.id) \(name): done, \(ByteFormat.bytes(item.bytesDone)) sent\(status)"
+            line = "\(name): done, \(ByteFormat.bytes(item.bytesDone)) sent\(status)"
         case .completed:
-            line = "\(item.id) \(name): done, \(ByteFormat.bytes(item.bytesDone))"
+            line = "\(name): done, \(ByteFormat.bytes(item.bytesDone))"
         case .failed:
             // In a few words: the whole reason is said once, with the results (`failed: URL: reason`).
-            line = "\(item.id) \(name): failed (\(TerminalSafe.sanitize(item.lastError.map(TransferFailure.short) ?? "unknown error")))"
+            line = "\(name): failed (\(TerminalSafe.sanitize(item.lastError.map(TransferFailure.short) ?? "unknown error")))"
         case .queued, .paused, .cancelled:
-            line = "\(item.id) \(name): \(item.state.rawValue)"
+            line = "\(name): \(item.state.rawValue)"
         }
         output.async { printError(line) }
     }
@@ -70,7 +82,7 @@ final class Reporter: Sendable {
                 return last[item.id] != item.bytesDone
             }
             guard changed else { continue }
-            var line = "\(item.id) \(TerminalSafe.sanitize(item.displayName)): "
+            var line = label(item.id, TerminalSafe.sanitize(item.displayName)) + ": "
             if let progress = item.progress, let total = item.bytesExpected {
                 line += "\(Int(progress * 100))% \(ByteFormat.bytes(item.bytesDone))/\(ByteFormat.bytes(total))"
             } else {

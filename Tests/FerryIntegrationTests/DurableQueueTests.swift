@@ -84,6 +84,16 @@ import TestHTTPServer
         #expect(missing.status == 1)
         #expect(missing.stderr.contains("failed: \(server.url("/missing.txt").absoluteString): HTTP 404 Not Found"))
         #expect(missing.stdout.isEmpty)
+        // An upload from standard input runs in this process, on a queue of its own: its lines do not number it
+        // `#1` beside the engine's own #1 (issue 24, bug 14).
+        server.route("/piped", .status(201, body: Data("piped ok".utf8)))
+        let piped = try await runFerry(["put", "-", server.url("/piped").absoluteString], stateDir: state) { handle in
+            handle.write(Data("from a pipe".utf8))
+            try? handle.close()
+        }
+        #expect(piped.status == 0, "\(piped.stderr)")
+        #expect(piped.stdout == "piped ok")
+        #expect(piped.stderr.contains("ferry: stdin: uploading") && !piped.stderr.contains("#1"), "\(piped.stderr)")
         await exited(engine)
         #expect(engine.terminationStatus == 0)
         #expect(FileManager.default.contents(atPath: downloads + "/slow.bin") == slow.body)
