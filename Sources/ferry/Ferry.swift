@@ -153,12 +153,22 @@ struct NetrcOption: ParsableArguments {
     }
 }
 
-struct CommonOptions: ParsableArguments {
+/// Where the queue and the config are: every command's options (a verb's `--help` lists only what it takes).
+struct StateOptions: ParsableArguments {
     @Option(name: .customLong("state-dir"), help: ArgumentHelp("Where the queue is kept (default: $FERRY_STATE_DIR, else $XDG_STATE_HOME/ferry).", valueName: "dir"))
     var stateDir: String?
 
     @Option(name: .customLong("config"), help: ArgumentHelp("Config file (default: $FERRY_CONFIG, else $XDG_CONFIG_HOME/ferry/config.toml).", valueName: "file"))
     var config: String?
+
+    var stateDirectory: StateDirectory { StateDirectory(option: stateDir) }
+
+    func loadConfig() throws(ConfigError) -> Config { try Config.load(option: config) }
+}
+
+/// The options of the commands that run transfers or a UI (`ferry`, get, put, run, the engine): where, and how.
+struct CommonOptions: ParsableArguments {
+    @OptionGroup var state: StateOptions
 
     @Flag(name: .customLong("no-tui"), help: "Run without the terminal UI (implied when stdout is not a terminal).")
     var noTUI = false
@@ -176,9 +186,10 @@ struct CommonOptions: ParsableArguments {
         if let retries, retries < 0 { throw ValidationError("--retries needs 0 or more, got \(retries)") }
     }
 
-    var stateDirectory: StateDirectory { StateDirectory(option: stateDir) }
+    var config: String? { state.config }
+    var stateDirectory: StateDirectory { state.stateDirectory }
 
-    func loadConfig() throws(ConfigError) -> Config { try Config.load(option: config) }
+    func loadConfig() throws(ConfigError) -> Config { try state.loadConfig() }
 
     /// This process as a headless engine, with the config's hooks logging to the state directory's log.
     func headlessRun(_ config: Config) -> HeadlessRun {

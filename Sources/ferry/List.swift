@@ -17,7 +17,7 @@ struct List: ParsableCommand {
     @Option(name: .customLong("batch"), help: ArgumentHelp("Only the items of this batch.", valueName: "id"))
     var batch: Int64?
 
-    @OptionGroup var common: CommonOptions
+    @OptionGroup var common: StateOptions
 
     func run() throws {
         // A broken config is said, but reading the queue does not need it (ferry stop works the same way).

@@ -45,7 +45,7 @@ extension QueueMove: ExpressibleByArgument {}
 protocol ItemVerbCommand: ParsableCommand {
     static func command(_ selection: Selection) -> QueueCommand
     var selection: ItemSelection { get }
-    var common: CommonOptions { get }
+    var common: StateOptions { get }
 }
 
 extension ItemVerbCommand {
@@ -56,28 +56,28 @@ struct Pause: ItemVerbCommand {
     static let configuration = CommandConfiguration(abstract: "Pause items (their .part files stay).")
     static func command(_ selection: Selection) -> QueueCommand { .pause(selection) }
     @OptionGroup var selection: ItemSelection
-    @OptionGroup var common: CommonOptions
+    @OptionGroup var common: StateOptions
 }
 
 struct Resume: ItemVerbCommand {
     static let configuration = CommandConfiguration(abstract: "Queue paused items again; they continue where they stopped.")
     static func command(_ selection: Selection) -> QueueCommand { .resume(selection) }
     @OptionGroup var selection: ItemSelection
-    @OptionGroup var common: CommonOptions
+    @OptionGroup var common: StateOptions
 }
 
 struct Cancel: ItemVerbCommand {
     static let configuration = CommandConfiguration(abstract: "Cancel items (their .part files stay for retry).")
     static func command(_ selection: Selection) -> QueueCommand { .cancel(selection) }
     @OptionGroup var selection: ItemSelection
-    @OptionGroup var common: CommonOptions
+    @OptionGroup var common: StateOptions
 }
 
 struct Retry: ItemVerbCommand {
     static let configuration = CommandConfiguration(abstract: "Queue failed or cancelled items again with a fresh retry budget.")
     static func command(_ selection: Selection) -> QueueCommand { .retry(selection) }
     @OptionGroup var selection: ItemSelection
-    @OptionGroup var common: CommonOptions
+    @OptionGroup var common: StateOptions
 }
 
 struct Remove: ParsableCommand {
@@ -85,7 +85,7 @@ struct Remove: ParsableCommand {
     @OptionGroup var selection: ItemSelection
     @Flag(name: .customLong("delete-part"), help: "Also delete their .part files.")
     var deletePart = false
-    @OptionGroup var common: CommonOptions
+    @OptionGroup var common: StateOptions
     func run() throws { try QueueVerb.run(.remove(selection.parsed(), deletePart: deletePart), common) }
 }
 
@@ -93,7 +93,7 @@ struct Move: ParsableCommand {
     static let configuration = CommandConfiguration(abstract: "Move an item in the queue: up, down, top or bottom.")
     @Argument(help: "The item's id.") var id: String
     @Argument(help: "up, down, top or bottom.") var direction: QueueMove
-    @OptionGroup var common: CommonOptions
+    @OptionGroup var common: StateOptions
     func run() throws {
         try QueueVerb.run(.move(TransferID(ItemSelection.parse(id: id)[0]), direction), common)
     }
@@ -102,7 +102,7 @@ struct Move: ParsableCommand {
 struct Jobs: ParsableCommand {
     static let configuration = CommandConfiguration(abstract: "Show or set how many transfers the running engine runs at once.")
     @Argument(help: "Transfers at once (1 to 256); without it, the value in force is printed.") var count: Int?
-    @OptionGroup var common: CommonOptions
+    @OptionGroup var common: StateOptions
     func validate() throws {
         if let count, !ConcurrencyCaps.range.contains(count) { throw ValidationError("transfers at once: 1 to 256, got \(count)") }
     }
@@ -146,7 +146,7 @@ struct Jobs: ParsableCommand {
 
 struct Stop: ParsableCommand {
     static let configuration = CommandConfiguration(abstract: "Stop the running engine; running items keep their .part files and resume next time.")
-    @OptionGroup var common: CommonOptions
+    @OptionGroup var common: StateOptions
     func run() throws {
         guard let client = ControlClient.connect(common.stateDirectory) else {
             print("no engine is running")
@@ -163,7 +163,7 @@ struct Stop: ParsableCommand {
 /// A queue command from the shell: through the running engine, or on the stored queue when none runs (the
 /// lock is held meanwhile, so no engine starts halfway). Prints what it changed and what it left.
 enum QueueVerb {
-    static func run(_ command: QueueCommand, _ common: CommonOptions) throws {
+    static func run(_ command: QueueCommand, _ common: StateOptions) throws {
         _ = try common.loadConfig()  // a broken config is reported by every command
         let result: CommandResult
         switch try EngineStartup.begin(common.stateDirectory) {
