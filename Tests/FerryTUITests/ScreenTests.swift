@@ -199,6 +199,26 @@ import Testing
         #expect(text.contains("#1 debian-12.iso "))
     }
 
+    /// Issue 24: the header shows the last minute's total rate as a small graph, in eighth blocks (ASCII outside
+    /// UTF-8), and drops it first when the row is crowded.
+    @Test func theHeaderGraphsTheLastMinutesRate() {
+        var state = Fixtures.state(width: 140)
+        for (second, rate) in [0.0, 1, 2, 4, 8, 8, 4, 2, 1, 0].enumerated() {
+            var snapshot = Fixtures.queue()
+            snapshot.totals.downloadBytesPerSecond = rate * 1024
+            snapshot.totals.uploadBytesPerSecond = 0
+            state.sampleRate(snapshot, second: second + 1)
+            state.sampleRate(snapshot, second: second + 1)  // once a second
+        }
+        #expect(state.rateHistory.count == 10)
+        let wide = String(Fixtures.render(state).text.split(separator: "\n")[0])
+        #expect(wide.contains(" ▁▂▃▅██▅▃▂▁  3 running,"), "\(wide)")
+        let ascii = String(Fixtures.render(state, unicode: false).text.split(separator: "\n")[0])
+        #expect(ascii.contains(" _.:=##=:._  3 running,"), "\(ascii)")
+        state.width = 80
+        #expect(!String(Fixtures.render(state).text.split(separator: "\n")[0]).contains("▅"))
+    }
+
     /// Long values wrap after a separator, not in the middle of a word.
     @Test func detailsWrapAtSeparators() {
         let lines = DetailView.wrap("https://example.com/a-long-directory-name/another/file-name.iso?token=abc", width: 40)

@@ -83,6 +83,18 @@ public struct AppState: Sendable, Equatable {
     public var concurrencyAsked: ConcurrencyAsk?
     /// The first rows have come and the selection was placed on what is active (openOnActive).
     public var opened = false
+    /// The total rate (down and up) once a second while frames are drawn, the last minute of it: the header's
+    /// graph. Nothing is sampled while nothing moves (no frame is drawn then).
+    public var rateHistory: [Double] = []
+    var rateSecond = 0
+
+    /// Takes the snapshot's total rate as this second's sample (once a second).
+    public mutating func sampleRate(_ snapshot: QueueSnapshot, second: Int) {
+        guard second != rateSecond else { return }
+        rateSecond = second
+        rateHistory.append(snapshot.totals.downloadBytesPerSecond + snapshot.totals.uploadBytesPerSecond)
+        if rateHistory.count > 60 { rateHistory.removeFirst(rateHistory.count - 60) }
+    }
 
     public struct ConcurrencyAsk: Sendable, Equatable {
         public var shown: Int

@@ -230,6 +230,7 @@ public final class TerminalApp {
               || state.width != terminal.width || state.height != terminal.height else { return }
         lastVersion = snapshot.shown
         lastSecond = second
+        state.sampleRate(snapshot, second: second)
         state.width = terminal.width
         state.height = terminal.height
         let canvas = Screen.render(state, snapshot, RenderContext(unicode: unicode, now: now))

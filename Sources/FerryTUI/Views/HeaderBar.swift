@@ -34,7 +34,11 @@ enum HeaderBar {
         }
         settings += "\(snapshot.maxConcurrent) at once "
 
-        let candidates = [(rates + counts, shown + settings), (rates + glyphs, shown + settings), (rates + glyphs, shown)]
+        // The last minute's total rate as a small graph (htop's meters), the first thing to go when crowded.
+        let graph = state.rateHistory.contains { $0 > 0 }
+            ? DetailView.sparkline(state.rateHistory.suffix(20), unicode: context.unicode) + "  " : ""
+        let candidates = [(rates + graph + counts, shown + settings), (rates + counts, shown + settings),
+                          (rates + glyphs, shown + settings), (rates + glyphs, shown)]
         for (left, right) in candidates.map({ (context.ascii($0.0), $0.1) })
         where DisplayWidth.of(left) + 2 + DisplayWidth.of(right) <= canvas.width {
             canvas.put(left, x: 0, y: 0, style: Palette.header)
