@@ -11,7 +11,6 @@ public enum ByteFormat {
         n < 0 ? "-" + format(Double(n.magnitude)) : format(Double(n))
     }
 
-    /// "12.3 MiB/s"; negative or non-finite -> "0 B/s".
     /// Bytes done of a total, in one unit when both have it: `30.0/100.0 MiB` (`512.0 KiB/2.0 MiB` otherwise).
     public static func progress(_ done: Int64, of total: Int64) -> String {
         let done = bytes(done), whole = bytes(total)
@@ -19,6 +18,7 @@ public enum ByteFormat {
         return "\(done)/\(whole)"
     }
 
+    /// "12.3 MiB/s"; negative or non-finite -> "0 B/s".
     public static func rate(_ bytesPerSecond: Double) -> String {
         guard bytesPerSecond.isFinite, bytesPerSecond > 0 else { return "0 B/s" }
         return format(min(bytesPerSecond, Double(Int64.max))) + "/s"

@@ -28,6 +28,19 @@ public struct StateDirectory: Sendable {
 
     public var databasePath: String { path + "/queue.sqlite" }
     var lockPath: String { path + "/engine.lock" }
+    /// The running engine's control socket (ControlServer).
+    public var socketPath: String { path + "/control.sock" }
+    /// Where a background engine writes what it has to say.
+    public var logPath: String { path + "/engine.log" }
+
+    /// Creates the directory (private to the user) when missing.
+    public func prepare() throws(StateError) {
+        if let failure = Self.makeDirectories(path, mode: 0o700) { throw StateError("state directory: \(failure)") }
+        guard access(path, W_OK | X_OK) == 0 else { throw StateError("state directory is not writable: \(path)") }
+        // Private to the user whatever made it: the control socket in it takes commands.
+        _ = chmod(path, 0o700)
+    }
+
     /// Creates `path` and the directories above it that are missing (new ones with `mode`); nil, or why not, naming
     /// the directory that could not be made and the system's reason (Foundation's words were "The operation
     /// could not be completed").
@@ -45,19 +58,6 @@ public struct StateDirectory: Sendable {
             }
         }
         return nil
-    }
-
-    /// The running engine's control socket (ControlServer).
-    public var socketPath: String { path + "/control.sock" }
-    /// Where a background engine writes what it has to say.
-    public var logPath: String { path + "/engine.log" }
-
-    /// Creates the directory (private to the user) when missing.
-    public func prepare() throws(StateError) {
-        if let failure = Self.makeDirectories(path, mode: 0o700) { throw StateError("state directory: \(failure)") }
-        guard access(path, W_OK | X_OK) == 0 else { throw StateError("state directory is not writable: \(path)") }
-        // Private to the user whatever made it: the control socket in it takes commands.
-        _ = chmod(path, 0o700)
     }
 
     public func openStore() throws(StateError) -> SQLiteQueueStore {

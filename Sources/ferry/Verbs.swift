@@ -1,7 +1,6 @@
 import ArgumentParser
 import FerryCore
 import Foundation
-import Synchronization
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -114,33 +113,11 @@ struct Jobs: ParsableCommand {
             return
         }
         guard let count else {
-            print("\(try Self.current(client)) at once")
+            print("\(try client.snapshotOnce(view: QueueView(limit: 0)).maxConcurrent) at once")
             return
         }
         try QueueVerb.perform(.setConcurrency(count), on: .remote(client))
         print("\(count) at once")
-    }
-
-    /// The engine's transfers-at-once value: from the first update of a subscription to an empty window.
-    static func current(_ client: ControlClient) throws -> Int {
-        let answer = Mutex<Result<Int, ControlError>?>(nil)
-        let done = DispatchSemaphore(value: 0)
-        try client.subscribe(view: QueueView(limit: 0), onUpdate: { snapshot in
-            if answer.withLock({ state in
-                defer { if state == nil { state = .success(snapshot.maxConcurrent) } }
-                return state == nil
-            }) { done.signal() }
-        }, onClose: { reason in
-            if answer.withLock({ state in
-                defer { if state == nil { state = .failure(ControlError("the engine closed the connection: \(reason)")) } }
-                return state == nil
-            }) { done.signal() }
-        })
-        guard done.wait(timeout: .now() + 10) == .success, let result = answer.withLock({ $0 }) else {
-            throw ControlError("the engine did not answer within 10 s")
-        }
-        client.close()
-        return try result.get()
     }
 }
 

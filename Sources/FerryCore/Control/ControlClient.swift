@@ -101,6 +101,28 @@ public final class ControlClient: Sendable {
         try connection.subscribe(view: view, onUpdate: onUpdate, onClose: onClose)
     }
 
+    /// The first update of a subscription to `view` (its window, the counts and the engine's settings); the
+    /// connection closes after it.
+    public func snapshotOnce(view: QueueView, timeout: TimeInterval = 10) throws(ControlError) -> QueueSnapshot {
+        let answer = Mutex<Result<QueueSnapshot, ControlError>?>(nil)
+        let done = DispatchSemaphore(value: 0)
+        @Sendable func settle(_ result: Result<QueueSnapshot, ControlError>) {
+            let first = answer.withLock { state -> Bool in
+                guard state == nil else { return false }
+                state = result
+                return true
+            }
+            if first { done.signal() }
+        }
+        defer { close() }
+        try subscribe(view: view, onUpdate: { settle(.success($0)) },
+                      onClose: { settle(.failure(ControlError("the engine closed the connection: \($0)"))) })
+        guard done.wait(timeout: .now() + timeout) == .success, let result = answer.withLock({ $0 }) else {
+            throw ControlError("the engine did not answer within \(Int(timeout)) s")
+        }
+        return try result.get()
+    }
+
     /// A subscriber's new view (scrolled, filtered): its window comes whole, then its changes.
     public func setView(_ view: QueueView) throws(ControlError) {
         var request = ControlRequest(id: 0, verb: .view)

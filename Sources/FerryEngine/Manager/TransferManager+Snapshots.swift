@@ -14,19 +14,15 @@ extension TransferManager {
         core.withLock { core in
             var totals = QueueTotals()
             totals.count = core.counts.filter { $0.value > 0 }
-            // The engine's bytes moved per second, finished files included, while anything runs (only items
-            // holding a slot can be running); the sum of the running items' rates until it has two samples.
-            var running = false
-            for id in core.slotHolders.keys {
-                guard let transfer = core.items[id], transfer.state == .running else { continue }
-                running = true
-                guard let rate = transfer.rate.bytesPerSecond else { continue }
-                if transfer.spec.direction == .download { totals.downloadBytesPerSecond += rate }
-                else { totals.uploadBytesPerSecond += rate }
-            }
-            if running {
-                totals.downloadBytesPerSecond = core.moved.downRate.bytesPerSecond ?? totals.downloadBytesPerSecond
-                totals.uploadBytesPerSecond = core.moved.upRate.bytesPerSecond ?? totals.uploadBytesPerSecond
+            // While anything runs (only items holding a slot can): the engine's bytes moved per second, finished
+            // files included; until that has two samples, the sum of the running items' rates.
+            let running = core.slotHolders.keys.compactMap { core.items[$0] }.filter { $0.state == .running }
+            if !running.isEmpty {
+                func sum(_ direction: Direction) -> Double {
+                    running.filter { $0.spec.direction == direction }.compactMap(\.rate.bytesPerSecond).reduce(0, +)
+                }
+                totals.downloadBytesPerSecond = core.moved.downRate.bytesPerSecond ?? sum(.download)
+                totals.uploadBytesPerSecond = core.moved.upRate.bytesPerSecond ?? sum(.upload)
             }
             let (rows, total) = window(view ?? .everything, &core)
             var items: [TransferSnapshot] = []
@@ -59,7 +55,7 @@ extension TransferManager {
     /// The row of the first running item: after the settled head of the queue, a walk of at most 100,000 rows
     /// (the items that run are near the first that are not done).
     private static func firstRunning(_ core: Core) -> Int? {
-        guard core.slotHolders.values.isEmpty == false else { return nil }
+        guard !core.slotHolders.isEmpty else { return nil }
         let start = min(core.settledPrefix, core.queue.count)
         for at in start..<min(core.queue.count, start + 100_000) {
             let entry = core.queue[at]

@@ -5,7 +5,8 @@ import FerryCore
 /// goes: the counts shorten first (to their glyphs), then the limits and the concurrency go, then the rates
 /// are cut.
 enum HeaderBar {
-    static func render(_ state: AppState, _ snapshot: QueueSnapshot, _ context: RenderContext, into canvas: inout Canvas) {
+    /// `listed`: the list's rows (nil off the list).
+    static func render(_ state: AppState, _ snapshot: QueueSnapshot, _ listed: ListRows?, _ context: RenderContext, into canvas: inout Canvas) {
         guard canvas.height > 0 else { return }
         canvas.fill(x: 0, y: 0, count: canvas.width, style: Palette.header)
         let totals = snapshot.totals
@@ -19,10 +20,7 @@ enum HeaderBar {
         // What says which rows are shown, and where the selection is among them (`512/2041`): never cut (the
         // filter, typed by the user, is made safe and kept short).
         var shown = ""
-        if state.screen == .list {
-            let rows = state.rows(snapshot)
-            if let index = state.selectionIndex(in: rows) { shown += "\(index + 1)/\(rows.total) " }
-        }
+        if let listed, let index = state.selectionIndex(in: listed) { shown += "\(index + 1)/\(listed.total) " }
         if state.view != .all { shown += "[\(state.view.title)] " }
         if !state.filter.isEmpty {
             shown += "/" + DisplayWidth.truncate(context.outside(state.filter), to: max(4, canvas.width / 3), ellipsis: context.ellipsis) + " "

@@ -45,11 +45,8 @@ enum RowText {
             let wait = item.nextRetryAt.map { max(0, $0.timeIntervalSince(now)).rounded(.up) } ?? 0
             guard let error = item.lastError else { return "retry \(item.retries)/\(item.maxRetries) in \(ByteFormat.duration(wait))" }
             return "\(TransferFailure.short(error)), in \(ByteFormat.duration(wait))"
-        case .queued: return "queued"
-        case .paused: return "paused"
-        case .completed: return "done"
-        case .failed: return item.lastError.map(TransferFailure.short) ?? "failed"
-        case .cancelled: return "cancelled"
+        case .failed: return item.lastError.map(TransferFailure.short) ?? item.state.label
+        case .queued, .paused, .completed, .cancelled: return item.state.label
         }
     }
 }

@@ -10,13 +10,15 @@ public enum Screen {
 
     public static func render(_ state: AppState, _ snapshot: QueueSnapshot, _ context: RenderContext, into canvas: inout Canvas) {
         guard canvas.width > 0, canvas.height > 0 else { return }
-        HeaderBar.render(state, snapshot, context, into: &canvas)
+        // The list's rows, once a frame: the header says where the selection is among them.
+        let listed = state.screen == .list ? state.rows(snapshot) : nil
+        HeaderBar.render(state, snapshot, listed, context, into: &canvas)
         let top = 1
         var rows = max(0, canvas.height - 2)
         if state.prompt?.error != nil { rows = max(0, rows - 1) }
         switch state.screen {
         case .list:
-            TransferList.render(state, snapshot, context, into: &canvas, top: top, rows: rows)
+            TransferList.render(state, snapshot, listed ?? state.rows(snapshot), context, into: &canvas, top: top, rows: rows)
         case let .detail(id):
             DetailView.render(snapshot.items.first { $0.id == id }, scroll: state.detailScroll, context, into: &canvas, top: top, rows: rows)
         case .help:

@@ -20,10 +20,9 @@ enum TransferList {
         return min(max(0, selected - rows + 1), count - rows)
     }
 
-    static func render(_ state: AppState, _ snapshot: QueueSnapshot, _ context: RenderContext,
+    static func render(_ state: AppState, _ snapshot: QueueSnapshot, _ items: ListRows, _ context: RenderContext,
                        into canvas: inout Canvas, top: Int, rows: Int) {
         guard rows > 0, canvas.width > 0 else { return }
-        let items = state.rows(snapshot)
         guard items.total > 0 else {
             if items.pending { return }  // the view's rows come in a moment
             let empty = snapshot.window == nil ? snapshot.items.isEmpty : snapshot.totals.count.values.reduce(0, +) == 0
