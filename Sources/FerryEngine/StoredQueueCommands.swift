@@ -16,17 +16,25 @@ public enum StoredQueueCommands {
         var result = CommandResult()
         let items = try store.loadAll()
         let known = Dictionary(items.map { ($0.id, $0) }, uniquingKeysWith: { a, _ in a })
-        let chosen = try command.selection.map { selection in
-            try selection.choose(among: items.map { ($0.id, $0.state, $0.batch) }).get().compactMap { known[$0] }
+        let chosen: [StoredTransfer] = try command.selection.map { selection in
+            let text = QueueView(filter: selection.filter).matcher
+            return try selection.choose(among: items.map { ($0.id, $0.state, $0.batch) }, text: { id in
+                known[id].map { item in
+                    text.matches(id: id, state: item.state, batch: item.batch, name: { TransferSnapshot.knownName(spec: item.spec, fileName: item.fileName) },
+                                 url: { item.spec.url.absoluteString })
+                } ?? false
+            }).get().compactMap { known[$0] }
         } ?? []
         switch command {
         case .add, .setConcurrency, .setGlobalLimits:
             throw UsageError("no engine is running; \(command.name) needs one (ferry starts one: `ferry`, or `ferry get --detach`)")
-        case let .move(id, direction):
-            guard let index = items.firstIndex(where: { $0.id == id }) else { return result }
-            let ranks = direction.ranks(moving: index, count: items.count) { items[$0].position }
-            try store.saveRanks(ranks.map { (items[$0.index].id, $0.rank) })
-            if !ranks.isEmpty { result.outcome.changed = [id] }
+        case let .move(_, direction):
+            var queue = items
+            let wanted = Set(chosen.map(\.id))
+            let (ranked, _) = direction.apply(to: &queue, rank: \.position) { wanted.contains($0.id) }
+            try store.saveRanks(ranked.map { ($0.id, $0.position) })
+            let rerankedIDs = Set(ranked.map(\.id))
+            result.outcome.changed = chosen.map(\.id).filter(rerankedIDs.contains)
         case let .remove(_, deletePart):
             for item in chosen {
                 try store.remove(item.id)

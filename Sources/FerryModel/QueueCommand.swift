@@ -14,8 +14,8 @@ public enum QueueCommand: Sendable, Codable, Equatable {
     case retry(Selection)
     /// Take items off the queue (a finished file is never touched; `deletePart` deletes `.part` files).
     case remove(Selection, deletePart: Bool)
-    /// One item one step, or to an end.
-    case move(TransferID, QueueMove)
+    /// Items one step, or to an end, together (QueueMove.apply).
+    case move(Selection, QueueMove)
     /// Queue transfers (one batch; reusing the same transfers already queued unless `force`).
     case add(Addition)
     /// Transfers at once.
@@ -100,9 +100,8 @@ public enum QueueCommand: Sendable, Codable, Equatable {
     public var selection: Selection? {
         switch self {
         case let .pause(selection), let .resume(selection), let .cancel(selection), let .retry(selection),
-             let .remove(selection, _), let .setRateLimit(selection, _):
+             let .remove(selection, _), let .setRateLimit(selection, _), let .move(selection, _):
             return selection
-        case let .move(id, _): return Selection(ids: [id.rawValue])
         case .add, .setConcurrency, .setGlobalLimits: return nil
         }
     }

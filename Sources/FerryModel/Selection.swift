@@ -1,26 +1,42 @@
 import Foundation
 
-/// Which items a command acts on: the ids named, or every item that is in one of `states` and in `batch`
-/// (`all`: no condition). One rule for the shell verbs, the socket and the stored queue.
+/// Which items a command acts on: the ids named, or every item that is in one of `states`, in `batch` and
+/// matches `filter` (a view's text: QueueView), but those in `except` (`all`: no condition). One rule for the
+/// shell verbs, the socket and the stored queue; a screen's marks of a whole view (M) are such a selection.
 public struct Selection: Sendable, Codable, Equatable {
     public var ids: [Int64]?
     public var all: Bool?
     public var states: [TransferState]?
     public var batch: Int64?
+    /// The text a view's filter matches (name, URL, host, `#id`).
+    public var filter: String?
+    /// Items left out of what the conditions choose.
+    public var except: [Int64]?
 
-    public init(ids: [Int64]? = nil, all: Bool = false, states: [TransferState]? = nil, batch: Int64? = nil) {
+    public init(ids: [Int64]? = nil, all: Bool = false, states: [TransferState]? = nil, batch: Int64? = nil,
+                filter: String? = nil, except: [Int64]? = nil) {
         self.ids = ids.flatMap { $0.isEmpty ? nil : $0 }
         self.all = all ? true : nil
         self.states = states.flatMap { $0.isEmpty ? nil : $0 }
         self.batch = batch
+        self.filter = filter.flatMap { $0.trimmingCharacters(in: .whitespaces).isEmpty ? nil : $0 }
+        self.except = except.flatMap { $0.isEmpty ? nil : $0 }
+    }
+
+    /// The items a view shows (its states, batch and filter), but `except`.
+    public init(view: QueueView, except: [Int64] = []) {
+        self.init(all: view.states == nil && view.batch == nil && view.filter == nil, states: view.states,
+                  batch: view.batch, filter: view.filter, except: except)
     }
 
     /// Names no item at all (a usage error before anything is asked).
-    public var isEmpty: Bool { ids == nil && all != true && states == nil && batch == nil }
+    public var isEmpty: Bool { ids == nil && all != true && states == nil && batch == nil && filter == nil }
 
     /// The chosen items among `items` (id, state, batch), in the order given; ids that name no item are an
-    /// error naming them, and then nothing is chosen.
-    public func choose(among items: [(id: TransferID, state: TransferState, batch: Int64?)]) -> Result<[TransferID], UsageError> {
+    /// error naming them, and then nothing is chosen. `text` says whether an item matches `filter` (the
+    /// caller knows the names and URLs; nil: every item does).
+    public func choose(among items: [(id: TransferID, state: TransferState, batch: Int64?)],
+                       text: ((TransferID) -> Bool)? = nil) -> Result<[TransferID], UsageError> {
         if let ids {
             let known = Set(items.map(\.id.rawValue))
             let unknown = ids.filter { !known.contains($0) }
@@ -30,8 +46,11 @@ public struct Selection: Sendable, Codable, Equatable {
         }
         // The same rule as a view's (QueueView): states and batch.
         let matcher = QueueView(states: states, batch: batch).matcher
+        let left = Set(except ?? [])
+        let text = filter == nil ? nil : text
         return .success(items.filter { item in
             matcher.matches(id: item.id, state: item.state, batch: item.batch, name: { nil }, url: { "" })
+                && !left.contains(item.id.rawValue) && text?(item.id) ?? true
         }.map(\.id))
     }
 

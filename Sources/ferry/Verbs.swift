@@ -94,7 +94,7 @@ struct Move: ParsableCommand {
     @Argument(help: "up, down, top or bottom.") var direction: QueueMove
     @OptionGroup var common: StateOptions
     func run() throws {
-        try QueueVerb.run(.move(TransferID(ItemSelection.parse(id: id)[0]), direction), common)
+        try QueueVerb.run(.move(Selection(ids: ItemSelection.parse(id: id)), direction), common)
     }
 }
 
@@ -150,7 +150,7 @@ enum QueueVerb {
             defer { lock.release() }
             result = try perform(command, on: .store(store))
         }
-        if case let .move(id, direction) = command {
+        if case let .move(selection, direction) = command, let id = selection.ids?.first.map(TransferID.init) {
             print(result.outcome.changed.isEmpty ? "\(id) is at the \(direction == .up || direction == .top ? "top" : "bottom") already"
                                                  : "moved \(direction.rawValue): \(id)")
         } else {

@@ -143,15 +143,34 @@ import Testing
         #expect(again.map(\.existing) == [true, true, true] && again.map(\.item.id) == added)
     }
 
-    @Test func aMoveIsTheRanksOfOneOrTwoItems() {
+    @Test func aMoveIsTheRanksOfTheItemsThatMoved() {
         defer { cleanup() }
-        let ranks = [-3, 0, 4, 9]
-        let rank = { (i: Int) in ranks[i] }
-        #expect(QueueMove.up.ranks(moving: 2, count: 4, rank: rank).map { [$0.index, $0.rank] } == [[2, 0], [1, 4]])
-        #expect(QueueMove.down.ranks(moving: 0, count: 4, rank: rank).map { [$0.index, $0.rank] } == [[0, 0], [1, -3]])
-        #expect(QueueMove.top.ranks(moving: 3, count: 4, rank: rank).map { [$0.index, $0.rank] } == [[3, -4]])
-        #expect(QueueMove.bottom.ranks(moving: 1, count: 4, rank: rank).map { [$0.index, $0.rank] } == [[1, 10]])
-        #expect(QueueMove.up.ranks(moving: 0, count: 4, rank: rank).isEmpty)
-        #expect(QueueMove.bottom.ranks(moving: 3, count: 4, rank: rank).isEmpty)
+        struct Item { var id: Int; var rank: Int }
+        let queue = [Item(id: 1, rank: -3), Item(id: 2, rank: 0), Item(id: 3, rank: 4), Item(id: 4, rank: 9)]
+        func run(_ move: QueueMove, _ ids: Set<Int>) -> (order: [Int], ranks: [Int], ranked: [[Int]], moved: Int) {
+            var items = queue
+            let (ranked, moved) = move.apply(to: &items, rank: \.rank) { ids.contains($0.id) }
+            return (items.map(\.id), items.map(\.rank), ranked.map { [$0.id, $0.rank] }.sorted { $0[0] < $1[0] }, moved)
+        }
+        // One item: one step swaps two ranks; to an end, one rank past the end's.
+        #expect(run(.up, [3]).ranked == [[2, 4], [3, 0]] && run(.up, [3]).order == [1, 3, 2, 4])
+        #expect(run(.down, [1]).ranked == [[1, 0], [2, -3]])
+        #expect(run(.top, [4]).ranked == [[4, -4]] && run(.top, [4]).order == [4, 1, 2, 3])
+        #expect(run(.bottom, [2]).ranked == [[2, 10]])
+        #expect(run(.up, [1]).moved == 0 && run(.bottom, [4]).ranked.isEmpty)
+        // Marked items move together and keep their order; a block at the end stays.
+        #expect(run(.up, [3, 4]).order == [1, 3, 4, 2])
+        #expect(run(.down, [1, 2]).order == [3, 1, 2, 4])
+        #expect(run(.up, [1, 3]).order == [1, 3, 2, 4] && run(.up, [1, 3]).moved == 1)
+        #expect(run(.top, [2, 4]).order == [2, 4, 1, 3] && run(.top, [2, 4]).ranks == [-5, -4, -3, 4])
+        #expect(run(.bottom, [1, 3]).order == [2, 4, 1, 3] && run(.bottom, [1, 3]).ranks == [0, 9, 10, 11])
+        #expect(run(.top, [1, 2]).moved == 0)
+        // The order by rank is the queue's order after every move.
+        for move in QueueMove.allCases {
+            for ids: Set<Int> in [[1], [2, 3], [1, 4], [2, 4], [1, 2, 3, 4]] {
+                let ranks = run(move, ids).ranks
+                #expect(ranks == ranks.sorted(), "\(move) \(ids)")
+            }
+        }
     }
 }

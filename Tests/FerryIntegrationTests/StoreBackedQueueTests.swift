@@ -97,6 +97,40 @@ import TestHTTPServer
         #expect(throws: UsageError.self) { try manager.perform(.resume(Selection(ids: [7]))) }
     }
 
+    /// Issue 24: a screen's marks of a whole view (M) are a Selection of states and a filter's text, less those
+    /// unmarked; the engine resolves it on items loaded or not, and marked items move together. The stored
+    /// queue (no engine) resolves it the same way.
+    @Test func aMarkedViewAndMarkedItemsMovingTogether() throws {
+        let store = try SQLiteQueueStore(path: storePath)
+        _ = try store.add((1...20).map { TransferSpec(download: server.url("/\($0 % 2 == 0 ? "even" : "odd")/\($0).bin"), directory: dir.path) })
+        var manager = try engine(scope: .ownItems)
+        let marked = Selection(states: [.queued], filter: "/EVEN/", except: [4])
+        let paused = try manager.perform(.pause(marked))
+        #expect(paused.outcome.changed.map(\.rawValue) == [2, 6, 8, 10, 12, 14, 16, 18, 20])
+        #expect(manager.counts == [.queued: 11, .paused: 9])
+        // Marked items side by side move as a block and keep their order; one at the top stays.
+        let up = try manager.perform(.move(Selection(ids: [1, 3, 4]), .up))
+        #expect(up.outcome.changed.map(\.rawValue) == [3, 4])
+        #expect(manager.snapshot(QueueView(limit: 5)).items.map(\.id.rawValue) == [1, 3, 4, 2, 5])
+        let top = try manager.perform(.move(Selection(states: [.paused], filter: "even/1"), .top))
+        #expect(top.outcome.changed.map(\.rawValue) == [10, 12, 14, 16, 18])
+        #expect(manager.snapshot(QueueView(limit: 7)).items.map(\.id.rawValue) == [10, 12, 14, 16, 18, 1, 3])
+        #expect(throws: UsageError.self) { try manager.perform(.move(Selection(ids: [99]), .down)) }
+        let order = manager.snapshot(QueueView()).items.map(\.id.rawValue)
+        manager.shutdown()
+
+        // No engine: the stored queue, the same rules.
+        let stored = try StoredQueueCommands.perform(.retry(Selection(all: true, filter: "odd/1", except: [11])), store: store)
+        #expect(stored.outcome.changed.isEmpty && stored.outcome.left.map(\.id.rawValue) == [1, 13, 15, 17, 19])
+        let resumed = try StoredQueueCommands.perform(.resume(Selection(states: [.paused], filter: "EVEN")), store: store)
+        #expect(resumed.outcome.changed.map(\.rawValue) == [10, 12, 14, 16, 18, 2, 6, 8, 20])  // in queue order
+        let bottom = try StoredQueueCommands.perform(.move(Selection(ids: [10, 12]), .bottom), store: store)
+        #expect(bottom.outcome.changed.map(\.rawValue) == [10, 12])
+        manager = try engine(scope: .ownItems)
+        defer { manager.shutdown() }
+        #expect(manager.snapshot(QueueView()).items.map(\.id.rawValue) == order.filter { $0 != 10 && $0 != 12 } + [10, 12])
+    }
+
     /// A remove reaches the store a moment later; an add at once must not find the removed item's row and
     /// take it for the same transfer (an entry with no row: never run, never listed).
     @Test func anItemRemovedThenAskedForAgainAtOnceIsANewItemThatRuns() async throws {

@@ -230,3 +230,78 @@ import Testing
         #expect(press([.character("-")], queue: many).1 == [.setConcurrency(99)])
     }
 }
+
+/// Issue 24: marks and the actions on many (m, M, R, X).
+@Suite struct MarkTests {
+    let queue = Fixtures.queue()
+
+    func press(_ keys: [Key], _ start: AppState? = nil) -> (AppState, [Command]) {
+        var state = start ?? Fixtures.state()
+        var all: [Command] = []
+        for key in keys {
+            let (next, commands) = reduce(state, key, queue)
+            state = next
+            all += commands
+        }
+        return (state, all)
+    }
+
+    @Test func mMarksAndMovesDownAndTheActionsActOnTheMarks() {
+        let m = Key.character("m")
+        let (marked, none) = press([m, m])
+        #expect(none.isEmpty && marked.marks.ids == [TransferID(1), TransferID(2)] && marked.selectedID == TransferID(3))
+        let both = Selection(ids: [1, 2])
+        #expect(press([m, m, .character("p")]).1 == [.queue(.pause(both))])
+        #expect(press([m, m, .character("c")]).1 == [.queue(.cancel(both))])
+        #expect(press([m, m, .character("r")]).1 == [.queue(.retry(both))])
+        #expect(press([m, m, .character("J")]).1 == [.queue(.move(both, .down))])
+        #expect(press([m, m, .character("K")]).1 == [.queue(.move(both, .up))])
+        // Remove asks once for all of them, and the marks go with them.
+        let (asking, nothing) = press([m, m, .character("d")])
+        #expect(nothing.isEmpty && asking.confirmation?.question == "Remove the 2 marked items from the queue? (y/n)")
+        let (removed, commands) = press([m, m, .character("D"), .character("y")])
+        #expect(commands == [.queue(.remove(both, deletePart: true))] && removed.marks.isEmpty)
+        // m again unmarks; Esc clears the marks (then the filter); and with none, keys act on the selection.
+        #expect(press([m, .character("k"), m]).0.marks.isEmpty)
+        let (cleared, _) = press([m, m, .escape])
+        #expect(cleared.marks.isEmpty && cleared.message?.text == "marks cleared")
+        #expect(press([m, .escape, .character("c")]).1 == [.cancel(TransferID(2))])
+    }
+
+    @Test func marksOfPausedItemsResumeThem() {
+        let (state, commands) = press([.down, .down, .down, .down, .character("m"), .character("p")])
+        #expect(state.marks.ids == [TransferID(5)])
+        #expect(commands == [.queue(.resume(Selection(ids: [5])))])
+    }
+
+    @Test func capitalMMarksTheWholeViewAsTheEngineChoosesIt() {
+        // Every item of the failed view with a filter: the engine resolves the view, the screen holds a window.
+        var start = Fixtures.state()
+        start.view = .failed
+        start.filter = "iso"
+        let (state, _) = press([.character("M")], start)
+        #expect(!state.marks.isEmpty && state.marks.count(current: state.queueView, rows: state.rows(queue)) == 1)
+        #expect(press([.character("M"), .character("r")], start).1 == [.queue(.retry(Selection(states: [.failed, .cancelled], filter: "iso")))])
+        // One unmarked after M is left out; a second M clears them.
+        let (some, _) = press([.character("M"), .character("m")])
+        #expect(some.marks.count(current: some.queueView, rows: some.rows(queue)) == 8)
+        #expect(press([.character("M"), .character("m"), .character("c")]).1 == [.queue(.cancel(Selection(all: true, except: [1])))])
+        #expect(press([.character("M"), .character("M")]).0.marks.isEmpty)
+    }
+
+    @Test func capitalRRetriesTheFailedOfTheViewAndXClearsTheFinishedAfterAsking() {
+        #expect(press([.character("R")]).1 == [.queue(.retry(Selection(states: [.failed])))])
+        var active = Fixtures.state()
+        active.view = .active
+        let (refused, none) = press([.character("R")], active)
+        #expect(none.isEmpty && refused.message?.text == "this view shows no failed items")
+
+        let (asking, nothing) = press([.character("X")])
+        #expect(nothing.isEmpty && asking.confirmation?.question == "Clear the 1 finished item of this view from the list? Their files stay. (y/n)")
+        #expect(press([.character("X"), .character("y")]).1 == [.queue(.remove(Selection(states: [.completed]), deletePart: false))])
+        #expect(press([.character("X"), .character("n")]).1.isEmpty)
+        var filtered = Fixtures.state()
+        filtered.filter = "song"
+        #expect(press([.character("X"), .character("y")], filtered).1 == [.queue(.remove(Selection(states: [.completed], filter: "song"), deletePart: false))])
+    }
+}

@@ -15,15 +15,15 @@ import Testing
         let canvas = Fixtures.render(Fixtures.state())
         #expect(canvas.text == """
              ferry  ↓ 11.6 MiB/s  ↑ 512.0 KiB/s  ▶3 ↻1 ·1 ‖1 ✓1 ✗1 ⊘1         1/9 4 at once
-            ↓ ▶  #1 debian-12.iso ████▎····  47% 300.0/628.0 MiB  11.5 MiB/s 29s
-            ↑ ▶  #2 photos.zip    ██▎······  25%    5.0/20.0 MiB 512.0 KiB/s 30s
-            ↓ ↻  #3 backup.tar.gz ██▋······  30%  30.0/100.0 MiB             HTTP 503, in 8s
-            ↓ ▶  #4 stream.log    ······███              3.0 MiB  64.0 KiB/s --
-            ↓ ‖  #5 notes.pdf     ██▎······  25%     1.0/4.0 MiB             paused
-            ↓ ✗  #6 missing.iso   ·········                                  HTTP 404
-            ↓ ✓  #7 song.flac     █████████ 100%   40.0/40.0 MiB             done
-            ↓ ·  #8 later.bin     ·········                                  queued
-            ↓ ⊘  #9 abandoned.dat ██▎······  25%     2.0/8.0 MiB             cancelled
+            ↓ ▶   #1 debian-12.iso   ██▊···  47% 300.0/628.0 MiB  11.5 MiB/s 29s
+            ↑ ▶   #2 photos.zip      █▌····  25%    5.0/20.0 MiB 512.0 KiB/s 30s
+            ↓ ↻   #3 backup.tar.gz   █▊····  30%  30.0/100.0 MiB             HTTP 503, in 8s
+            ↓ ▶   #4 stream.log      ███···              3.0 MiB  64.0 KiB/s --
+            ↓ ‖   #5 notes.pdf       █▌····  25%     1.0/4.0 MiB             paused
+            ↓ ✗   #6 missing.iso     ······                                  HTTP 404
+            ↓ ✓   #7 song.flac       ██████ 100%   40.0/40.0 MiB             done
+            ↓ ·   #8 later.bin       ······                                  queued
+            ↓ ⊘   #9 abandoned.dat   █▌····  25%     2.0/8.0 MiB             cancelled
 
 
 
@@ -43,15 +43,15 @@ import Testing
         let canvas = Fixtures.render(state, unicode: false)
         #expect(canvas.text == """
              ferry  v 11.6 MiB/s  ^ 512.0 KiB/s  >3 ~1 .1 =1 +1 x1 -1         3/9 4 at once
-            v >  #1 debian-12.iso [###....]  47% 300.0/628.0 MiB  11.5 MiB/s 29s
-            ^ >  #2 photos.zip    [#......]  25%    5.0/20.0 MiB 512.0 KiB/s 30s
-            v ~  #3 backup.tar.gz [##.....]  30%  30.0/100.0 MiB             HTTP 503, in 8s
-            v >  #4 stream.log    [...===.]              3.0 MiB  64.0 KiB/s --
-            v =  #5 notes.pdf     [#......]  25%     1.0/4.0 MiB             paused
-            v x  #6 missing.iso   [.......]                                  HTTP 404
-            v +  #7 song.flac     [#######] 100%   40.0/40.0 MiB             done
-            v .  #8 later.bin     [.......]                                  queued
-            v -  #9 abandoned.dat [#......]  25%     2.0/8.0 MiB             cancelled
+            v >   #1 debian-12.iso   [#...]  47% 300.0/628.0 MiB  11.5 MiB/s 29s
+            ^ >   #2 photos.zip      [#...]  25%    5.0/20.0 MiB 512.0 KiB/s 30s
+            v ~   #3 backup.tar.gz   [#...]  30%  30.0/100.0 MiB             HTTP 503, in 8s
+            v >   #4 stream.log      [===.]              3.0 MiB  64.0 KiB/s --
+            v =   #5 notes.pdf       [#...]  25%     1.0/4.0 MiB             paused
+            v x   #6 missing.iso     [....]                                  HTTP 404
+            v +   #7 song.flac       [####] 100%   40.0/40.0 MiB             done
+            v .   #8 later.bin       [....]                                  queued
+            v -   #9 abandoned.dat   [#...]  25%     2.0/8.0 MiB             cancelled
 
 
 
@@ -68,29 +68,29 @@ import Testing
         let canvas = Fixtures.render(state)
         #expect(canvas.text == """
              ferry  ↓ 11.6 MiB/s  ↑ 512.0 KiB/s  ▶3 ↻1 ·1 ‖1 ✓1 ✗1 ⊘1             4 at once
-             Move                                    Screens
-               ↑ k       select the previous item      Enter     details of the item
-               ↓ j       select the next item          Esc       back; clears the filter
-               PgUp      a page up                     /         filter by name
-               PgDn      a page down                   1         view: all
-               g Home    first item                    2         view: active
-               G End     last item                     3         view: queued and paused
-                                                       4         view: done
-             Transfers                                 5         view: failed and cancelled
-               Space p   pause or resume the item      ?         this help
-               P         pause or resume everything    q         detach (transfers go on)
-               c         cancel the item               Q         stop the engine (asks)
-               r         retry failed or cancelled
-               d Del     remove the item (asks)      Prompts
-               D         remove + delete .part file    Enter     accept
-                                                       Esc       abandon
-             Queue                                     ← → ^A ^E move the cursor
-               a         add a download (URL)          ^U ^W     delete back, a word
-               u         add an upload (file, URL)     y n       answer a question
-               J         move the item down
-               K         move the item up
-               +         one more transfer at once
-               -         one transfer fewer at once
+             Move                                    Queue
+               ↑ k       select the previous item      a         add a download (URL)
+               ↓ j       select the next item          u         add an upload (file, URL)
+               PgUp      a page up                     J         move the item down
+               PgDn      a page down                   K         move the item up
+               g Home    first item                    +         one more transfer at once
+               G End     last item                     -         one transfer fewer at once
+                                                       l         rate limit of the item
+             Transfers                                 L         global rate limits
+               Space p   pause or resume the item
+               P         pause or resume everything  Screens
+               c         cancel the item               Enter     details of the item
+               r         retry failed or cancelled     Esc       back; clear marks, filter
+               d Del     remove the item (asks)        /         filter by name
+               D         remove + delete .part file    1         view: all
+                                                       2         view: active
+             Marks                                     3         view: queued and paused
+               m         mark or unmark the item       4         view: done
+               M         mark all in view, or none     5         view: failed and cancelled
+               R         retry failed in the view      ?         this help
+               X         clear done items (asks)       q         detach (transfers go on)
+                                                       Q         stop the engine (asks)
+
             Esc Back  j/k Scroll
             """)
         // Each section whole under its heading (issue 24, bug 9: a column began with the last keys of a section
@@ -147,7 +147,7 @@ import Testing
         queue.items[1] = refused
         // A failed upload keeps nothing on the server: no full bar, no 100%.
         let row = Fixtures.render(Fixtures.state(), queue).text.split(separator: "\n")[2]
-        #expect(row.hasPrefix("↑ ✗  #2 photos.zip    ·········") && !row.contains("100%") && row.hasSuffix("HTTP 404"), "\(row)")
+        #expect(row.hasPrefix("↑ ✗   #2 photos.zip      ······") && !row.contains("100%") && row.hasSuffix("HTTP 404"), "\(row)")
 
         // A failed download that never got its name: the directory and why, the status said once.
         var state = Fixtures.state(width: 120, height: 20)
@@ -231,14 +231,14 @@ import Testing
         state.selectedID = TransferID(2)
         #expect(Fixtures.render(state).text == """
              ferry  ↓ 11.6 MiB/s  ↑ 512.0 KiB/… 2/9
-            ↓ ▶  #1 debian-… ██▊···  47% 29s
-            ↑ ▶  #2 photos.… █▌····  25% 30s
-            ↓ ↻  #3 backup.… █▊····  30% HTTP 503, …
-            ↓ ▶  #4 stream.… ███···      --
-            ↓ ‖  #5 notes.p… █▌····  25% paused
-            ↓ ✗  #6 missing… ······      HTTP 404
-            ↓ ✓  #7 song.fl… ██████ 100% done
-            ↓ ·  #8 later.b… ······      queued
+            ↓ ▶   #1 debian-… ██▊···  47% 29s
+            ↑ ▶   #2 photos.… █▌····  25% 30s
+            ↓ ↻   #3 backup.… █▊····  30% HTTP 503,…
+            ↓ ▶   #4 stream.… ███···      --
+            ↓ ‖   #5 notes.p… █▌····  25% paused
+            ↓ ✗   #6 missing… ······      HTTP 404
+            ↓ ✓   #7 song.fl… ██████ 100% done
+            ↓ ·   #8 later.b… ······      queued
             ? Help  Space Pause  c Cancel  r Retry
             """)
     }
@@ -251,5 +251,37 @@ import Testing
         let canvas = Fixtures.render(state, queue)
         let header = String(canvas.text.split(separator: "\n", omittingEmptySubsequences: false)[0])
         #expect(header.hasSuffix("limit ↓2M ↑off  4 at once"), "\(header)")
+    }
+}
+
+/// Issue 24: marked rows, the header's count of them, and columns that hold still.
+@Suite struct MarkedAndStableScreenTests {
+    @Test func markedRowsShowAStarAndTheHeaderCountsThem() {
+        var state = Fixtures.state()
+        for key in [Key.character("m"), .character("j"), .character("m")] { state = reduce(state, key, Fixtures.queue()).0 }
+        let canvas = Fixtures.render(state)
+        let lines = canvas.text.split(separator: "\n", omittingEmptySubsequences: false)
+        #expect(lines[0].hasSuffix("4/9 2 marked"), "\(lines[0])")
+        #expect(lines[1].hasPrefix("↓*▶   #1 debian-12.iso") && lines[3].hasPrefix("↓*↻   #3 backup.tar.gz") && lines[2].hasPrefix("↑ ▶"))
+        #expect(canvas[1, 1].style.foreground == .yellow && canvas[9, 1].style.foreground == .yellow && canvas[9, 2].style.foreground != .yellow)
+        #expect(lines.last!.hasPrefix("? Help  Esc Unmark  Space Pause"))
+    }
+
+    /// Bug 5: the columns come from the terminal's width, not from the rows on screen: a row stays where it was
+    /// when the others pause, finish or leave, or another view shows it.
+    @Test func columnsHoldStillWhenOtherRowsChange() {
+        let full = Fixtures.queue()
+        var few = full
+        few.items = full.items.filter { [5, 8].contains($0.id.rawValue) }
+        func row(_ queue: QueueSnapshot, _ id: Int64, view: ListView = .all) -> Substring? {
+            var state = Fixtures.state()
+            state.view = view
+            state.selectedIndex = 99
+            return Fixtures.render(state, queue).text.split(separator: "\n").first { $0.contains("#\(id) ") }
+        }
+        #expect(row(full, 5) != nil && row(full, 5) == row(few, 5))
+        #expect(row(full, 8) == row(full, 8, view: .queued))
+        // (`few` has nothing running: the rate column is there all the same, and the status words stay put.)
+        #expect(row(few, 5)!.hasSuffix("1.0/4.0 MiB             paused"))
     }
 }

@@ -209,7 +209,10 @@ extension TransferManager {
         // The states before: what a command left as it was is named with its state.
         let (ids, before) = try command.selection.map { selection -> ([TransferID], [TransferID: TransferState]) in
             try core.withLock { core in
-                let ids = try selection.choose(among: core.queue.map { ($0.id, $0.state, $0.batch) }).get()
+                let text = textMatches(for: selection.filter, &core)
+                let loaded = core.items
+                let ids = try selection.choose(among: core.queue.map { ($0.id, $0.state, $0.batch) },
+                                               text: text.map { text in { loaded[$0].map(text.matches) ?? text.contains($0) } }).get()
                 let chosen = Set(ids)
                 var before: [TransferID: TransferState] = [:]
                 for entry in core.queue where chosen.contains(entry.id) { before[entry.id] = entry.state }
@@ -236,8 +239,8 @@ extension TransferManager {
                     result.outcome.left.append(.init(id: id, state: state))
                 }
             }
-        case let .move(id, direction):
-            if move(id, direction) { result.outcome.changed = [id] }
+        case let .move(_, direction):
+            result.outcome.changed = move(ids, direction)
         case let .add(addition):
             guard !addition.specs.isEmpty else { throw UsageError("add needs at least one transfer") }
             var batch = addition.batch ?? 0
@@ -259,23 +262,27 @@ extension TransferManager {
 
     /// Moves an item in the user's queue order; false when it did not move (no such item, or at that end).
     @discardableResult
-    public func move(_ id: TransferID, _ direction: QueueMove) -> Bool {
+    public func move(_ id: TransferID, _ direction: QueueMove) -> Bool { !move([id], direction).isEmpty }
+
+    /// Moves items together (QueueMove.apply); those that moved. Only the ranks that changed are written.
+    func move(_ ids: [TransferID], _ direction: QueueMove) -> [TransferID] {
         mutate { core in
-            guard let index = core.position(of: id) else { return (false, []) }
-            let ranks = direction.ranks(moving: index, count: core.queue.count) { core.queue[$0].rank }
-            guard !ranks.isEmpty else { return (false, []) }
-            for (at, rank) in ranks {
-                core.queue[at].rank = rank
-                core.items[core.queue[at].id]?.rank = rank
-                core.rankChanged[core.queue[at].id] = rank
+            let wanted = Set(ids)
+            guard !wanted.isEmpty else { return ([], []) }
+            let before = core.queue.count
+            let (ranked, moved) = direction.apply(to: &core.queue, rank: \.rank) { wanted.contains($0.id) }
+            guard moved > 0 else { return ([], []) }
+            for entry in ranked {
+                core.items[entry.id]?.rank = entry.rank
+                core.rankChanged[entry.id] = entry.rank
             }
-            let moved = core.queue.remove(at: index)
-            core.queue.insert(moved, at: direction.target(from: index, among: core.queue.count))
+            assert(core.queue.count == before)
             assert(core.queue.count > 2_000 || zip(core.queue, core.queue.dropFirst()).allSatisfy { $0.precedes(rank: $1.rank, id: $1.id) },
                    "a move left the queue out of its ranks' order")
             core.settledPrefix = 0
             core.version &+= 1
-            return (true, self.pump(&core))
+            let rerankedIDs = Set(ranked.map(\.id))
+            return (ids.filter(rerankedIDs.contains), self.pump(&core))
         }
     }
 

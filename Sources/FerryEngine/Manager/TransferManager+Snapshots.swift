@@ -111,7 +111,7 @@ extension TransferManager {
     /// then only for items added since; loaded items are matched as they are (their names may be newer). A
     /// text typed on from the last one (it holds it) is matched only on the last one's matches, when they are
     /// few: a filter typed a key at a time reads the whole store once or twice, not once a key.
-    private func textMatches(for filter: String?, _ core: inout Core) -> TextMatches? {
+    func textMatches(for filter: String?, _ core: inout Core) -> TextMatches? {
         let matcher = QueueView(filter: filter).matcher
         guard let needle = matcher.needleBytes else { return nil }
         if let cached = core.textMatches, cached.needle == needle {

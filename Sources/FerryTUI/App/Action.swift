@@ -36,6 +36,10 @@ public enum Action: Sendable, Hashable {
     case openDetail, back
     case togglePause, togglePauseAll
     case cancel, retry
+    /// `mark` marks or unmarks the item; `markAll` marks the view (or clears the marks).
+    case mark, markAll
+    /// Retry the failed items of the view; clear its finished items (asks).
+    case retryFailed, clearFinished
     case remove, removeDeletingPartial
     case moveItemDown, moveItemUp
     case addDownload, addUpload

@@ -46,12 +46,21 @@ public struct AppState: Sendable, Equatable {
 
     public enum Confirmation: Sendable, Equatable {
         case remove(TransferID, name: String, deletePartial: Bool)
+        /// The marked items (`count` of them).
+        case removeMarked(Selection, count: Int, deletePartial: Bool)
+        /// The finished items of the view (`count` when known); their files stay.
+        case clearFinished(Selection, count: Int?)
         case stopEngine(running: Int)
 
         public var question: String {
             switch self {
             case let .remove(id, name, false): return "Remove \(id) \(name) from the queue? (y/n)"
             case let .remove(id, name, true): return "Remove \(id) \(name) and delete its partial file? (y/n)"
+            case let .removeMarked(_, count, deletePartial):
+                return "Remove the \(count) marked item\(count == 1 ? "" : "s") from the queue\(deletePartial ? " and delete their partial files" : "")? (y/n)"
+            case let .clearFinished(_, count):
+                let what = count.map { "the \($0) finished item\($0 == 1 ? "" : "s")" } ?? "the finished items"
+                return "Clear \(what) of this view from the list? Their files stay. (y/n)"
             case let .stopEngine(running) where running > 0:
                 return "Stop the engine and its \(running) running transfer\(running == 1 ? "" : "s")? Partial files are kept. (y/n)"
             case .stopEngine:
@@ -72,6 +81,8 @@ public struct AppState: Sendable, Equatable {
     /// Case-insensitive substring of the item's name.
     public var filter = ""
     public var selectedID: TransferID?
+    /// Items marked for an action on many (m, M).
+    public var marks = Marks()
     /// Where the selection was; used when the selected item leaves the view.
     public var selectedIndex = 0
     /// Enter was pressed on a row whose window had not come yet: its details open when it comes.
@@ -143,6 +154,14 @@ public struct AppState: Sendable, Equatable {
         var queueView = QueueView(states: view.states, filter: filter.isEmpty ? nil : filter)
         if case let .detail(id) = screen { queueView.detail = id.rawValue }
         return queueView
+    }
+
+    /// The items of the view shown (its states and filter) that are in one of `states`; nil when the view
+    /// shows none of those states.
+    public func viewSelection(in states: [TransferState]) -> Selection? {
+        let shown = (queueView.states ?? TransferState.allCases).filter(states.contains)
+        guard !shown.isEmpty else { return nil }
+        return Selection(states: shown, filter: queueView.filter)
     }
 
     /// The view with the window the list needs now: the screenful at the selection, and a screenful either

@@ -21,7 +21,7 @@ public enum Command: Sendable, Equatable {
     static func remove(_ id: TransferID, deletePartial: Bool) -> Command {
         .queue(.remove(Selection(ids: [id.rawValue]), deletePart: deletePartial))
     }
-    static func move(_ id: TransferID, _ direction: QueueMove) -> Command { .queue(.move(id, direction)) }
+    static func move(_ id: TransferID, _ direction: QueueMove) -> Command { .queue(.move(Selection(ids: [id.rawValue]), direction)) }
     static func setConcurrency(_ count: Int) -> Command { .queue(.setConcurrency(count)) }
     /// Bandwidth limits in bytes per second; nil is none.
     static func setItemLimit(_ id: TransferID, _ rate: Int64?) -> Command { .queue(.setRateLimit(Selection(ids: [id.rawValue]), rate)) }

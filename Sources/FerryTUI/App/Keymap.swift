@@ -14,6 +14,7 @@ public struct Keymap: Sendable {
     public enum Section: String, Sendable, CaseIterable {
         case move = "Move"
         case transfers = "Transfers"
+        case marks = "Marks"
         case queue = "Queue"
         case screens = "Screens"
     }
@@ -32,6 +33,10 @@ public struct Keymap: Sendable {
         Binding(keys: [.character("c")], action: .cancel, help: "cancel the item", footer: "Cancel", section: .transfers),
         Binding(keys: [.character("r")], action: .retry, help: "retry failed or cancelled", footer: "Retry", section: .transfers),
         Binding(keys: [.character("d"), .delete], action: .remove, help: "remove the item (asks)", footer: "Remove", section: .transfers),
+        Binding(keys: [.character("m")], action: .mark, help: "mark or unmark the item", footer: nil, section: .marks),
+        Binding(keys: [.character("M")], action: .markAll, help: "mark all in view, or none", footer: nil, section: .marks),
+        Binding(keys: [.character("R")], action: .retryFailed, help: "retry failed in the view", footer: nil, section: .marks),
+        Binding(keys: [.character("X")], action: .clearFinished, help: "clear done items (asks)", footer: nil, section: .marks),
         Binding(keys: [.character("D")], action: .removeDeletingPartial, help: "remove + delete .part file", footer: nil, section: .transfers),
         Binding(keys: [.character("a")], action: .addDownload, help: "add a download (URL)", footer: "Add", section: .queue),
         Binding(keys: [.character("u")], action: .addUpload, help: "add an upload (file, URL)", footer: "Upload", section: .queue),
@@ -42,7 +47,7 @@ public struct Keymap: Sendable {
         Binding(keys: [.character("l")], action: .limitItem, help: "rate limit of the item", footer: nil, section: .queue),
         Binding(keys: [.character("L")], action: .limitGlobal, help: "global rate limits", footer: nil, section: .queue),
         Binding(keys: [.enter], action: .openDetail, help: "details of the item", footer: "Detail", section: .screens),
-        Binding(keys: [.escape], action: .back, help: "back; clears the filter", footer: nil, section: .screens),
+        Binding(keys: [.escape], action: .back, help: "back; clear marks, filter", footer: nil, section: .screens),
         Binding(keys: [.character("/")], action: .filter, help: "filter by name", footer: "Filter", section: .screens),
         Binding(keys: [.character("1")], action: .showView(.all), help: "view: all", footer: nil, section: .screens),
         Binding(keys: [.character("2")], action: .showView(.active), help: "view: active", footer: nil, section: .screens),

@@ -39,6 +39,10 @@ private func perform(_ action: Action, _ stateIn: AppState, _ snapshot: QueueSna
     let index = state.selectionIndex(in: items)
     let selected = state.selectedItem(snapshot)
     let inList = state.screen == .list
+    // While items are marked, the list's actions act on them (the detail view's on its item).
+    let marks = inList && !state.marks.isEmpty ? state.marks : nil
+    let markedCount = state.marks.count(current: state.queueView, rows: items)
+    let marked = "\(markedCount) marked"
 
     func note(_ text: String, error: Bool = false) { state.message = .init(text: text, isError: error) }
     func name(_ item: TransferSnapshot) -> String { TerminalSafe.sanitize(item.displayName) }
@@ -64,10 +68,54 @@ private func perform(_ action: Action, _ stateIn: AppState, _ snapshot: QueueSna
     case .back:
         if !inList {
             state.screen = .list
+        } else if !state.marks.isEmpty {
+            state.marks.clear()
+            note("marks cleared")
         } else if !state.filter.isEmpty {
             state.filter = ""
             note("filter cleared")
         }
+
+    case .togglePause where marks != nil:
+        // Marked items pause, unless every marked one in sight is paused: then they resume.
+        let seen = items.items.filter(state.marks.contains)
+        if !seen.isEmpty, seen.allSatisfy({ $0.state == .paused }) {
+            note("resuming \(marked)")
+            return (state, [.queue(.resume(state.marks.selection))])
+        }
+        note("pausing \(marked)")
+        return (state, [.queue(.pause(state.marks.selection))])
+    case .cancel where marks != nil:
+        note("cancelling \(marked)")
+        return (state, [.queue(.cancel(state.marks.selection))])
+    case .retry where marks != nil:
+        note("retrying \(marked) (those failed or cancelled)")
+        return (state, [.queue(.retry(state.marks.selection))])
+    case .remove where marks != nil, .removeDeletingPartial where marks != nil:
+        state.confirmation = .removeMarked(state.marks.selection, count: markedCount, deletePartial: action == .removeDeletingPartial)
+    case .moveItemDown where marks != nil, .moveItemUp where marks != nil:
+        return (state, [.queue(.move(state.marks.selection, action == .moveItemDown ? .down : .up))])
+
+    case .mark:
+        guard inList, let item = selected else { note("nothing selected"); break }
+        guard state.marks.toggle(item) else { note("the marks are of another view: M clears them"); break }
+        state.select(index: (index ?? -1) + 1, in: items)
+    case .markAll:
+        guard inList else { break }
+        if !state.marks.isEmpty { state.marks.clear(); note("marks cleared"); break }
+        guard !items.pending, items.total > 0 else { note("nothing to mark in this view"); break }
+        state.marks.markAll(of: state.queueView, total: items.total)
+        note("marked all \(items.total) of this view: p c r d J K act on them, Esc clears")
+    case .retryFailed:
+        guard inList, let failed = state.viewSelection(in: [.failed]) else { note("this view shows no failed items"); break }
+        note("retrying the failed items of this view")
+        return (state, [.queue(.retry(failed))])
+    case .clearFinished:
+        guard inList, let done = state.viewSelection(in: [.completed]) else { note("this view shows no finished items"); break }
+        // The count is the queue's when the view is every item; a filter's share of it is the engine's to find.
+        let count = done.filter == nil ? (snapshot.window == nil ? QueueTotals.counting(snapshot.items) : snapshot.totals.count)[.completed, default: 0] : nil
+        guard count != 0 else { note("nothing finished in this view"); break }
+        state.confirmation = .clearFinished(done, count: count)
 
     case .togglePause:
         guard let item = selected else { note("nothing selected"); break }
@@ -155,6 +203,13 @@ private func confirm(_ stateIn: AppState, _ key: Key) -> (AppState, [Command]) {
             state.message = .init(text: "removed \(id) \(name)", isError: false)
             if case .detail(id) = state.screen { state.screen = .list }
             return (state, [.remove(id, deletePartial: deletePartial)])
+        case let .removeMarked(selection, count, deletePartial):
+            state.message = .init(text: "removed \(count) marked", isError: false)
+            state.marks.clear()
+            return (state, [.queue(.remove(selection, deletePart: deletePartial))])
+        case let .clearFinished(selection, _):
+            state.message = .init(text: "cleared the finished items (their files stay)", isError: false)
+            return (state, [.queue(.remove(selection, deletePart: false))])
         case .stopEngine:
             return (state, [.stopEngine])
         }

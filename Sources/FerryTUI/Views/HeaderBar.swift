@@ -1,7 +1,7 @@
 import FerryCore
 
-/// The top row: total down/up rates, counts by state, the selection's place, the view, the filter, the
-/// concurrency. When the row is crowded, what says which rows are shown (the place, the view, the filter) never
+/// The top row: total down/up rates, counts by state, the selection's place, the view, the marks, the filter,
+/// the concurrency. When the row is crowded, what says which rows are shown (the place, the view, the marks, the filter) never
 /// goes: the counts shorten first (to their glyphs), then the limits and the concurrency go, then the rates
 /// are cut.
 enum HeaderBar {
@@ -22,6 +22,7 @@ enum HeaderBar {
         var shown = ""
         if let listed, let index = state.selectionIndex(in: listed) { shown += "\(index + 1)/\(listed.total) " }
         if state.view != .all { shown += "[\(state.view.title)] " }
+        if !state.marks.isEmpty { shown += "\(state.marks.count(current: state.queueView, rows: listed)) marked " }
         if !state.filter.isEmpty {
             shown += "/" + DisplayWidth.truncate(context.outside(state.filter), to: max(4, canvas.width / 3), ellipsis: context.ellipsis) + " "
         }

@@ -85,4 +85,6 @@ enum Palette {
     static let question = Style(foreground: .yellow, bold: true)
     static let label = Style(bold: true)
     static let dim = Style(dim: true)
+    /// A marked row's mark and name.
+    static let marked = Style(foreground: .yellow, bold: true)
 }

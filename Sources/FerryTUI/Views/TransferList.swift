@@ -50,24 +50,24 @@ enum TransferList {
                 Row(item: item, id: item.id.description, name: context.outside(name), percent: RowText.percent(item),
                     size: RowText.size(item), rate: RowText.rate(item), status: context.outside(RowText.status(item, now: context.now)))
         }
-        func widest(_ key: KeyPath<Row, String>) -> Int { texts.map { $0.map { DisplayWidth.of($0[keyPath: key]) } ?? 0 }.max() ?? 0 }
-        // Ids take the width of the widest shown, at least that of #99: a shell verb can be typed from the row.
-        let idWidth = max(3, widest(\.id))
-        let columns = layout(width: canvas.width - idWidth - 1, percent: max(4, widest(\.percent)), status: widest(\.status),
-                             rate: widest(\.rate), size: widest(\.size), longestName: widest(\.name))
+        // Ids take the width of the widest held (a window of three screenfuls, so it changes only at a power of
+        // ten), at least that of #999: a shell verb can be typed from the row.
+        let idWidth = max(4, items.items.map { DisplayWidth.of($0.id.description) }.max() ?? 0)
+        let columns = layout(width: canvas.width - idWidth - 1)
 
         for (offset, row) in texts.enumerated() {
             let y = top + offset
             guard let row else { continue }
             let item = row.item
             let stateStyle = Palette.state(item.state)
+            let isMarked = state.marks.contains(item)
             var x = canvas.put(context.directionGlyph(item.spec.direction), x: 0, y: y)
-            x = canvas.put(" ", x: x, y: y)
+            x = canvas.put(isMarked ? "*" : " ", x: x, y: y, style: Palette.marked)
             x = canvas.put(context.stateGlyph(item.state), x: x, y: y, style: stateStyle)
             x = canvas.put(" ", x: x, y: y)
             x = canvas.put(DisplayWidth.pad(row.id, to: idWidth, alignRight: true, ellipsis: context.ellipsis), x: x, y: y, style: Palette.dim)
             x = canvas.put(" ", x: x, y: y)
-            x = canvas.put(DisplayWidth.pad(row.name, to: columns.name, ellipsis: context.ellipsis), x: x, y: y)
+            x = canvas.put(DisplayWidth.pad(row.name, to: columns.name, ellipsis: context.ellipsis), x: x, y: y, style: isMarked ? Palette.marked : .plain)
             if columns.bar > 0 {
                 // Unknown size: an indeterminate bar while running, an empty one otherwise. A failed or cancelled
                 // upload keeps nothing (a retry sends it all again): an empty bar, not the full one of its bytes sent.
@@ -90,16 +90,19 @@ enum TransferList {
         }
     }
 
-    /// Who gets the width: the name (at least 8) and the percent first, then the bar, the ETA or state word (or
-    /// why it failed), the name up to 16, the rate and the sizes, each only if it fits; what is left goes to the
-    /// name and the bar.
-    static func layout(width: Int, percent: Int, status: Int, rate: Int, size: Int, longestName: Int) -> Columns {
-        var left = width - 4  // direction, state glyph and their spaces
+    /// The widths of the columns, from the terminal's width alone (never from the rows shown, so they hold still
+    /// while items pause, finish or leave): the name (at least 8) and the percent first, then the bar, the ETA
+    /// or state word (or why it failed), the name up to 14, the rate and the sizes, each only if it fits; what
+    /// is left goes to the name (up to two fifths of the row) and the bar (up to 50), the rest to the name.
+    /// Texts wider than their column are cut.
+    static func layout(width: Int) -> Columns {
+        let percent = 4, status = 15, rate = 11, size = 15
+        var left = width - 4  // direction, mark, state glyph and a space
         let minName = 8
         var columns = Columns(name: 0, bar: 0, percent: 0, status: 0, rate: 0, size: 0)
         left -= minName
         func take(_ cost: Int) -> Bool {
-            guard cost > 1, left >= cost else { return false }
+            guard left >= cost else { return false }
             left -= cost
             return true
         }
@@ -107,23 +110,22 @@ enum TransferList {
         if take(6 + 1) { columns.bar = 6 }
         if take(status + 1) {
             columns.status = status
-        } else if status > 0, left >= 7 {
+        } else if left >= 7 {
             // Narrow: what is left, the longer words cut (a state word or a reason beats an empty column).
             columns.status = left - 1
             left = 0
         }
         // A name to tell the items apart comes before their rates and sizes.
-        let readable = max(0, min(left, min(longestName, 16) - minName))
+        let readable = max(0, min(left, 14 - minName))
         left -= readable
         if take(rate + 1) { columns.rate = rate }
         if take(size + 1) { columns.size = size }
         left = max(0, left)
-        // The name gets what it needs (up to the longest shown), the bar up to 50 cells, the name the rest.
-        let nameExtra = readable + min(left, max(0, longestName - minName - readable))
+        let nameCap = max(16, width * 2 / 5)
+        let nameExtra = readable + min(left, max(0, nameCap - minName - readable))
         left -= nameExtra - readable
-        var barExtra = 0
         if columns.bar > 0 {
-            barExtra = min(44, left)
+            let barExtra = min(44, left)
             left -= barExtra
             columns.bar += barExtra
         }

@@ -1,0 +1,64 @@
+import FerryCore
+
+/// Items marked for an action on many (m, M): marked one by one, or every item of a view (M: its states and
+/// filter) but those unmarked since. Pause, resume, cancel, retry, remove and move act on the marks while there
+/// are any; a view's marks are a Selection the engine resolves, so M on a view of a million rows costs what M
+/// on ten does (the screen holds only a window of it).
+public struct Marks: Sendable, Equatable {
+    /// Marked one by one.
+    public private(set) var ids: Set<TransferID> = []
+    /// Every item of this view (its states and filter) is marked, but `except`.
+    public private(set) var view: QueueView?
+    public private(set) var except: Set<TransferID> = []
+    /// Rows of `view` when it was marked: its count while another view is shown.
+    public private(set) var viewTotal = 0
+
+    public init() {}
+
+    public var isEmpty: Bool { ids.isEmpty && view == nil }
+
+    public func contains(_ item: TransferSnapshot) -> Bool {
+        guard let view else { return ids.contains(item.id) }
+        return !except.contains(item.id) && Self.shows(view, item)
+    }
+
+    static func shows(_ view: QueueView, _ item: TransferSnapshot) -> Bool {
+        view.matcher.matches(id: item.id, state: item.state, batch: item.batch,
+                             name: { TransferSnapshot.knownName(spec: item.spec, fileName: item.fileName) },
+                             url: { item.spec.url.absoluteString })
+    }
+
+    /// Marks or unmarks the item; false when it is outside the view whose items are all marked (M clears them first).
+    public mutating func toggle(_ item: TransferSnapshot) -> Bool {
+        guard let view else {
+            if ids.remove(item.id) == nil { ids.insert(item.id) }
+            return true
+        }
+        guard Self.shows(view, item) else { return false }
+        if except.remove(item.id) == nil { except.insert(item.id) }
+        return true
+    }
+
+    /// Marks every item of `view` (`total` rows now).
+    public mutating func markAll(of view: QueueView, total: Int) {
+        self = Marks()
+        self.view = QueueView(states: view.states, filter: view.filter, batch: view.batch)
+        viewTotal = total
+    }
+
+    public mutating func clear() { self = Marks() }
+
+    /// How many are marked: of a marked view, its rows now when it is the one shown (`current`, `rows`).
+    public func count(current: QueueView, rows: ListRows?) -> Int {
+        guard let view else { return ids.count }
+        let shown = view == QueueView(states: current.states, filter: current.filter, batch: current.batch)
+        let total = shown ? rows.flatMap { $0.pending ? nil : $0.total } ?? viewTotal : viewTotal
+        return max(0, total - except.count)
+    }
+
+    /// The marked items, as a command names them.
+    public var selection: Selection {
+        if let view { return Selection(view: view, except: except.map(\.rawValue).sorted()) }
+        return Selection(ids: ids.map(\.rawValue).sorted())
+    }
+}
