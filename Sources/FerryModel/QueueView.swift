@@ -19,10 +19,13 @@ public struct QueueView: Sendable, Codable, Equatable, Hashable {
     public var limit: Int?
     /// The item whose details are shown: it alone comes with its rate history (the list needs none).
     public var detail: Int64?
+    /// The rows' order (nil: the queue's).
+    public var sort: QueueSort?
 
     public init(states: [TransferState]? = nil, filter: String? = nil, ids: [Int64]? = nil, batch: Int64? = nil,
-                offset: Int = 0, limit: Int? = nil, detail: Int64? = nil) {
+                offset: Int = 0, limit: Int? = nil, detail: Int64? = nil, sort: QueueSort? = nil) {
         self.detail = detail
+        self.sort = sort == .queue ? nil : sort
         self.states = states
         self.filter = filter
         self.ids = ids
@@ -85,7 +88,7 @@ public struct QueueView: Sendable, Codable, Equatable, Hashable {
 
     /// No condition: every item is a row, in queue order.
     public var selectsAll: Bool {
-        states == nil && (filter ?? "").trimmingCharacters(in: .whitespaces).isEmpty && ids == nil && batch == nil
+        states == nil && (filter ?? "").trimmingCharacters(in: .whitespaces).isEmpty && ids == nil && batch == nil && sort == nil
     }
 
     /// Whether the view's row `index` is in the window.
@@ -104,6 +107,7 @@ public struct QueueWindow: Sendable, Codable, Equatable {
     /// The view's states and filter.
     public var states: [TransferState]?
     public var filter: String?
+    public var sort: QueueSort?
     /// In a view of every item: the row of the first running item (where a screen opens on a long queue of
     /// finished files), nil when none runs.
     public var firstRunning: Int?
@@ -113,8 +117,9 @@ public struct QueueWindow: Sendable, Codable, Equatable {
         self.total = total
         self.states = view?.states
         self.filter = view?.filter
+        self.sort = view?.sort
     }
 
-    /// Whether these rows answer `view` (its states and filter; the window may sit elsewhere).
-    public func answers(_ view: QueueView) -> Bool { states == view.states && filter == view.filter }
+    /// Whether these rows answer `view` (its states, filter and order; the window may sit elsewhere).
+    public func answers(_ view: QueueView) -> Bool { states == view.states && filter == view.filter && sort == view.sort }
 }

@@ -131,6 +131,32 @@ import TestHTTPServer
         #expect(manager.snapshot(QueueView()).items.map(\.id.rawValue) == order.filter { $0 != 10 && $0 != 12 } + [10, 12])
     }
 
+    /// Issue 24: a sorted view's window, on items loaded or not (their names, sizes and states as the store has
+    /// them); sorting leaves the queue's order as it was.
+    @Test func aSortedViewsWindow() async throws {
+        for (index, size) in [(1, 3_000), (2, 1_000), (3, 2_000)] {
+            server.route("/s/\(index)", .serve(Resource(body: Resource.randomBytes(count: size, seed: UInt64(index)),
+                                                        contentDisposition: "attachment; filename=\"\(["b", "C", "a"][index - 1]).dat\"")))
+        }
+        let manager = try engine()
+        defer { manager.shutdown() }
+        let done = manager.add((1...3).map { TransferSpec(download: server.url("/s/\($0)"), directory: dir.path) })
+        try await finish(manager, Set(done))
+        let more = manager.add((4...12).map { TransferSpec(download: server.url("/never/z\($0).bin"), directory: dir.path) })
+        _ = try manager.perform(.pause(Selection(ids: more.map(\.rawValue))))
+        #expect(manager.loadedCount <= 3)
+        func ids(_ view: QueueView) -> [Int64] { manager.snapshot(view).items.map(\.id.rawValue) }
+        #expect(ids(QueueView(limit: 3, sort: .name)) == [3, 1, 2])  // a, b, C: case ignored
+        #expect(ids(QueueView(offset: 3, limit: 2, sort: .name)) == [4, 5])  // z4, z5 (numbers as numbers: z10 after z9)
+        #expect(ids(QueueView(sort: .name)).suffix(3) == [10, 11, 12])
+        #expect(ids(QueueView(limit: 2, sort: .added)) == [12, 11])
+        #expect(ids(QueueView(sort: .state)).prefix(9) == ArraySlice(4...12) && ids(QueueView(sort: .state)).suffix(3) == [1, 2, 3])
+        #expect(ids(QueueView(states: [.completed], sort: .progress)) == [1, 2, 3])
+        #expect(manager.snapshot(QueueView(limit: 2, sort: .name)).window?.total == 12)
+        #expect(ids(QueueView(filter: ".dat", sort: .name)) == [3, 1, 2])
+        #expect(ids(QueueView(limit: 4)) == [1, 2, 3, 4])
+    }
+
     /// A remove reaches the store a moment later; an add at once must not find the removed item's row and
     /// take it for the same transfer (an entry with no row: never run, never listed).
     @Test func anItemRemovedThenAskedForAgainAtOnceIsANewItemThatRuns() async throws {

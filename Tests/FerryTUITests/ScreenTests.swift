@@ -81,16 +81,16 @@ import Testing
                P         pause or resume everything  Screens
                c         cancel the item               Enter     details of the item
                r         retry failed or cancelled     Esc       back; clear marks, filter
-               d Del     remove the item (asks)        /         filter by name
-               D         remove + delete .part file    1         view: all
-                                                       2         view: active
-             Marks                                     3         view: queued and paused
-               m         mark or unmark the item       4         view: done
-               M         mark all in view, or none     5         view: failed and cancelled
-               R         retry failed in the view      ?         this help
-               X         clear done items (asks)       q         detach (transfers go on)
+               d Del     remove the item (asks)        /         filter (name, URL, #id)
+               D         remove + delete .part file    s         next sort (name, rate...)
+                                                       1         view: all
+             Marks                                     2         view: active
+               m         mark or unmark the item       3         view: queued and paused
+               M         mark all in view, or none     4         view: done
+               R         retry failed in the view      5         view: failed and cancelled
+               X         clear done items (asks)       ?         this help
+                                                       q         detach (transfers go on)
                                                        Q         stop the engine (asks)
-
             Esc Back  j/k Scroll
             """)
         // Each section whole under its heading (issue 24, bug 9: a column began with the last keys of a section
@@ -283,5 +283,36 @@ import Testing
         #expect(row(full, 8) == row(full, 8, view: .queued))
         // (`few` has nothing running: the rate column is there all the same, and the status words stay put.)
         #expect(row(few, 5)!.hasSuffix("1.0/4.0 MiB             paused"))
+    }
+}
+
+/// Issue 24: `s` cycles the rows' order; the header says which.
+@Suite struct SortScreenTests {
+    func names(_ state: AppState) -> [String] {
+        state.rows(Fixtures.queue()).items.map(\.displayName)
+    }
+
+    @Test func sCyclesTheOrderAndTheHeaderSaysIt() {
+        var state = Fixtures.state()
+        var orders: [QueueSort] = []
+        for _ in QueueSort.allCases {
+            state = reduce(state, .character("s"), Fixtures.queue()).0
+            orders.append(state.sort)
+        }
+        #expect(orders == [.name, .progress, .rate, .state, .added, .queue])
+        state.sort = .name
+        #expect(names(state) == ["abandoned.dat", "backup.tar.gz", "debian-12.iso", "later.bin", "missing.iso", "notes.pdf",
+                                 "photos.zip", "song.flac", "stream.log"])
+        #expect(Fixtures.render(state).text.split(separator: "\n")[0].hasSuffix("1/9 sort:name"))
+        state.sort = .progress  // furthest along first, finished last; unknown sizes as none done
+        #expect(names(state) == ["debian-12.iso", "backup.tar.gz", "photos.zip", "notes.pdf", "abandoned.dat", "stream.log",
+                                 "missing.iso", "later.bin", "song.flac"])
+        state.sort = .rate  // the fastest running first, then the rest in queue order
+        #expect(names(state).prefix(3) == ["debian-12.iso", "photos.zip", "stream.log"])
+        state.sort = .state
+        #expect(names(state) == ["debian-12.iso", "photos.zip", "stream.log", "backup.tar.gz", "later.bin", "notes.pdf",
+                                 "missing.iso", "abandoned.dat", "song.flac"])
+        state.sort = .added
+        #expect(state.rows(Fixtures.queue()).items.map(\.id.rawValue) == [9, 8, 7, 6, 5, 4, 3, 2, 1])
     }
 }

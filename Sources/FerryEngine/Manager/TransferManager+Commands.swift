@@ -182,6 +182,7 @@ extension TransferManager {
                 core.counts[entry.state, default: 0] -= 1
                 core.removedNow.insert(id)
                 core.textMatches?.remove(id)
+                core.storedSortKeys[id] = nil
                 if let transfer = core.items.removeValue(forKey: id) {
                     core.pinned.remove(id)
                     let tasks = transfer.tasks

@@ -98,13 +98,47 @@ extension TransferManager {
         let text = textMatches(for: view.filter, &core)
         var rows: [Entry] = []
         var total = 0
+        let sorted = view.sort != nil
         for entry in core.queue {
             guard matcher.matches(id: entry.id, state: entry.state, batch: entry.batch, name: { nil }, url: { "" }) else { continue }
             if let text, !(core.items[entry.id].map(text.matches) ?? text.contains(entry.id)) { continue }
-            if view.windowContains(total) { rows.append(entry) }
+            if sorted || view.windowContains(total) { rows.append(entry) }
             total += 1
         }
-        return (rows, total)
+        guard let sort = view.sort else { return (rows, total) }
+        let keys = sortKeys(of: rows, &core)
+        rows = sort.sorted(rows) { keys[$0.id] ?? QueueSort.Key(id: $0.id, state: $0.state, name: "", progress: nil, rate: nil) }
+        let start = min(max(0, view.offset), rows.count)
+        let end = view.limit.map { min(rows.count, start + max(0, $0)) } ?? rows.count
+        return (Array(rows[start..<end]), total)
+    }
+
+    /// What a sort compares of each row: loaded items as they are now, the others as the store keeps them
+    /// (read once, and kept until the item is loaded again: an item not loaded does not change).
+    private func sortKeys(of rows: [Entry], _ core: inout Core) -> [TransferID: QueueSort.Key] {
+        var keys: [TransferID: QueueSort.Key] = [:]
+        keys.reserveCapacity(rows.count)
+        var missing: [TransferID] = []
+        for entry in rows {
+            if let transfer = core.items[entry.id] {
+                keys[entry.id] = transfer.snapshot().sortKey
+            } else if var stored = core.storedSortKeys[entry.id] {
+                stored.state = entry.state
+                keys[entry.id] = stored
+            } else {
+                missing.append(entry.id)
+            }
+        }
+        for chunk in stride(from: 0, to: missing.count, by: 10_000).map({ missing[$0..<min(missing.count, $0 + 10_000)] }) {
+            for (id, record) in records(of: Array(chunk)) {
+                let progress: Float? = record.bytesExpected.flatMap { $0 > 0 ? Float(record.bytesDone) / Float($0) : nil }
+                let key = QueueSort.Key(id: id, state: record.state, name: TransferSnapshot.displayName(spec: record.spec, fileName: record.fileName),
+                                        progress: progress, rate: nil)
+                core.storedSortKeys[id] = key
+                keys[id] = key
+            }
+        }
+        return keys
     }
 
     /// The items whose name or URL hold `filter`'s text (nil: no text): scanned from the store once per text,

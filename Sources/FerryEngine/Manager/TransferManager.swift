@@ -97,6 +97,8 @@ public final class TransferManager: Sendable {
         var runnable: Set<TransferID>?
         /// The ids whose name or URL hold the last filter text asked for (TextMatches), kept as items change.
         var textMatches: TextMatches?
+        /// What a sort compares of items not loaded, as the store has them (dropped when an item is loaded).
+        var storedSortKeys: [TransferID: QueueSort.Key] = [:]
 
         /// A command asked for these items: they may run.
         mutating func allow<S: Sequence>(_ ids: S) where S.Element == TransferID { runnable?.formUnion(ids) }
@@ -318,6 +320,7 @@ public final class TransferManager: Sendable {
         transfer.batch = core.queue[at].batch
         transfer.countGenerations(after: core.generationFloor)
         core.items[id] = transfer
+        core.storedSortKeys[id] = nil
         core.loadedNow.insert(id)
         if startsOver { core.touch(id) }
         return transfer

@@ -44,6 +44,8 @@ public enum Action: Sendable, Hashable {
     case moveItemDown, moveItemUp
     case addDownload, addUpload
     case filter
+    /// The next order of the rows (QueueSort).
+    case cycleSort
     case showView(ListView)
     case concurrencyUp, concurrencyDown
     case limitItem, limitGlobal

@@ -80,6 +80,8 @@ public struct AppState: Sendable, Equatable {
     public var view: ListView = .all
     /// Case-insensitive substring of the item's name.
     public var filter = ""
+    /// The rows' order (s cycles it); the queue's own order is not changed by it.
+    public var sort = QueueSort.queue
     public var selectedID: TransferID?
     /// Items marked for an action on many (m, M).
     public var marks = Marks()
@@ -137,13 +139,13 @@ public struct AppState: Sendable, Equatable {
             guard window.answers(queueView) else { return ListRows(items: [], offset: 0, total: 0, pending: true) }
             return ListRows(items: snapshot.items, offset: window.offset, total: window.total)
         }
-        if view == .all, filter.isEmpty { return ListRows(items: snapshot.items, offset: 0, total: snapshot.items.count) }
+        if view == .all, filter.isEmpty, sort == .queue { return ListRows(items: snapshot.items, offset: 0, total: snapshot.items.count) }
         let matcher = queueView.matcher
         let items = snapshot.items.filter { item in
             matcher.matches(id: item.id, state: item.state, batch: item.batch, name: { TransferSnapshot.knownName(spec: item.spec, fileName: item.fileName) },
                            url: { item.spec.url.absoluteString })
         }
-        return ListRows(items: items, offset: 0, total: items.count)
+        return ListRows(items: sort.sorted(items, key: \.sortKey), offset: 0, total: items.count)
     }
 
     /// The items the list has, in queue order (a window of the view when the engine sends windows).
@@ -151,7 +153,7 @@ public struct AppState: Sendable, Equatable {
 
     /// What the list shows, as the engine is asked for it: the view's states and the filter.
     public var queueView: QueueView {
-        var queueView = QueueView(states: view.states, filter: filter.isEmpty ? nil : filter)
+        var queueView = QueueView(states: view.states, filter: filter.isEmpty ? nil : filter, sort: sort)
         if case let .detail(id) = screen { queueView.detail = id.rawValue }
         return queueView
     }
@@ -178,7 +180,7 @@ public struct AppState: Sendable, Equatable {
     /// Whether `held` (the window the engine sends) covers the screenful `rows` needs for the view asked.
     public func windowCovers(_ held: QueueView, _ rows: ListRows) -> Bool {
         let asked = queueView
-        guard held.states == asked.states, held.filter == asked.filter, held.detail == asked.detail else { return false }
+        guard held.states == asked.states, held.filter == asked.filter, held.sort == asked.sort, held.detail == asked.detail else { return false }
         let selected = selectionIndex(in: rows) ?? 0
         let first = TransferList.firstRow(selected: selected, rows: listHeight, count: rows.total)
         let last = min(rows.total, first + listHeight)

@@ -156,6 +156,12 @@ private func perform(_ action: Action, _ stateIn: AppState, _ snapshot: QueueSna
         guard inList else { break }
         state.prompt = .init(kind: .filter(previous: state.filter), editor: LineEditor(state.filter))
 
+    case .cycleSort:
+        guard inList else { break }
+        state.sort = state.sort.next
+        // The selected item stays selected where it now is (found when the sorted rows come).
+        note(state.sort == .queue ? "in queue order" : "sorted by \(state.sort.title)")
+
     case let .showView(view):
         guard inList || view != state.view else { break }
         state.screen = .list

@@ -1,0 +1,80 @@
+import Foundation
+
+/// The order a view's rows are shown in: the queue's own, or by name, progress, rate, state or time added
+/// (a screen's `s` cycles them). Sorting shows the rows in another order; the queue's order (what runs
+/// next) does not change. One rule for the engine (which sorts the rows it sends) and a screen holding the
+/// whole queue.
+public enum QueueSort: String, Sendable, Codable, CaseIterable {
+    case queue, name, progress, rate, state, added
+
+    /// The next in the cycle.
+    public var next: QueueSort {
+        let all = Self.allCases
+        return all[(all.firstIndex(of: self)! + 1) % all.count]
+    }
+
+    /// The sort in a word, as a screen's header says it.
+    public var title: String { rawValue }
+
+    /// What an item is sorted on: what the rule needs to know of it.
+    public struct Key: Sendable {
+        public var id: TransferID
+        public var state: TransferState
+        /// The name shown (lowercased by the caller is not needed: compared ignoring case).
+        public var name: String
+        /// Done of expected, 0 to 1 (nil: size not known).
+        public var progress: Float?
+        /// Bytes per second while it runs.
+        public var rate: Double?
+
+        public init(id: TransferID, state: TransferState, name: String, progress: Float?, rate: Double?) {
+            self.id = id
+            self.state = state
+            self.name = name
+            self.progress = progress
+            self.rate = rate
+        }
+    }
+
+    /// Whether `a` comes before `b`; nil when this sort does not tell them apart (then the queue's order
+    /// decides). Name A to Z; progress the furthest along first, finished items last; rate the fastest first;
+    /// state what runs first, then what waits, is queued, paused, failed, cancelled, done; added the newest first.
+    public func precedes(_ a: Key, _ b: Key) -> Bool? {
+        switch self {
+        case .queue:
+            return nil
+        case .name:
+            let order = a.name.compare(b.name, options: [.caseInsensitive, .numeric])
+            return order == .orderedSame ? nil : order == .orderedAscending
+        case .progress:
+            let doneA = a.state == .completed, doneB = b.state == .completed
+            if doneA != doneB { return doneB }
+            let pa = a.progress ?? 0, pb = b.progress ?? 0
+            return pa == pb ? nil : pa > pb
+        case .rate:
+            let ra = a.state == .running ? a.rate ?? 0 : -1, rb = b.state == .running ? b.rate ?? 0 : -1
+            return ra == rb ? nil : ra > rb
+        case .state:
+            let ra = Self.stateOrder.firstIndex(of: a.state)!, rb = Self.stateOrder.firstIndex(of: b.state)!
+            return ra == rb ? nil : ra < rb
+        case .added:
+            return a.id == b.id ? nil : a.id > b.id
+        }
+    }
+
+    static let stateOrder: [TransferState] = [.running, .waiting, .queued, .paused, .failed, .cancelled, .completed]
+
+    /// `items` in this order, ties in the order given (the queue's).
+    public func sorted<Item>(_ items: [Item], key: (Item) -> Key) -> [Item] {
+        guard self != .queue else { return items }
+        let keyed = items.enumerated().map { (offset: $0.offset, key: key($0.element), item: $0.element) }
+        return keyed.sorted { a, b in precedes(a.key, b.key) ?? (a.offset < b.offset) }.map(\.item)
+    }
+}
+
+extension TransferSnapshot {
+    /// What a sort compares of this item.
+    public var sortKey: QueueSort.Key {
+        QueueSort.Key(id: id, state: state, name: displayName, progress: progress, rate: bytesPerSecond)
+    }
+}
