@@ -196,9 +196,18 @@ struct CommonOptions: ParsableArguments {
         HeadlessRun(configuration: engineConfiguration(config), hooks: config.hooks, logPath: stateDirectory.logPath)
     }
 
-    /// The config file's settings with the command line's on top.
+    /// The config file's settings, the changes made while an engine ran (LiveSettings: transfers at once and
+    /// the global limits) over them, and the command line's on top (`-j` for this run only).
     func engineConfiguration(_ config: Config) -> EngineConfiguration {
         var configuration = config.engine
+        let (live, problem) = LiveSettings.load(stateDirectory.liveSettingsPath)
+        if let problem { printError("warning: \(problem)") }
+        if let concurrency = live.concurrency, ConcurrencyCaps.range.contains(concurrency) { configuration.maxConcurrent = concurrency }
+        if let limits = live.limits {
+            configuration.downloadLimit = limits.download
+            configuration.uploadLimit = limits.upload
+        }
+        configuration.liveSettingsPath = stateDirectory.liveSettingsPath
         // Proxies and CAs from the environment as curl reads them; the config's ca_file wins.
         configuration.transport = TransportSettings.fromEnvironment(ProcessInfo.processInfo.environment)
         if let caFile = config.caFile { configuration.transport.caFile = caFile }

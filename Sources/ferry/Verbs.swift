@@ -107,17 +107,33 @@ struct Jobs: ParsableCommand {
     }
     func run() throws {
         let config = try common.loadConfig()
+        let live = LiveSettings.load(common.stateDirectory.liveSettingsPath).settings
         guard let client = ControlClient.connect(common.stateDirectory) else {
             guard count == nil else { throw ControlError("no engine is running; -j or [transfers] concurrency sets it for the next one") }
-            print("no engine is running; the next one runs \(config.concurrency) at once ([transfers] concurrency, or -j)")
+            let next = live.concurrency ?? config.concurrency
+            print("no engine is running; the next one runs \(next) at once (\(Self.source(of: next, live: live, config: config)); -j for one run)")
             return
         }
         guard let count else {
-            print("\(try client.snapshotOnce(view: QueueView(limit: 0)).maxConcurrent) at once")
+            let value = try client.snapshotOnce(view: QueueView(limit: 0)).maxConcurrent
+            print("\(value) at once (\(Self.source(of: value, live: live, config: config)))")
             return
         }
         try QueueVerb.perform(.setConcurrency(count), on: .remote(client))
         print("\(count) at once")
+    }
+}
+
+extension Jobs {
+    /// Where the value in force came from, in words: a change while an engine ran (kept for the next), the
+    /// config file, or `-j` of the engine's start.
+    static func source(of value: Int, live: LiveSettings, config: Config) -> String {
+        if live.concurrency == value {
+            let when = live.concurrencyChangedAt.map { " on " + ISO8601DateFormatter.string(from: $0, timeZone: .current, formatOptions: [.withFullDate, .withTime, .withColonSeparatorInTime, .withSpaceBetweenDateAndTime]) } ?? ""
+            return "set with +, - or ferry jobs\(when), kept for the next engine; the config says \(config.concurrency)"
+        }
+        if config.concurrency == value { return "the config's [transfers] concurrency, or the default" }
+        return "-j of the engine's start; the config says \(config.concurrency)"
     }
 }
 

@@ -79,9 +79,13 @@ import TestHTTPServer
         try await expectEffect(["resume", "#1"], "#1 queued behind #2") { try await state(of: 1) == "queued" }
         // Issue 24, bug 10: `jobs` alone prints the value in force (it was a usage error).
         let shown = try await verb(["jobs"])
-        #expect(shown.status == 0 && shown.stdout == "1 at once\n", "\(shown.stderr)")
+        #expect(shown.status == 0 && shown.stdout == "1 at once (-j of the engine's start; the config says 4)\n", "\(shown.stderr)")
         try await expectEffect(["jobs", "2"], "both running") { try await listed().allSatisfy { $0.state == "running" } }
-        #expect(try await verb(["jobs"]).stdout == "2 at once\n")
+        // Bug 10: a change while the engine runs is kept in the state directory for the next engine, and says so.
+        let changed = try await verb(["jobs"]).stdout
+        #expect(changed.hasPrefix("2 at once (set with +, - or ferry jobs on ") && changed.hasSuffix(", kept for the next engine; the config says 4)\n"), "\(changed)")
+        let saved = LiveSettings.load(StateDirectory(option: state).liveSettingsPath)
+        #expect(saved.problem == nil && saved.settings.concurrency == 2 && saved.settings.limits == nil)
         try await expectEffect(["cancel", "2"], "#2 cancelled") { try await state(of: 2) == "cancelled" }
 
         let unknown = try await verb(["pause", "1", "99"])
@@ -104,7 +108,7 @@ import TestHTTPServer
         let jobs = try await verb(["jobs", "3"])
         #expect(jobs.status == 1 && jobs.stderr.contains("no engine is running"))
         let next = try await verb(["jobs"])
-        #expect(next.status == 0 && next.stdout.contains("no engine is running; the next one runs 4 at once"), "\(next.stderr)")
+        #expect(next.status == 0 && next.stdout.contains("no engine is running; the next one runs 2 at once (set with +, - or ferry jobs on "), "\(next.stdout)")
         let removed = try await verb(["remove", "2", "--delete-part"])
         #expect(removed.status == 0, "\(removed.stderr)")
         #expect(try await listed().map(\.id) == [1])

@@ -271,3 +271,28 @@ final class LoadCountingStore: QueueStore {
     func remove(_ id: TransferID) throws { try base.remove(id) }
     func remove(_ ids: [TransferID]) throws { try base.remove(ids) }
 }
+
+/// Issue 24, bug 10: transfers at once and the global limits changed while an engine runs are kept in the
+/// state directory (the next engine starts with them); a file that is not ferry's is named and left aside.
+@Suite struct LiveSettingsTests {
+    @Test func changesWhileRunningAreKeptAndABrokenFileIsNamed() throws {
+        let dir = try TempDir()
+        let path = dir.path + "/settings.json"
+        var configuration = testConfiguration(maxConcurrent: 2)
+        configuration.liveSettingsPath = path
+        let manager = try TransferManager(configuration: configuration, store: SQLiteQueueStore(path: dir.path + "/queue.sqlite"))
+        defer { manager.shutdown() }
+        _ = try manager.perform(.setGlobalLimits(download: 2 << 20, upload: nil))
+        _ = try manager.perform(.setConcurrency(7))
+        let kept = LiveSettings.load(path)
+        #expect(kept.problem == nil && kept.settings.concurrency == 7)
+        #expect(kept.settings.limits == LiveSettings.Limits(download: 2 << 20, upload: nil) && kept.settings.limitsChangedAt != nil)
+        // A refused value changes nothing, kept or not.
+        #expect(throws: UsageError.self) { try manager.perform(.setConcurrency(0)) }
+        #expect(LiveSettings.load(path).settings.concurrency == 7)
+
+        try Data("{not json".utf8).write(to: URL(fileURLWithPath: path))
+        let broken = LiveSettings.load(path)
+        #expect(broken.settings == LiveSettings() && broken.problem?.contains(path) == true)
+    }
+}

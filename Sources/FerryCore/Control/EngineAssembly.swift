@@ -31,6 +31,9 @@ public final class EngineAssembly: Sendable {
                 onEvent: (@Sendable (TransferEvent) -> Void)? = nil,
                 onStop: @escaping @Sendable (TransferManager) -> Void) throws {
         let hooks = HookRunner.make(settings: hookSettings, logPath: logPath, store: store)
+        // A private queue's changes are its own: they are not kept for the state directory's next engine.
+        var configuration = configuration
+        if directory == nil { configuration.liveSettingsPath = nil }
         let relay = Mutex<EngineHost?>(nil)
         // Hooks and the socket follow states; only a reporter prints each item an add queues.
         let manager = try TransferManager(configuration: configuration, store: store, scope: scope, announcesAdds: onEvent != nil) { event in

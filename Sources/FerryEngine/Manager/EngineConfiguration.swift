@@ -43,6 +43,9 @@ public struct EngineConfiguration: Sendable, Equatable {
     /// rest of the queue stays in the store. Only what a front end shows of a finished item that the store
     /// does not keep (a server's answer to an upload, a rate history) goes with an item that leaves memory.
     public var loadedLimit = 1_024
+    /// Where changes of transfers at once and of the global limits made while running are kept for the next
+    /// engine (LiveSettings); nil: not kept (a private queue).
+    public var liveSettingsPath: String?
 
     public init() {}
 }

@@ -253,10 +253,16 @@ extension TransferManager {
                 throw UsageError("transfers at once: \(ConcurrencyCaps.range.lowerBound) to \(ConcurrencyCaps.range.upperBound), got \(count)")
             }
             setConcurrency(maxConcurrent: count)
+            if let path = configuration.liveSettingsPath {
+                LiveSettings.update(path) { $0.concurrency = count; $0.concurrencyChangedAt = Date() }
+            }
         case let .setRateLimit(_, rate):
             for id in ids where setRateLimit(id, rate) { result.outcome.changed.append(id) }
         case let .setGlobalLimits(download, upload):
             setGlobalLimits(download: download, upload: upload)
+            if let path = configuration.liveSettingsPath {
+                LiveSettings.update(path) { $0.limits = .init(download: download, upload: upload); $0.limitsChangedAt = Date() }
+            }
         }
         return result
     }
