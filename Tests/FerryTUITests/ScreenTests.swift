@@ -316,3 +316,22 @@ import Testing
         #expect(state.rows(Fixtures.queue()).items.map(\.id.rawValue) == [9, 8, 7, 6, 5, 4, 3, 2, 1])
     }
 }
+
+/// Issue 24: a segmented download's detail view shows its ranges and how far each is.
+@Suite struct SegmentDetailTests {
+    @Test func theRangesOfASegmentedDownload() {
+        var queue = Fixtures.queue()
+        queue.items[0].segments = [SegmentState(start: 0, end: 4 << 20, done: 4 << 20), SegmentState(start: 4 << 20, end: 8 << 20, done: 1 << 20),
+                                   SegmentState(start: 8 << 20, end: 12 << 20)]
+        var state = Fixtures.state(width: 80, height: 30)
+        state.screen = .detail(TransferID(1))
+        let text = Fixtures.render(state, queue).text
+        #expect(text.contains("Ranges       3, 1 done\n"), "\(text)")
+        #expect(text.contains("             1  ████████████████████ 100%  0 B-4.0 MiB\n"), "\(text)")
+        #expect(text.contains("             2  █████··············· 25%   4.0 MiB-8.0 MiB\n"), "\(text)")
+        #expect(text.contains("             3  ···················· 0%    8.0 MiB-12.0 MiB\n"), "\(text)")
+        // One range (or none) is the download itself: no list.
+        queue.items[0].segments = [SegmentState(start: 0, end: 12 << 20)]
+        #expect(!Fixtures.render(state, queue).text.contains("Ranges"))
+    }
+}

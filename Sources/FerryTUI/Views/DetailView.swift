@@ -48,6 +48,22 @@ enum DetailView {
         if let rate = item.bytesPerSecond, item.state == .running { progress += "  \(ByteFormat.rate(rate))" }
         if let eta = item.eta, item.state == .running { progress += "  ETA \(ByteFormat.duration(eta))" }
         field("Progress", progress)
+        // A segmented download: each range, where it lies in the file and how far it is.
+        if let segments = item.segments, segments.count > 1 {
+            let done = segments.filter(\.isComplete).count
+            field("Ranges", "\(segments.count), \(done) done")
+            let barWidth = max(4, min(20, valueWidth - 40))
+            for (index, segment) in segments.enumerated() {
+                let length = max(1, segment.end - segment.start)
+                let fraction = Float(min(segment.done, length)) / Float(length)
+                let place = "\(ByteFormat.bytes(segment.start))-\(ByteFormat.bytes(segment.end))"
+                let line = "\(index + 1)".padding(toLength: 3, withPad: " ", startingAt: 0)
+                    + ProgressBar.text(progress: fraction, width: barWidth, unicode: context.unicode)
+                    + " \(min(100, Int(fraction * 100)))%".padding(toLength: 6, withPad: " ", startingAt: 0)
+                    + " " + place
+                field("", line)
+            }
+        }
         if let limit = item.rateLimit { field("Limit", RateText.describe(limit)) }
         // The status once: an error that says it already ("HTTP 404 Not Found") stands alone.
         if let status = item.lastStatus, item.lastError?.hasPrefix("HTTP \(status)") != true { field("Status", "HTTP \(status)") }
