@@ -7,7 +7,7 @@ import Glibc
 
 /// Item ids as `ferry list` prints them (`#3` or `3`), or `--all`, or the items in some states and/or one batch.
 struct ItemSelection: ParsableArguments {
-    @Argument(help: "Item ids as `ferry list` prints them (#3 or 3).")
+    @Argument(help: "Item ids as `ferry list` prints them (#3 or 3).", completion: .custom { words, _, _ in ItemCompletion.ids(words) })
     var ids: [String] = []
 
     @Flag(name: .customLong("all"), help: "Every item in the queue.")
@@ -90,7 +90,7 @@ struct Remove: ParsableCommand {
 
 struct Move: ParsableCommand {
     static let configuration = CommandConfiguration(abstract: "Move an item in the queue: up, down, top or bottom.")
-    @Argument(help: "The item's id.") var id: String
+    @Argument(help: "The item's id.", completion: .custom { words, _, _ in ItemCompletion.ids(words) }) var id: String
     @Argument(help: "up, down, top or bottom.") var direction: QueueMove
     @OptionGroup var common: StateOptions
     func run() throws {
@@ -150,6 +150,24 @@ struct Stop: ParsableCommand {
         // Gone once its socket closes (it stops its transfers first, at most a few seconds).
         while ControlClient.connect(common.stateDirectory) != nil { usleep(100_000) }
         print("stopped the engine\(reply.pid.map { " (pid \($0))" } ?? "")")
+    }
+}
+
+/// Shell completion of item ids (`ferry pause <Tab>`): the ids of the queue's unfinished items, the first
+/// 1,000 in queue order (a queue of a million is not read whole for a Tab), from the queue that `--state-dir`
+/// on the line being typed, or the environment, names; nothing when there is none.
+enum ItemCompletion {
+    static func ids(_ words: [String]) -> [String] {
+        var option: String?
+        if let at = words.firstIndex(of: "--state-dir"), words.indices.contains(at + 1) { option = words[at + 1] }
+        var ids: [String] = []
+        struct Enough: Error {}
+        let unfinished: [TransferState] = [.running, .waiting, .queued, .paused, .failed, .cancelled]
+        try? QueueListing.items(of: QueueView(states: unfinished), in: StateDirectory(option: option)) { items in
+            ids += items.map { String($0.id.rawValue) }
+            if ids.count >= 1_000 { throw Enough() }
+        }
+        return Array(ids.prefix(1_000))
     }
 }
 

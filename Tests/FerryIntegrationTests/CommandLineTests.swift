@@ -1,4 +1,5 @@
 import FerryCore
+import FerryStorage
 import Foundation
 import Testing
 import TestHTTPServer
@@ -62,6 +63,27 @@ import TestHTTPServer
         #expect(try await complete(["ferry", "st"]) == ["stop"])
         #expect(try await complete(["ferry", "en"]).isEmpty)
         #expect(try await complete(["ferry", "get", "--netrc-f"]) == ["--netrc-file"])
+    }
+
+    /// Issue 24, bug 14: the verbs' ids complete from the queue (the unfinished items; bash's script calls
+    /// `ferry ---completion <verb> -- positional@0 ...` for them), from the state directory on the line typed.
+    @Test func verbIDsCompleteFromTheQueue() async throws {
+        let state = dir.path + "/queue"
+        try FileManager.default.createDirectory(atPath: state, withIntermediateDirectories: true)
+        let store = try SQLiteQueueStore(path: StateDirectory(option: state).databasePath)
+        let added = try store.add((1...4).map { TransferSpec(download: server.url("/c/\($0).bin"), directory: dir.path) })
+        var done = try #require(try store.load([added[1].id]).first)
+        done.state = .completed
+        try store.save(done)
+        let call = ["---completion", "pause", "--", "positional@0", "2", "0", "ferry", "pause", ""]
+        let offered = try await runFerry(call, stateDir: state)
+        #expect(offered.status == 0 && offered.stdout == "1\n3\n4\n", "\(offered.stdout) \(offered.stderr)")
+        // --state-dir on the line wins; no queue there: nothing offered, nothing made.
+        let elsewhere = try await runFerry(["---completion", "move", "--", "positional@0", "4", "0", "ferry", "move", "--state-dir", dir.path + "/none", ""],
+                                           stateDir: state)
+        #expect(elsewhere.status == 0 && elsewhere.stdout.isEmpty && !FileManager.default.fileExists(atPath: dir.path + "/none"))
+        let there = try await runFerry(["---completion", "move", "--", "positional@0", "4", "0", "ferry", "move", "--state-dir", state, ""])
+        #expect(there.stdout == "1\n3\n4\n")
     }
 
     /// docs/man/ferry.1 is made by scripts/manpage from the same definitions; a stale page (an option added
