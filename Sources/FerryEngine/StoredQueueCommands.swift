@@ -19,10 +19,7 @@ public enum StoredQueueCommands {
         let chosen: [StoredTransfer] = try command.selection.map { selection in
             let text = QueueView(filter: selection.filter).matcher
             return try selection.choose(among: items.map { ($0.id, $0.state, $0.batch) }, text: { id in
-                known[id].map { item in
-                    text.matches(id: id, state: item.state, batch: item.batch, name: { TransferSnapshot.knownName(spec: item.spec, fileName: item.fileName) },
-                                 url: { item.spec.url.absoluteString })
-                } ?? false
+                known[id].map { text.matches(id: id, state: $0.state, batch: $0.batch, spec: $0.spec, fileName: $0.fileName) } ?? false
             }).get().compactMap { known[$0] }
         } ?? []
         switch command {

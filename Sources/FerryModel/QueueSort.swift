@@ -13,14 +13,11 @@ public enum QueueSort: String, Sendable, Codable, CaseIterable {
         return all[(all.firstIndex(of: self)! + 1) % all.count]
     }
 
-    /// The sort in a word, as a screen's header says it.
-    public var title: String { rawValue }
-
     /// What an item is sorted on: what the rule needs to know of it.
     public struct Key: Sendable {
         public var id: TransferID
         public var state: TransferState
-        /// The name shown (lowercased by the caller is not needed: compared ignoring case).
+        /// The name shown.
         public var name: String
         /// Done of expected, 0 to 1 (nil: size not known).
         public var progress: Float?
@@ -33,6 +30,13 @@ public enum QueueSort: String, Sendable, Codable, CaseIterable {
             self.name = name
             self.progress = progress
             self.rate = rate
+        }
+
+        /// The key of an item as a snapshot, a loaded transfer or a stored record has it.
+        public init(id: TransferID, state: TransferState, spec: TransferSpec, fileName: String?, bytesDone: Int64, bytesExpected: Int64?,
+                    rate: Double?) {
+            self.init(id: id, state: state, name: TransferSnapshot.displayName(spec: spec, fileName: fileName),
+                      progress: bytesExpected.flatMap { $0 > 0 ? Float(bytesDone) / Float($0) : nil }, rate: rate)
         }
     }
 
@@ -75,6 +79,7 @@ public enum QueueSort: String, Sendable, Codable, CaseIterable {
 extension TransferSnapshot {
     /// What a sort compares of this item.
     public var sortKey: QueueSort.Key {
-        QueueSort.Key(id: id, state: state, name: displayName, progress: progress, rate: bytesPerSecond)
+        QueueSort.Key(id: id, state: state, spec: spec, fileName: fileName, bytesDone: bytesDone, bytesExpected: bytesExpected,
+                      rate: bytesPerSecond)
     }
 }

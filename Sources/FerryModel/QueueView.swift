@@ -60,6 +60,12 @@ public struct QueueView: Sendable, Codable, Equatable, Hashable {
             return Self.contains(url(), needle)
         }
 
+        /// The same for an item as a snapshot or a stored record has it: its name as known, its URL as given.
+        public func matches(id: TransferID, state: TransferState, batch: Int64?, spec: TransferSpec, fileName: String?) -> Bool {
+            matches(id: id, state: state, batch: batch, name: { TransferSnapshot.knownName(spec: spec, fileName: fileName) },
+                    url: { spec.url.absoluteString })
+        }
+
         /// `text` holds `needle` (lowercase bytes), ASCII letters of `text` compared in lowercase; no copy of
         /// `text` (a filter over a million items runs this a million times).
         static func contains(_ text: String, _ needle: [UInt8]) -> Bool {
@@ -89,6 +95,15 @@ public struct QueueView: Sendable, Codable, Equatable, Hashable {
     /// No condition: every item is a row, in queue order.
     public var selectsAll: Bool {
         states == nil && (filter ?? "").trimmingCharacters(in: .whitespaces).isEmpty && ids == nil && batch == nil && sort == nil
+    }
+
+    /// Which items the view shows (states, filter, ids, batch), without its order, window or detail.
+    public var conditions: QueueView { QueueView(states: states, filter: filter, ids: ids, batch: batch) }
+
+    /// The rows of the window among `count` rows of the view.
+    public func window(among count: Int) -> Range<Int> {
+        let start = min(max(0, offset), count)
+        return start..<(limit.map { min(count, start + max(0, $0)) } ?? count)
     }
 
     /// Whether the view's row `index` is in the window.

@@ -141,6 +141,11 @@ public struct QueueTotals: Sendable, Equatable, Codable {
     }
 }
 
+extension QueueSnapshot {
+    /// The whole queue's items per state: the engine's counts when it sends a window, else counted here.
+    public var counts: [TransferState: Int] { window == nil ? QueueTotals.counting(items) : totals.count }
+}
+
 /// Everything a front end needs for one frame. `version` changes whenever a state, order or setting changed.
 public struct QueueSnapshot: Sendable, Equatable, Codable {
     public var version: UInt64

@@ -198,9 +198,7 @@ extension QueueListing {
                 // A row left running by an engine that stopped, or saved running a moment ago: queued unless
                 // the engine says it moves.
                 if let live, live[row.id] == nil, item.state == .running || item.state == .waiting { item.state = .queued }
-                guard matcher.matches(id: item.id, state: item.state, batch: item.batch,
-                                      name: { TransferSnapshot.knownName(spec: item.spec, fileName: item.fileName) },
-                                      url: { item.spec.url.absoluteString }) else { return }
+                guard matcher.matches(id: item.id, state: item.state, batch: item.batch, spec: item.spec, fileName: item.fileName) else { return }
                 pending.append(item)
                 if pending.count >= 1_000 {
                     try add(pending)

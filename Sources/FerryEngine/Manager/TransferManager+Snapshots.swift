@@ -87,11 +87,7 @@ extension TransferManager {
     /// view has every item, else one walk over the queue's index (a filter's text is matched on what the
     /// store keeps of names and URLs: TextMatches).
     private func window(_ view: QueueView, _ core: inout Core) -> (rows: [Entry], total: Int) {
-        if view.selectsAll {
-            let start = min(max(0, view.offset), core.queue.count)
-            let end = view.limit.map { min(core.queue.count, start + max(0, $0)) } ?? core.queue.count
-            return (Array(core.queue[start..<end]), core.queue.count)
-        }
+        if view.selectsAll { return (Array(core.queue[view.window(among: core.queue.count)]), core.queue.count) }
         var conditions = view
         conditions.filter = nil
         let matcher = conditions.matcher
@@ -108,9 +104,7 @@ extension TransferManager {
         guard let sort = view.sort else { return (rows, total) }
         let keys = sortKeys(of: rows, &core)
         rows = sort.sorted(rows) { keys[$0.id] ?? QueueSort.Key(id: $0.id, state: $0.state, name: "", progress: nil, rate: nil) }
-        let start = min(max(0, view.offset), rows.count)
-        let end = view.limit.map { min(rows.count, start + max(0, $0)) } ?? rows.count
-        return (Array(rows[start..<end]), total)
+        return (Array(rows[view.window(among: rows.count)]), total)
     }
 
     /// What a sort compares of each row: loaded items as they are now, the others as the store keeps them
@@ -121,7 +115,10 @@ extension TransferManager {
         var missing: [TransferID] = []
         for entry in rows {
             if let transfer = core.items[entry.id] {
-                keys[entry.id] = transfer.snapshot().sortKey
+                // From the transfer's fields: a whole snapshot (attempts, rate history) per loaded item per window was waste.
+                keys[entry.id] = QueueSort.Key(id: transfer.id, state: transfer.state, spec: transfer.spec, fileName: transfer.fileName,
+                                               bytesDone: transfer.currentBytes, bytesExpected: transfer.bytesExpected,
+                                               rate: transfer.rate.bytesPerSecond)
             } else if var stored = core.storedSortKeys[entry.id] {
                 stored.state = entry.state
                 keys[entry.id] = stored
@@ -129,11 +126,11 @@ extension TransferManager {
                 missing.append(entry.id)
             }
         }
+        // Records read 10,000 at a time: a million whole records at once would be gigabytes for a moment.
         for chunk in stride(from: 0, to: missing.count, by: 10_000).map({ missing[$0..<min(missing.count, $0 + 10_000)] }) {
             for (id, record) in records(of: Array(chunk)) {
-                let progress: Float? = record.bytesExpected.flatMap { $0 > 0 ? Float(record.bytesDone) / Float($0) : nil }
-                let key = QueueSort.Key(id: id, state: record.state, name: TransferSnapshot.displayName(spec: record.spec, fileName: record.fileName),
-                                        progress: progress, rate: nil)
+                let key = QueueSort.Key(id: id, state: record.state, spec: record.spec, fileName: record.fileName,
+                                        bytesDone: record.bytesDone, bytesExpected: record.bytesExpected, rate: nil)
                 core.storedSortKeys[id] = key
                 keys[id] = key
             }
@@ -311,7 +308,7 @@ struct TextMatches {
     }
 
     func matches(_ item: Transfer) -> Bool {
-        matches(id: item.id, url: item.spec.url.absoluteString, name: TransferSnapshot.knownName(spec: item.spec, fileName: item.fileName))
+        matcher.matches(id: item.id, state: .queued, batch: nil, spec: item.spec, fileName: item.fileName)
     }
 
     /// An item going back to the store: what it is now called decides.

@@ -142,8 +142,7 @@ public struct AppState: Sendable, Equatable {
         if view == .all, filter.isEmpty, sort == .queue { return ListRows(items: snapshot.items, offset: 0, total: snapshot.items.count) }
         let matcher = queueView.matcher
         let items = snapshot.items.filter { item in
-            matcher.matches(id: item.id, state: item.state, batch: item.batch, name: { TransferSnapshot.knownName(spec: item.spec, fileName: item.fileName) },
-                           url: { item.spec.url.absoluteString })
+            matcher.matches(id: item.id, state: item.state, batch: item.batch, spec: item.spec, fileName: item.fileName)
         }
         return ListRows(items: sort.sorted(items, key: \.sortKey), offset: 0, total: items.count)
     }

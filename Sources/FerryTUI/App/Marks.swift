@@ -23,9 +23,7 @@ public struct Marks: Sendable, Equatable {
     }
 
     static func shows(_ view: QueueView, _ item: TransferSnapshot) -> Bool {
-        view.matcher.matches(id: item.id, state: item.state, batch: item.batch,
-                             name: { TransferSnapshot.knownName(spec: item.spec, fileName: item.fileName) },
-                             url: { item.spec.url.absoluteString })
+        view.matcher.matches(id: item.id, state: item.state, batch: item.batch, spec: item.spec, fileName: item.fileName)
     }
 
     /// Marks or unmarks the item; false when it is outside the view whose items are all marked (M clears them first).
@@ -42,7 +40,7 @@ public struct Marks: Sendable, Equatable {
     /// Marks every item of `view` (`total` rows now).
     public mutating func markAll(of view: QueueView, total: Int) {
         self = Marks()
-        self.view = QueueView(states: view.states, filter: view.filter, batch: view.batch)
+        self.view = view.conditions
         viewTotal = total
     }
 
@@ -51,7 +49,7 @@ public struct Marks: Sendable, Equatable {
     /// How many are marked: of a marked view, its rows now when it is the one shown (`current`, `rows`).
     public func count(current: QueueView, rows: ListRows?) -> Int {
         guard let view else { return ids.count }
-        let shown = view == QueueView(states: current.states, filter: current.filter, batch: current.batch)
+        let shown = view == current.conditions
         let total = shown ? rows.flatMap { $0.pending ? nil : $0.total } ?? viewTotal : viewTotal
         return max(0, total - except.count)
     }

@@ -40,7 +40,7 @@ private func perform(_ action: Action, _ stateIn: AppState, _ snapshot: QueueSna
     let selected = state.selectedItem(snapshot)
     let inList = state.screen == .list
     // While items are marked, the list's actions act on them (the detail view's on its item).
-    let marks = inList && !state.marks.isEmpty ? state.marks : nil
+    let onMarks = inList && !state.marks.isEmpty
     let markedCount = state.marks.count(current: state.queueView, rows: items)
     let marked = "\(markedCount) marked"
 
@@ -76,7 +76,7 @@ private func perform(_ action: Action, _ stateIn: AppState, _ snapshot: QueueSna
             note("filter cleared")
         }
 
-    case .togglePause where marks != nil:
+    case .togglePause where onMarks:
         // Marked items pause, unless every marked one in sight is paused: then they resume.
         let seen = items.items.filter(state.marks.contains)
         if !seen.isEmpty, seen.allSatisfy({ $0.state == .paused }) {
@@ -85,15 +85,15 @@ private func perform(_ action: Action, _ stateIn: AppState, _ snapshot: QueueSna
         }
         note("pausing \(marked)")
         return (state, [.queue(.pause(state.marks.selection))])
-    case .cancel where marks != nil:
+    case .cancel where onMarks:
         note("cancelling \(marked)")
         return (state, [.queue(.cancel(state.marks.selection))])
-    case .retry where marks != nil:
+    case .retry where onMarks:
         note("retrying \(marked) (those failed or cancelled)")
         return (state, [.queue(.retry(state.marks.selection))])
-    case .remove where marks != nil, .removeDeletingPartial where marks != nil:
+    case .remove where onMarks, .removeDeletingPartial where onMarks:
         state.confirmation = .removeMarked(state.marks.selection, count: markedCount, deletePartial: action == .removeDeletingPartial)
-    case .moveItemDown where marks != nil, .moveItemUp where marks != nil:
+    case .moveItemDown where onMarks, .moveItemUp where onMarks:
         return (state, [.queue(.move(state.marks.selection, action == .moveItemDown ? .down : .up))])
 
     case .mark:
@@ -113,7 +113,7 @@ private func perform(_ action: Action, _ stateIn: AppState, _ snapshot: QueueSna
     case .clearFinished:
         guard inList, let done = state.viewSelection(in: [.completed]) else { note("this view shows no finished items"); break }
         // The count is the queue's when the view is every item; a filter's share of it is the engine's to find.
-        let count = done.filter == nil ? (snapshot.window == nil ? QueueTotals.counting(snapshot.items) : snapshot.totals.count)[.completed, default: 0] : nil
+        let count = done.filter == nil ? snapshot.counts[.completed, default: 0] : nil
         guard count != 0 else { note("nothing finished in this view"); break }
         state.confirmation = .clearFinished(done, count: count)
 
@@ -127,7 +127,7 @@ private func perform(_ action: Action, _ stateIn: AppState, _ snapshot: QueueSna
         }
     case .togglePauseAll:
         // The queue's counts: the list may hold only a window of it.
-        let count = snapshot.window == nil ? QueueTotals.counting(snapshot.items) : snapshot.totals.count
+        let count = snapshot.counts
         let anyMoving = count.contains { $0.key.isPending && $0.value > 0 }
         if anyMoving { note("pausing everything"); return (state, [.pauseAll]) }
         if count[.paused, default: 0] > 0 { note("resuming everything"); return (state, [.resumeAll]) }
@@ -160,7 +160,7 @@ private func perform(_ action: Action, _ stateIn: AppState, _ snapshot: QueueSna
         guard inList else { break }
         state.sort = state.sort.next
         // The selected item stays selected where it now is (found when the sorted rows come).
-        note(state.sort == .queue ? "in queue order" : "sorted by \(state.sort.title)")
+        note(state.sort == .queue ? "in queue order" : "sorted by \(state.sort.rawValue)")
 
     case let .showView(view):
         guard inList || view != state.view else { break }
@@ -191,7 +191,7 @@ private func perform(_ action: Action, _ stateIn: AppState, _ snapshot: QueueSna
     case .quit:
         return (state, [.quit])
     case .stopEngine:
-        let count = snapshot.window == nil ? QueueTotals.counting(snapshot.items) : snapshot.totals.count
+        let count = snapshot.counts
         let running = count[.running, default: 0] + count[.waiting, default: 0]
         state.confirmation = .stopEngine(running: running)
     }

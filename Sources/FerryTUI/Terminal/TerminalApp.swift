@@ -272,7 +272,7 @@ public final class TerminalApp {
         sources.forEach { $0.cancel() }
         terminal.close()
         let snapshot = queue.snapshot()
-        let count = snapshot.window == nil ? QueueTotals.counting(snapshot.items) : snapshot.totals.count
+        let count = snapshot.counts
         let running = count[.running, default: 0] + count[.waiting, default: 0]
         var line = message
         if stopEngine {

@@ -57,10 +57,8 @@ enum DetailView {
                 let length = max(1, segment.end - segment.start)
                 let fraction = Float(min(segment.done, length)) / Float(length)
                 let place = "\(ByteFormat.bytes(segment.start))-\(ByteFormat.bytes(segment.end))"
-                let line = "\(index + 1)".padding(toLength: 3, withPad: " ", startingAt: 0)
-                    + ProgressBar.text(progress: fraction, width: barWidth, unicode: context.unicode)
-                    + " \(min(100, Int(fraction * 100)))%".padding(toLength: 6, withPad: " ", startingAt: 0)
-                    + " " + place
+                let line = DisplayWidth.pad("\(index + 1)", to: 3) + ProgressBar.text(progress: fraction, width: barWidth, unicode: context.unicode)
+                    + DisplayWidth.pad(" \(min(100, Int(fraction * 100)))%", to: 6) + " " + place
                 field("", line)
             }
         }
