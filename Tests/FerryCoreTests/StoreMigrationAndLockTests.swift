@@ -120,10 +120,17 @@ import Testing
         // A MiB in one piece: written at once, and stuck after the pipe's 64 KiB with the range's lock held.
         let writer = Thread { run.didReceive(data: Data(count: 1 << 20)) }
         writer.start()
-        let reader = try #require(FileHandle(forReadingAtPath: fifo))
+        // Opened without waiting for a writer (a plain open blocks until one opens the FIFO: had the range's
+        // descriptor gone, this test hung the suite, CI's whole run with it), then read blocking.
+        let readFD = open(fifo, O_RDONLY | O_NONBLOCK | O_CLOEXEC)
+        try #require(readFD >= 0)
+        _ = fcntl(readFD, F_SETFL, fcntl(readFD, F_GETFL) & ~O_NONBLOCK)
+        let reader = FileHandle(fileDescriptor: readFD, closeOnDealloc: true)
         // The writer is in write(2) once the pipe holds its first bytes.
         var available = Int32(0)
-        while ioctl(reader.fileDescriptor, UInt(FIONREAD), &available) == 0, available < 65536 { usleep(1000) }
+        let filled = Date().addingTimeInterval(30)
+        while ioctl(readFD, UInt(FIONREAD), &available) == 0, available < 65536, Date() < filled { usleep(1000) }
+        try #require(available >= 65536, "the range never filled the pipe: its write end is gone (\(available) bytes)")
 
         let answered = DispatchSemaphore(value: 0)
         let progress = Thread {
