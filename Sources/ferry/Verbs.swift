@@ -229,10 +229,25 @@ enum QueueVerb {
         return parts.joined(separator: "; ")
     }
 
-    /// `#4 #9 #12`, the first 10 and how many more.
-    private static func list(_ ids: [TransferID]) -> String {
-        let shown = ids.prefix(10).map(\.description).joined(separator: " ")
-        return ids.count > 10 ? "\(shown) and \(ids.count - 10) more" : shown
+    /// `#4 #9 #12`, three or more in a row as one run (`#1-#2000`: an add of an `-i` file is one line, not
+    /// two thousand ids), the first 10 of those and how many items more.
+    static func list(_ ids: [TransferID]) -> String {
+        var runs: [(first: TransferID, last: TransferID, count: Int)] = []
+        for id in ids {
+            if let run = runs.last, id.rawValue == run.last.rawValue + 1 {
+                runs[runs.count - 1] = (run.first, id, run.count + 1)
+            } else {
+                runs.append((id, id, 1))
+            }
+        }
+        let parts = runs.flatMap { run -> [(text: String, count: Int)] in
+            run.count >= 3 ? [("\(run.first)-\(run.last)", run.count)]
+                : (0..<run.count).map { ("\(TransferID(run.first.rawValue + Int64($0)))", 1) }
+        }
+        let shown = parts.prefix(10)
+        let more = ids.count - shown.map(\.count).reduce(0, +)
+        let text = shown.map(\.text).joined(separator: " ")
+        return more > 0 ? "\(text) and \(more) more" : text
     }
 
     /// The items a selection asked for, for "no item ...".

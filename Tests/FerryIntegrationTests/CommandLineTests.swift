@@ -86,6 +86,21 @@ import TestHTTPServer
         #expect(there.stdout == "1\n3\n4\n")
     }
 
+    /// What a verb changed is said in one line however many items: ids in a row as one run (`#1-#25`), at
+    /// most ten parts and how many more.
+    @Test func manyIDsAreSaidAsRuns() async throws {
+        let state = dir.path + "/runs"
+        try FileManager.default.createDirectory(atPath: state, withIntermediateDirectories: true)
+        let store = try SQLiteQueueStore(path: StateDirectory(option: state).databasePath)
+        _ = try store.add((1...25).map { TransferSpec(download: server.url("/r/\($0).bin"), directory: dir.path) })
+        let paused = try await runFerry(["pause", "--all"], stateDir: state)
+        #expect(paused.status == 0 && paused.stdout == "paused 25 (#1-#25)\n", "\(paused.stdout) \(paused.stderr)")
+        let some = try await runFerry(["resume", "1", "2", "4", "6", "7", "8"], stateDir: state)
+        #expect(some.stdout == "resumed 6 (#1 #2 #4 #6-#8)\n", "\(some.stdout)")
+        let scattered = try await runFerry(["cancel"] + stride(from: 9, through: 25, by: 2).map(String.init) + ["10", "12", "14"], stateDir: state)
+        #expect(scattered.stdout == "cancelled 12 (#9 #11 #13 #15 #17 #19 #21 #23 #25 #10 and 2 more)\n", "\(scattered.stdout)")
+    }
+
     /// docs/man/ferry.1 is made by scripts/manpage from the same definitions; a stale page (an option added
     /// since) fails here.
     @Test func theManPageNamesEverySubcommandAndOption() async throws {
