@@ -131,6 +131,22 @@ import TestHTTPServer
         #expect(manager.snapshot(QueueView()).items.map(\.id.rawValue) == order.filter { $0 != 10 && $0 != 12 } + [10, 12])
     }
 
+    /// A command on thousands of items takes the lock a thousand items at a time (TransferManager.events):
+    /// every item across the turns is changed once, in order, and what was left is named.
+    @Test func aCommandOnThousandsOfItems() throws {
+        let store = try SQLiteQueueStore(path: storePath)
+        _ = try store.add((1...2_500).map { TransferSpec(download: server.url("/t/\($0).bin"), directory: dir.path) })
+        let manager = try engine(scope: .ownItems)
+        defer { manager.shutdown() }
+        let paused = try manager.perform(.pause(Selection(all: true)))
+        #expect(paused.outcome.changed.map(\.rawValue) == Array(1...2_500) && paused.outcome.left.isEmpty)
+        #expect(manager.counts == [.paused: 2_500] && manager.loadedCount <= 3)
+        let again = try manager.perform(.pause(Selection(ids: [1, 1_001, 2_001])))
+        #expect(again.outcome.changed.isEmpty && again.outcome.left.map(\.id.rawValue) == [1, 1_001, 2_001])
+        let cancelled = try manager.perform(.cancel(Selection(states: [.paused], except: Array(1_000...1_002))))
+        #expect(cancelled.outcome.changed.count == 2_497 && manager.counts == [.paused: 3, .cancelled: 2_497])
+    }
+
     /// Issue 24: a sorted view's window, on items loaded or not (their names, sizes and states as the store has
     /// them); sorting leaves the queue's order as it was.
     @Test func aSortedViewsWindow() async throws {

@@ -226,15 +226,16 @@ extension TransferManager {
             let removed = Set(result.outcome.changed)
             result.outcome.left = ids.filter { !removed.contains($0) }.compactMap { id in before[id].map { .init(id: id, state: $0) } }
         case .pause, .resume, .cancel, .retry:
+            let took: [TransferID]
+            switch command {
+            case .pause: took = events(ids) { $0.pause() }
+            case .resume: took = events(ids, allow: true) { $0.resume() }
+            case .cancel: took = events(ids) { $0.cancel() }
+            default: took = events(ids, allow: true) { $0.retry() }
+            }
+            let changed = Set(took)
             for id in ids {
-                let took: Bool
-                switch command {
-                case .pause: took = event(id) { $0.pause() }
-                case .resume: took = event(id, allow: true) { $0.resume() }
-                case .cancel: took = event(id) { $0.cancel() }
-                default: took = event(id, allow: true) { $0.retry() }
-                }
-                if took {
+                if changed.contains(id) {
                     result.outcome.changed.append(id)
                 } else if let state = before[id] {
                     result.outcome.left.append(.init(id: id, state: state))
