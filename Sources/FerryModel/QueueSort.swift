@@ -32,10 +32,16 @@ public enum QueueSort: String, Sendable, Codable, CaseIterable {
             self.rate = rate
         }
 
-        /// The key of an item as a snapshot, a loaded transfer or a stored record has it.
+        /// The key of an item as a snapshot or a loaded transfer has it.
         public init(id: TransferID, state: TransferState, spec: TransferSpec, fileName: String?, bytesDone: Int64, bytesExpected: Int64?,
                     rate: Double?) {
-            self.init(id: id, state: state, name: TransferSnapshot.displayName(spec: spec, fileName: fileName),
+            self.init(id: id, state: state, url: spec.url, knownName: TransferSnapshot.knownName(spec: spec, fileName: fileName),
+                      bytesDone: bytesDone, bytesExpected: bytesExpected, rate: rate)
+        }
+
+        /// The key of an item as the store keeps it (QueueStore.forEachSortKey).
+        public init(id: TransferID, state: TransferState, url: URL, knownName: String?, bytesDone: Int64, bytesExpected: Int64?, rate: Double?) {
+            self.init(id: id, state: state, name: TransferSnapshot.displayName(url: url, knownName: knownName),
                       progress: bytesExpected.flatMap { $0 > 0 ? Float(bytesDone) / Float($0) : nil }, rate: rate)
         }
     }

@@ -103,8 +103,12 @@ public struct TransferSnapshot: Sendable, Identifiable, Equatable, Codable {
 
     /// An item's name in lists: an upload's source, else the download's file name as far as it is known.
     public static func displayName(spec: TransferSpec, fileName: String?) -> String {
-        if let source = spec.upload?.primarySource { return source.displayName }
-        return fileName ?? FileNaming.filename(fromURL: spec.url) ?? spec.url.host ?? "?"
+        displayName(url: spec.url, knownName: knownName(spec: spec, fileName: fileName))
+    }
+
+    /// The same from the URL and the known name (knownName), as the store keeps them.
+    public static func displayName(url: URL, knownName: String?) -> String {
+        knownName ?? FileNaming.filename(fromURL: url) ?? url.host ?? "?"
     }
 }
 

@@ -123,6 +123,9 @@ public protocol QueueStore: Sendable {
     func forEachText(after id: TransferID, _ body: (TransferID, String, String?) throws -> Void) throws
     /// The same of the items with these ids (those that exist), in no particular order.
     func forEachText(of ids: [TransferID], _ body: (TransferID, String, String?) throws -> Void) throws
+    /// What a sort compares of the items with these ids (those that exist), in no particular order: id, URL,
+    /// known name, bytes done and expected (no whole record: a sort of 100,000 rows read them all).
+    func forEachSortKey(of ids: [TransferID], _ body: (TransferID, String, String?, Int64, Int64?) throws -> Void) throws
     /// Items with an id above `id` (ids only grow, never reused): what other processes added since.
     func loadAdded(after id: TransferID) throws -> [StoredTransfer]
     /// Appends new queued items at the end of the queue, all or none, in `batch`. With `reuse`, a spec of a
@@ -178,6 +181,13 @@ extension QueueStore {
     public func forEachText(of ids: [TransferID], _ body: (TransferID, String, String?) throws -> Void) throws {
         for item in try load(ids) {
             try body(item.id, item.spec.url.absoluteString, TransferSnapshot.knownName(spec: item.spec, fileName: item.fileName))
+        }
+    }
+
+    public func forEachSortKey(of ids: [TransferID], _ body: (TransferID, String, String?, Int64, Int64?) throws -> Void) throws {
+        for item in try load(ids) {
+            try body(item.id, item.spec.url.absoluteString, TransferSnapshot.knownName(spec: item.spec, fileName: item.fileName),
+                     item.bytesDone, item.bytesExpected)
         }
     }
 

@@ -227,6 +227,14 @@ public final class SQLiteQueueStore: QueueStore {
         }
     }
 
+    public func forEachSortKey(of ids: [TransferID], _ body: (TransferID, String, String?, Int64, Int64?) throws -> Void) throws {
+        try pool.read { db in
+            try Self.byID(db, "SELECT id, url, COALESCE(name, fileName), bytesDone, bytesExpected FROM transfer", ids) { row in
+                try body(TransferID(row[0]), row[1], row[2], row[3], row[4])
+            }
+        }
+    }
+
     public func forEachText(after id: TransferID, _ body: (TransferID, String, String?) throws -> Void) throws {
         try pool.read { db in
             let rows = try Row.fetchCursor(db, sql: "SELECT id, url, COALESCE(name, fileName) FROM transfer WHERE id > ?",

@@ -170,6 +170,13 @@ import TestHTTPServer
         #expect(ids(QueueView(states: [.completed], sort: .progress)) == [1, 2, 3])
         #expect(manager.snapshot(QueueView(limit: 2, sort: .name)).window?.total == 12)
         #expect(ids(QueueView(filter: ".dat", sort: .name)) == [3, 1, 2])
+        // Sorted rows are kept while nothing they depend on changes, and sorted again when something does.
+        #expect(ids(QueueView(limit: 2, sort: .state)) == [4, 5])
+        _ = try manager.perform(.cancel(Selection(ids: [4])))
+        #expect(ids(QueueView(limit: 2, sort: .state)) == [5, 6])
+        #expect(ids(QueueView(sort: .state)).suffix(4) == [4, 1, 2, 3])
+        _ = try manager.perform(.remove(Selection(ids: [5]), deletePart: false))
+        #expect(ids(QueueView(limit: 2, sort: .state)) == [6, 7] && manager.snapshot(QueueView(limit: 1, sort: .state)).window?.total == 11)
         #expect(ids(QueueView(limit: 4)) == [1, 2, 3, 4])
     }
 

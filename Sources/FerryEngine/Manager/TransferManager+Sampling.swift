@@ -47,7 +47,10 @@ extension TransferManager {
             }
             core.moved.downRate.add(totalBytes: core.moved.down, at: now)
             core.moved.upRate.add(totalBytes: core.moved.up, at: now)
-            if moved { core.version &+= 1 }
+            if moved {
+                core.version &+= 1
+                core.samples &+= 1
+            }
             if !anyRunning, !holders.contains(where: { $0.finishing }) {
                 core.sampler?.cancel()
                 core.sampler = nil

@@ -87,7 +87,19 @@ extension TransferManager {
     /// view has every item, else one walk over the queue's index (a filter's text is matched on what the
     /// store keeps of names and URLs: TextMatches).
     private func window(_ view: QueueView, _ core: inout Core) -> (rows: [Entry], total: Int) {
+        // A window in queue order: what was kept for a sort goes (made again if a sort is asked again), not held
+        // for the engine's life.
+        if view.sort == nil, core.sortedRows != nil || !core.storedSortKeys.isEmpty {
+            core.storedSortKeys = [:]
+            core.sortedRows = nil
+        }
         if view.selectsAll { return (Array(core.queue[view.window(among: core.queue.count)]), core.queue.count) }
+        // A sorted view whose rows cannot have moved since they were sorted: its window is a slice of them. A
+        // 100,000-row view sorted by name re-sorted at every sample while 2 items ran: 34 % of a core, 0.4 %
+        // in queue order.
+        if let sort = view.sort, let sorted = core.sortedRows, sorted.view == SortedRows.key(view), sorted.made == SortedRows.stamp(sort, core) {
+            return (Array(sorted.rows[view.window(among: sorted.rows.count)]), sorted.total)
+        }
         var conditions = view
         conditions.filter = nil
         let matcher = conditions.matcher
@@ -104,6 +116,7 @@ extension TransferManager {
         guard let sort = view.sort else { return (rows, total) }
         let keys = sortKeys(of: rows, &core)
         rows = sort.sorted(rows) { keys[$0.id] ?? QueueSort.Key(id: $0.id, state: $0.state, name: "", progress: nil, rate: nil) }
+        core.sortedRows = SortedRows(view: SortedRows.key(view), made: SortedRows.stamp(sort, core), rows: rows, total: total)
         return (Array(rows[view.window(among: rows.count)]), total)
     }
 
@@ -126,14 +139,15 @@ extension TransferManager {
                 missing.append(entry.id)
             }
         }
-        // Records read 10,000 at a time: a million whole records at once would be gigabytes for a moment.
-        for chunk in stride(from: 0, to: missing.count, by: 10_000).map({ missing[$0..<min(missing.count, $0 + 10_000)] }) {
-            for (id, record) in records(of: Array(chunk)) {
-                let key = QueueSort.Key(id: id, state: record.state, spec: record.spec, fileName: record.fileName,
-                                        bytesDone: record.bytesDone, bytesExpected: record.bytesExpected, rate: nil)
-                core.storedSortKeys[id] = key
-                keys[id] = key
-            }
+        guard !missing.isEmpty else { return keys }
+        // What the store has of them, its pending writes first (an item just evicted); the state is the index's.
+        storeWriter.flush()
+        let states = Dictionary(uniqueKeysWithValues: rows.lazy.map { ($0.id, $0.state) })
+        try? store.forEachSortKey(of: missing) { id, url, name, done, expected in
+            guard let url = URL(string: url), let state = states[id] else { return }
+            let key = QueueSort.Key(id: id, state: state, url: url, knownName: name, bytesDone: done, bytesExpected: expected, rate: nil)
+            core.storedSortKeys[id] = key
+            keys[id] = key
         }
         return keys
     }
@@ -271,6 +285,33 @@ extension TransferManager {
 /// The items whose name or URL hold a filter's text, as far as the store knows their names (loaded items are
 /// matched as they are): kept for the last text asked for, so a window of a filtered view of a long queue is
 /// a walk over the index, not over the store, each time it is drawn.
+/// A sorted view's rows, and when they were sorted: by name, state or time added the order changes only
+/// with a state, the order, a name or the queue's items (the engine's version less its byte samples); by
+/// progress or rate it also follows the bytes, re-sorted once a second of samples (5 of them).
+struct SortedRows {
+    let view: QueueView
+    let made: Stamp
+    let rows: [TransferManager.Entry]
+    let total: Int
+
+    /// The view without its window and detail: what the rows depend on.
+    static func key(_ view: QueueView) -> QueueView {
+        var key = view.conditions
+        key.sort = view.sort
+        return key
+    }
+
+    struct Stamp: Equatable {
+        let shape: UInt64
+        let second: UInt64
+    }
+
+    static func stamp(_ sort: QueueSort, _ core: TransferManager.Core) -> Stamp {
+        let live = sort == .progress || sort == .rate
+        return Stamp(shape: core.version &- core.samples, second: live ? core.samples / 5 : 0)
+    }
+}
+
 struct TextMatches {
     let matcher: QueueView.Matcher
     var needle: [UInt8]? { matcher.needleBytes }
