@@ -63,23 +63,9 @@ struct Put: AsyncParsableCommand {
         var extraHeaders: [HTTPHeader] = []
         for text in headers { extraHeaders.append(try InputValidation.header(text)) }
         let source = try InputValidation.uploadSource(file)
-        let body: UploadSpec.Body
-        let defaultMethod: String
-        if form.isEmpty {
-            let type = contentType ?? (file == "-" ? MIMETypes.fallback : MIMETypes.type(forFileName: file))
-            body = .raw(source, contentType: type)
-            defaultMethod = "PUT"
-        } else {
-            let fileName = file == "-" ? "stdin" : URL(fileURLWithPath: file).lastPathComponent
-            let type = contentType ?? (file == "-" ? MIMETypes.fallback : MIMETypes.type(forFileName: file))
-            var parts: [FormPart] = [.file(name: field, source: source, fileName: fileName, contentType: type)]
-            for text in form { parts.append(try InputValidation.formPart(text)) }
-            body = .multipart(parts)
-            defaultMethod = "POST"
-        }
-        let verb = (method ?? defaultMethod).uppercased()
-        guard verb == "PUT" || verb == "POST" else { throw UsageError("-X takes PUT or POST, got '\(TerminalSafe.sanitize(verb))'") }
-        let upload = UploadSpec(method: verb, body: body)
+        var parts: [FormPart] = []
+        for text in form { parts.append(try InputValidation.formPart(text)) }
+        let upload = try UploadSpec.of(source, contentType: contentType, form: form.isEmpty ? nil : parts, field: field, method: method)
         _ = try BodyPlan.make(for: upload)  // every file checked before anything is sent
         return TransferSpec(upload: upload, to: target, headers: extraHeaders)
     }

@@ -305,3 +305,96 @@ import Testing
         #expect(press([.character("X"), .character("y")], filtered).1 == [.queue(.remove(Selection(states: [.completed], filter: "song"), deletePart: false))])
     }
 }
+
+/// Issue 24, bug 2: `a` shows the folder it saves into and Tab changes it; `u` sends as `ferry put` can (PUT,
+/// POST, a form); Tab completes paths. Real files in a folder of the test's own.
+@Suite struct PromptTests {
+    let dir: String
+
+    init() throws {
+        dir = FileManager.default.temporaryDirectory.appendingPathComponent("ferry-prompts-\(UUID().uuidString)").path
+        try FileManager.default.createDirectory(atPath: dir + "/sub/deeper", withIntermediateDirectories: true)
+        for name in ["report-2024.pdf", "report-2025.pdf", "notes.txt", ".hidden"] {
+            #expect(FileManager.default.createFile(atPath: dir + "/" + name, contents: Data("x".utf8)))
+        }
+    }
+
+    func cleanup() { try? FileManager.default.removeItem(atPath: dir) }
+
+    func press(_ keys: [Key], _ start: AppState? = nil) -> (AppState, [Command]) {
+        var state = start ?? AppState(downloadDirectory: "/home/me/Downloads", width: 80, height: 14, workingDirectory: dir)
+        var all: [Command] = []
+        for key in keys {
+            let (next, commands) = reduce(state, key, Fixtures.queue())
+            state = next
+            all += commands
+        }
+        return (state, all)
+    }
+
+    func type(_ text: String) -> [Key] { text.map { .character($0) } }
+
+    @Test func theDownloadPromptShowsItsFolderAndTabChangesIt() {
+        defer { cleanup() }
+        let (asking, _) = press([.character("a")] + type("http://h/f.bin"))
+        #expect(asking.prompt?.label(folder: "~/Downloads") == "Download URL (into ~/Downloads; Tab: another folder): ")
+        #expect(Fixtures.render(asking).text.hasSuffix("Download URL (into /home/me/Downloads; Tab: another folder): http://h/f.bin"))
+        // Tab: the folder, to edit (Tab completes it, directories only); Enter goes back to the URL typed.
+        let (folder, _) = press([.character("a")] + type("http://h/f.bin") + [.tab])
+        #expect(folder.prompt?.kind == .downloadFolder(url: "http://h/f.bin") && folder.prompt?.editor.text == "/home/me/Downloads/")
+        let (completed, _) = press([.character("a"), .tab, .control("u")] + type("su") + [.tab])
+        #expect(completed.prompt?.editor.text == "sub/")
+        let (back, _) = press([.character("a")] + type("http://h/f.bin") + [.tab, .control("u")] + type("sub/new") + [.enter])
+        #expect(back.prompt?.kind == .downloadURL && back.prompt?.editor.text == "http://h/f.bin" && back.downloadDirectory == dir + "/sub/new")
+        #expect(FileManager.default.fileExists(atPath: dir + "/sub/new"), "made when missing, as -o does")
+        let (_, added) = press([.character("a")] + type("http://h/f.bin") + [.tab, .control("u")] + type("sub") + [.enter, .enter])
+        #expect(added == [.add([TransferSpec(download: URL(string: "http://h/f.bin")!, directory: dir + "/sub")])])
+        // A file is no folder: said, and the prompt stays; Esc goes back to the URL.
+        let (refused, _) = press([.character("a"), .tab, .control("u")] + type("notes.txt") + [.enter])
+        #expect(refused.prompt?.error == "not a directory: \(dir)/notes.txt")
+        #expect(press([.character("a")] + type("http://x/") + [.tab, .escape]).0.prompt == .init(kind: .downloadURL, editor: LineEditor("http://x/")))
+    }
+
+    @Test func anUploadIsSentAsPutPostOrAForm() throws {
+        defer { cleanup() }
+        func upload(tabs: Int) -> (AppState, UploadSpec?) {
+            let (state, commands) = press([.character("u")] + type("notes.txt") + [.enter] + Array(repeating: .tab, count: tabs)
+                                          + type("https://example.com/up") + [.enter])
+            guard case let .add(specs) = commands.first else { return (state, nil) }
+            return (state, specs.first?.upload)
+        }
+        let (asked, _) = press([.character("u")] + type("notes.txt") + [.enter])
+        #expect(asked.prompt?.label(folder: "") == "Upload to URL (PUT; Tab: POST): ")
+        #expect(press([.character("u")] + type("notes.txt") + [.enter, .tab, .tab]).0.prompt?.label(folder: "") == "Upload to URL (POST form; Tab: PUT): ")
+        let path = dir + "/notes.txt"
+        #expect(upload(tabs: 0).1 == UploadSpec(method: "PUT", body: .raw(.file(path: path), contentType: "text/plain")))
+        #expect(upload(tabs: 1).1 == UploadSpec(method: "POST", body: .raw(.file(path: path), contentType: "text/plain")))
+        #expect(upload(tabs: 2).1 == UploadSpec(method: "POST", body: .multipart([.file(name: "file", source: .file(path: path), fileName: "notes.txt",
+                                                                                            contentType: "text/plain")])))
+        #expect(upload(tabs: 3).1?.method == "PUT")
+        #expect(upload(tabs: 2).0.message?.text == "added upload (POST form) to https://example.com/up")
+    }
+
+    @Test func tabCompletesPaths() {
+        defer { cleanup() }
+        func tab(_ text: String, folders: Bool = false) -> PathCompletion.Result {
+            PathCompletion.complete(text, cwd: dir, directoriesOnly: folders, home: dir + "/sub")
+        }
+        #expect(tab("no") == .init(text: "notes.txt", candidates: []))
+        #expect(tab("rep") == .init(text: "report-202", candidates: ["report-2024.pdf", "report-2025.pdf"]))
+        #expect(tab("s") == .init(text: "sub/", candidates: []))
+        #expect(tab("sub/d") == .init(text: "sub/deeper/", candidates: []))
+        #expect(tab(dir + "/n").text == dir + "/notes.txt")
+        #expect(tab("~/d").text == "~/deeper/")
+        #expect(tab("").candidates == ["notes.txt", "report-2024.pdf", "report-2025.pdf", "sub/"], "hidden entries only for a dot")
+        #expect(tab(".h").text == ".hidden")
+        #expect(tab("", folders: true) == .init(text: "sub/", candidates: []))
+        #expect(tab("zzz") == .init(text: "zzz", candidates: []))
+        // In the prompt: what it could be, above it.
+        let (state, _) = press([.character("u")] + type("rep") + [.tab])
+        #expect(state.prompt?.editor.text == "report-202" && state.prompt?.hint == "2 matches: report-2024.pdf  report-2025.pdf")
+        #expect(Fixtures.render(state).text.contains("2 matches: report-2024.pdf  report-2025.pdf\nUpload file (Tab completes): report-202"))
+        let (uploading, _) = press([.character("u")] + type("rep") + [.tab] + type("5") + [.tab, .enter])
+        #expect(uploading.prompt?.kind == .uploadURL(path: dir + "/report-2025.pdf", shape: .put))
+    }
+}

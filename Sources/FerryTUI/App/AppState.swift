@@ -1,4 +1,5 @@
 import FerryCore
+import Foundation
 
 /// Everything the UI remembers between frames. The queue itself is not here: it comes in each frame as a snapshot.
 public struct AppState: Sendable, Equatable {
@@ -10,8 +11,10 @@ public struct AppState: Sendable, Equatable {
 
     public enum PromptKind: Sendable, Equatable {
         case downloadURL
+        /// The folder `a` saves into, changed from its URL prompt (Tab); the URL typed so far comes back.
+        case downloadFolder(url: String)
         case uploadFile
-        case uploadURL(path: String)
+        case uploadURL(path: String, shape: UploadShape)
         /// The filter is applied as it is typed; Esc puts back `previous`.
         case filter(previous: String)
         case itemLimit(TransferID)
@@ -24,6 +27,8 @@ public struct AppState: Sendable, Equatable {
         public var editor = LineEditor()
         /// Why the last Enter was refused; shown above the prompt.
         public var error: String?
+        /// What Tab found (the paths it could complete to); shown above the prompt.
+        public var hint: String?
 
         public init(kind: PromptKind, editor: LineEditor = LineEditor(), error: String? = nil) {
             self.kind = kind
@@ -31,11 +36,13 @@ public struct AppState: Sendable, Equatable {
             self.error = error
         }
 
-        public var label: String {
+        /// The prompt's words; `folder`: where `a` saves (its label says so).
+        public func label(folder: String) -> String {
             switch kind {
-            case .downloadURL: return "Download URL: "
-            case .uploadFile: return "Upload file: "
-            case .uploadURL: return "Upload to URL: "
+            case .downloadURL: return "Download URL (into \(folder); Tab: another folder): "
+            case .downloadFolder: return "Save into (Tab completes): "
+            case .uploadFile: return "Upload file (Tab completes): "
+            case let .uploadURL(_, shape): return "Upload to URL (\(shape.title); Tab: \(shape.next.title)): "
             case .filter: return "Filter: "
             case let .itemLimit(id): return "Limit of \(id) (e.g. 2M, 500K, off): "
             case .globalDownloadLimit: return "Global download limit (e.g. 2M, off): "
@@ -115,17 +122,39 @@ public struct AppState: Sendable, Equatable {
     }
     /// The message of the moment, shown in the footer until the next key.
     public var message: Message?
-    /// Where `a` saves downloads.
+    /// Where `a` saves downloads (its prompt shows it; Tab there changes it).
     public var downloadDirectory: String
+    /// What relative paths typed in prompts are relative to (the process's).
+    public var workingDirectory: String
     /// The netrc file items added here use (nil: none).
     public var netrcFile: String?
     public var width: Int
     public var height: Int
 
-    public init(downloadDirectory: String, width: Int = 80, height: Int = 24) {
+    public init(downloadDirectory: String, width: Int = 80, height: Int = 24,
+                workingDirectory: String = FileManager.default.currentDirectoryPath) {
         self.downloadDirectory = downloadDirectory
+        self.workingDirectory = workingDirectory
         self.width = width
         self.height = height
+    }
+
+    /// How `u` sends the file: the same choices as `ferry put` (PUT, `-X POST`, `-F`).
+    public enum UploadShape: Sendable, Equatable, CaseIterable {
+        case put, post, form
+
+        public var title: String {
+            switch self {
+            case .put: return "PUT"
+            case .post: return "POST"
+            case .form: return "POST form"
+            }
+        }
+
+        public var next: UploadShape {
+            let all = Self.allCases
+            return all[(all.firstIndex(of: self)! + 1) % all.count]
+        }
     }
 
     /// Rows of the list between the header and the footer.

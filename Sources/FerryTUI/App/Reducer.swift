@@ -233,13 +233,39 @@ private func editPrompt(_ stateIn: AppState, _ key: Key, _ snapshot: QueueSnapsh
     switch key {
     case .escape:
         if case let .filter(previous) = prompt.kind { state.filter = previous }
-        state.prompt = nil
+        // The folder prompt goes back to the URL typed before it; any other prompt is abandoned.
+        if case let .downloadFolder(url) = prompt.kind {
+            state.prompt = .init(kind: .downloadURL, editor: LineEditor(url))
+        } else {
+            state.prompt = nil
+        }
         return (state, [])
     case .enter:
         return submit(state, prompt, snapshot)
+    case .tab:
+        prompt.error = nil
+        prompt.hint = nil
+        switch prompt.kind {
+        case .downloadURL:
+            prompt = .init(kind: .downloadFolder(url: prompt.editor.text), editor: LineEditor(state.downloadDirectory + "/"))
+        case .downloadFolder, .uploadFile:
+            let directories = prompt.kind != .uploadFile
+            let found = PathCompletion.complete(prompt.editor.text, cwd: state.workingDirectory, directoriesOnly: directories)
+            prompt.editor = LineEditor(found.text)
+            if !found.candidates.isEmpty {
+                prompt.hint = "\(found.candidates.count) matches: " + found.candidates.prefix(20).joined(separator: "  ")
+            }
+        case let .uploadURL(path, shape):
+            prompt.kind = .uploadURL(path: path, shape: shape.next)
+        default:
+            break
+        }
+        state.prompt = prompt
+        return (state, [])
     default:
         guard prompt.editor.apply(key) else { return (state, []) }
         prompt.error = nil
+        prompt.hint = nil
         state.prompt = prompt
         if case .filter = prompt.kind {
             state.filter = prompt.editor.text
@@ -281,19 +307,28 @@ private func submit(_ stateIn: AppState, _ promptIn: AppState.Prompt, _ snapshot
                 spec.netrcFile = state.netrcFile
                 return spec
             })])
+        case let .downloadFolder(url):
+            guard !text.isEmpty else { throw UsageError("no folder given") }
+            // Made when missing, as -o makes it; a file or an unwritable folder is refused in words.
+            state.downloadDirectory = try InputValidation.writableDirectory(PathCompletion.absolute(text, cwd: state.workingDirectory),
+                                                                             relativeTo: state.workingDirectory)
+            state.prompt = .init(kind: .downloadURL, editor: LineEditor(url))
+            return (state, [])
         case .uploadFile:
             guard !text.isEmpty else { throw UsageError("no file given") }
-            let path = URL(fileURLWithPath: text).standardizedFileURL.path
+            let path = PathCompletion.absolute(text, cwd: state.workingDirectory)
             _ = try BodyPlan.checkedFileLength(path)
-            state.prompt = .init(kind: .uploadURL(path: path))
+            state.prompt = .init(kind: .uploadURL(path: path, shape: .put))
             return (state, [])
-        case let .uploadURL(path):
+        case let .uploadURL(path, shape):
             let url = try InputValidation.url(text)
             // Checked again: the file may have gone while the URL was typed.
             _ = try BodyPlan.checkedFileLength(path)
-            let upload = UploadSpec(method: "PUT", body: .raw(.file(path: path), contentType: MIMETypes.type(forFileName: path)))
+            // The same bodies as `ferry put` makes: raw with PUT or POST, or a form with the file as `file`.
+            let upload = try UploadSpec.of(.file(path: path), contentType: nil, form: shape == .form ? [] : nil,
+                                           method: shape == .post ? "POST" : nil)
             state.prompt = nil
-            state.message = .init(text: "added upload to \(TerminalSafe.redactedURL(url))", isError: false)
+            state.message = .init(text: "added upload (\(shape.title)) to \(TerminalSafe.redactedURL(url))", isError: false)
             var spec = TransferSpec(upload: upload, to: url)
             spec.netrcFile = state.netrcFile
             return (state, [.add([spec])])

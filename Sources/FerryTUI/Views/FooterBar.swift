@@ -10,7 +10,7 @@ enum FooterBar {
             return
         }
         if let prompt = state.prompt {
-            PromptView.render(prompt, context, into: &canvas, y: y)
+            PromptView.render(prompt, folder: state.downloadDirectory, context, into: &canvas, y: y)
             return
         }
         if let message = state.message {

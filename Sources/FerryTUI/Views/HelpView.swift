@@ -16,7 +16,7 @@ enum HelpView {
             sections.append(lines)
         }
         sections.append([("Prompts", Palette.label), ("  Enter     accept", .plain), ("  Esc       abandon", .plain),
-                         ("  ← → ^A ^E move the cursor", .plain), ("  ^U ^W     delete back, a word", .plain),
+                         ("  Tab       complete a path; folder, method", .plain), ("  ← → ^A ^E move the cursor", .plain), ("  ^U ^W     delete back, a word", .plain),
                          ("  y n       answer a question", .plain)])
         return sections.map { $0.map { (context.ascii($0.0), $0.1) } }
     }

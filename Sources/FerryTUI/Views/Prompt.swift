@@ -1,13 +1,15 @@
-/// A prompt line in the footer (label, text, a block cursor) and its error, if any, on the row above.
+import Foundation
+
+/// A prompt line in the footer (label, text, a block cursor) and, on the row above, its error or what Tab found.
 enum PromptView {
-    static func render(_ prompt: AppState.Prompt, _ context: RenderContext, into canvas: inout Canvas, y: Int) {
-        if let error = prompt.error, y >= 2 {
+    static func render(_ prompt: AppState.Prompt, folder: String, _ context: RenderContext, into canvas: inout Canvas, y: Int) {
+        if let above = prompt.error ?? prompt.hint, y >= 2 {
             canvas.fill(x: 0, y: y - 1, count: canvas.width)
-            canvas.put(context.outside(DisplayWidth.truncate(error, to: canvas.width, ellipsis: context.ellipsis)),
-                       x: 0, y: y - 1, style: Palette.error)
+            canvas.put(context.outside(DisplayWidth.truncate(above, to: canvas.width, ellipsis: context.ellipsis)),
+                       x: 0, y: y - 1, style: prompt.error != nil ? Palette.error : Palette.dim)
         }
         let hint = "  (Enter accept, Esc abandon)"
-        let label = prompt.label
+        let label = context.outside(prompt.label(folder: shortened(folder, to: max(12, canvas.width / 3), context)))
         var x = canvas.put(label, x: 0, y: y, style: Palette.label)
         // The text is the user's own but may be pasted from anywhere: made safe like outside text.
         let chars = Array(prompt.editor.text).map { context.outside(String($0)) }
@@ -24,5 +26,13 @@ enum PromptView {
         }
         if cursor >= chars.count, x < canvas.width { x = canvas.put(" ", x: x, y: y, style: Style(reverse: true)) }
         if chars.isEmpty, x + DisplayWidth.of(hint) <= canvas.width { canvas.put(hint, x: x, y: y, style: Palette.dim) }
+    }
+
+    /// A folder as a label shows it: `~` for the home directory, its end when long (`…/b/downloads`).
+    static func shortened(_ folder: String, to width: Int, _ context: RenderContext, home: String = NSHomeDirectory()) -> String {
+        var text = folder == home ? "~" : folder.hasPrefix(home + "/") ? "~" + folder.dropFirst(home.count) : folder
+        guard DisplayWidth.of(text) > width else { return text }
+        while DisplayWidth.of(text) > max(1, width - 1), !text.isEmpty { text.removeFirst() }
+        return context.ellipsis + text
     }
 }

@@ -15,7 +15,7 @@ public enum Screen {
         HeaderBar.render(state, snapshot, listed, context, into: &canvas)
         let top = 1
         var rows = max(0, canvas.height - 2)
-        if state.prompt?.error != nil { rows = max(0, rows - 1) }
+        if state.prompt?.error != nil || state.prompt?.hint != nil { rows = max(0, rows - 1) }
         switch state.screen {
         case .list:
             TransferList.render(state, snapshot, listed ?? state.rows(snapshot), context, into: &canvas, top: top, rows: rows)

@@ -1,0 +1,25 @@
+import FerryModel
+import Foundation
+
+extension UploadSpec {
+    /// An upload of one file (or standard input), as `ferry put` and the screen's `u` make it: the source as
+    /// the whole body (PUT unless `method` says POST), or with `form` (its other parts, perhaps none) a
+    /// multipart/form-data body with the source as the file part `field` first (POST unless `method` says PUT).
+    public static func of(_ source: UploadSource, contentType: String?, form: [FormPart]?, field: String = "file",
+                          method: String?) throws(UsageError) -> UploadSpec {
+        let type: String
+        switch source {
+        case let .file(path): type = contentType ?? MIMETypes.type(forFileName: path)
+        case .standardInput: type = contentType ?? MIMETypes.fallback
+        }
+        let body: Body
+        if let form {
+            body = .multipart([.file(name: field, source: source, fileName: source.displayName, contentType: type)] + form)
+        } else {
+            body = .raw(source, contentType: type)
+        }
+        let verb = (method ?? (form == nil ? "PUT" : "POST")).uppercased()
+        guard verb == "PUT" || verb == "POST" else { throw UsageError("-X takes PUT or POST, got '\(TerminalSafe.sanitize(verb))'") }
+        return UploadSpec(method: verb, body: body)
+    }
+}
