@@ -300,7 +300,9 @@ private func openTunnel(_ client: RawClient, to port: Int) -> String {
         #expect(response.status == 200)
         #expect(response.body.count == body.count)
         #expect(sha256Hex(response.body) == sha256Hex(body))
-        #expect(proxy.maxBufferedBytes < 4 << 20)
+        // While the client drains, a busy machine can leave a few read bursts in flight (5.3 MiB was seen once
+        // in CI under load); holding the 64 MiB body would still show here.
+        #expect(proxy.maxBufferedBytes < 16 << 20)
         #expect(proxy.requests == ["GET http://localhost:\(server.port)/big"])
     }
 
