@@ -68,6 +68,9 @@ final class CurlTransfer: @unchecked Sendable {
 
     /// Read, not yet handed on (see deliverySize).
     private var pending = Data()
+    /// Results of this round not posted yet, and the body bytes among them (transport thread).
+    private var outbox: [@Sendable (Delivery) -> Void] = []
+    private var outboxBytes = 0
     /// Body bytes read in this hop.
     private var received = 0
     /// What is left of the body by its Content-Length (0 when unknown): a small file's piece is sized to
@@ -277,14 +280,28 @@ final class CurlTransfer: @unchecked Sendable {
 
     var hasPendingBytes: Bool { !pending.isEmpty }
 
+    /// Queues a result for the task's work queue; the transport posts what a round queued (`post`).
     private func deliver(bytes: Int = 0, _ work: @escaping @Sendable (Delivery) -> Void) {
         inFlight.add(bytes, ordering: .sequentiallyConsistent)
+        if outbox.isEmpty { transport.willPost(self) }
+        outbox.append(work)
+        outboxBytes += bytes
+    }
+
+    /// Hands the results of this round of the transport's loop to the task's work queue in one block: a
+    /// small file's response, body and end, read in one round, cost one hop instead of three.
+    func post() {
+        guard !outbox.isEmpty else { return }
+        let works = outbox
+        let bytes = outboxBytes
+        outbox = []
+        outboxBytes = 0
         let delivery = delivery
         let delegateQueue = delegate?.transportDelegateQueue
         delivery.queue.async { [self] in
-            work(delivery)
+            for work in works { work(delivery) }
             guard bytes > 0 else { return }
-            // After the delegate's own operation for these bytes (the queue is serial), or at once without one.
+            // After the delegate's own operations for these bytes (the queue is serial), or at once without one.
             if let delegateQueue {
                 delegateQueue.addOperation { self.handedOver(bytes) }
             } else {

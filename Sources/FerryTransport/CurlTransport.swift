@@ -32,6 +32,8 @@ package final class CurlTransport: @unchecked Sendable {
     private let commands = Mutex<[Command]>([])
     /// Touched only on the transport's thread.
     private var running: [UnsafeMutableRawPointer: CurlTransfer] = [:]
+    /// Transfers with results queued this round (transport thread): posted at the round's end.
+    private var posting: [CurlTransfer] = []
     /// Transfers paused for their rate, until their bucket's debt is repaid (transport thread).
     private var rateWaiting: [CurlTransfer] = []
     /// The limited transfers' shares need working out again (a transfer came or went, a limit changed).
@@ -88,6 +90,7 @@ package final class CurlTransport: @unchecked Sendable {
                     attach(next, multi)
                 }
             }
+            postResults()
             // With nothing running there is nothing to time: sleep until a command wakes us.
             var timeout: Int32 = running.isEmpty ? 60_000 : 1_000
             if let next = rateWaiting.compactMap(\.rateResumeAt).min() {
@@ -96,6 +99,18 @@ package final class CurlTransport: @unchecked Sendable {
             var ready: Int32 = 0
             _ = ferry_curl_multi_poll(multi, timeout, &ready)
         }
+    }
+
+    /// Called by a transfer (transport thread) that queued its first result of the round.
+    func willPost(_ transfer: CurlTransfer) {
+        posting.append(transfer)
+    }
+
+    private func postResults() {
+        guard !posting.isEmpty else { return }
+        let transfers = posting
+        posting = []
+        for transfer in transfers { transfer.post() }
     }
 
     private func handle(_ command: Command, _ multi: UnsafeMutableRawPointer) {

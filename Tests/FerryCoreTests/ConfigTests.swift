@@ -73,6 +73,8 @@ import Testing
         #expect(message("[ui]\nbell = yes\n") == "/etc/ferry.toml:2:8: ui.bell: `bell = yes`: expected true or false (or text in quotes)")
         #expect(message("[transfers]\ndownload_dir = ~/dl\n").hasSuffix("`download_dir = ~/dl`: not a value: put text in quotes (\"...\"), or write a number, true or false"))
         #expect(message("[limits]\ndownload = 2M\n").hasSuffix("limits.download: `download = 2M`: not a number (at 'M'); text such as 2M goes in quotes"))
+        // What toml++ says it saw is quoted, made safe (FuzzTests found an escape sequence there).
+        #expect(message("-=i\u{1B}[2J").hasSuffix("not a number (at 'i\u{FFFD}'); text such as 2M goes in quotes"))
         #expect(message("[transfers\nsegments = 2\n") == "/etc/ferry.toml:1:11: `[transfers`: the table header needs a closing ']'")
         #expect(message("[ui]\ncolor = \"never\n").hasSuffix("ui.color: `color = \"never`: a quoted string is not closed on its line"))
         #expect(message("[ui]\ncolor \"never\"\n").hasSuffix("`color \"never\"`: expected '=' between the key and its value"))

@@ -80,7 +80,8 @@ import Glibc
 
         // The next client starts a new engine, which resumes both where their .part files end.
         server.route("/nudge", .serve(Resource(body: Data("n".utf8))))
-        #expect(try await ferry(["get", "--detach", "-o", downloads, server.url("/nudge").absoluteString]).status == 0)
+        let nudge = try await ferry(["get", "--detach", "-o", downloads, server.url("/nudge").absoluteString])
+        #expect(nudge.status == 0, "\(nudge.stderr)")
         try await until("a new engine runs") { enginePID().map { $0 != pid && kill($0, 0) == 0 } ?? false }
         try await until("both complete", within: 60) {
             (0..<2).allSatisfy { FileManager.default.contents(atPath: downloads + "/r\($0)") == bodies[$0] }

@@ -141,7 +141,9 @@ enum ConfigSyntax {
         let secret = key?.hasPrefix("hosts.") == true || (key == nil && line.contains("=") && table(before: lines.prefix(lineNumber - 1)) == "hosts")
         let visible = secret ? (line.split(separator: "=", maxSplits: 1).first.map { $0.trimmingCharacters(in: .whitespaces) + " = …" } ?? "…") : line
         let shown = TerminalSafe.sanitize(String(visible.prefix(80)))
-        let explanation = explain(error.description, line: line)
+        // toml++'s words quote what it saw, which may be anything the file holds (an escape sequence found by
+        // FuzzTests: "not a number (at 'i\u{1B}')").
+        let explanation = TerminalSafe.sanitize(explain(error.description, line: line))
         return ConfigError("\(file):\(lineNumber):\(column): \(key.map { "\($0): " } ?? "")`\(shown)`: \(explanation)")
     }
 

@@ -94,11 +94,18 @@ final class StoreWriter: Sendable {
         queue.async { try? store.remove(ids) }
     }
 
-    /// Records a download's name before its `.part` file is created, after every change queued before it
-    /// (an older record of the item, without the name, must not overwrite it). Blocks until written.
+    /// Records a download's name before its `.part` file is created. Blocks until written, in a transaction
+    /// of its own: the changes queued meanwhile wait for their interval, as others do (writing them all first
+    /// made two transactions for every small file). An older record of the item still waiting takes the
+    /// name too, so that written later it does not take it back; one being written is done first (the queue
+    /// is serial).
     func recordClaim(_ id: TransferID, fileName: String, validators: Validators) {
         queue.sync {
-            writePending()
+            pending.withLock { pending in
+                guard pending.records[id] != nil else { return }
+                pending.records[id]!.fileName = fileName
+                pending.records[id]!.validators = validators
+            }
             try? store.recordClaim(id, fileName: fileName, validators: validators)
         }
     }
