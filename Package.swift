@@ -13,6 +13,8 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-nio", from: "2.101.2"),
         // TLS for the test server only (HTTPS tests); ferry itself reaches TLS through libcurl (CCurl).
         .package(url: "https://github.com/apple/swift-nio-ssl", from: "2.37.6"),
+        // HTTP/2 for the test server only (the transport's h2 tests); ferry speaks it through libcurl.
+        .package(url: "https://github.com/apple/swift-nio-http2", from: "1.46.0"),
         .package(url: "https://github.com/apple/swift-certificates", from: "1.21.1"),
         .package(url: "https://github.com/apple/swift-asn1", from: "1.7.4"),
         .package(url: "https://github.com/vapor/multipart-kit", from: "4.7.1"),
@@ -66,7 +68,7 @@ let package = Package(
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),
-        // A real HTTP/1.1 server for tests, started in-process on 127.0.0.1, that can misbehave on purpose.
+        // A real HTTP/1.1 (and, over TLS, HTTP/2) server for tests, started in-process on 127.0.0.1, that can misbehave on purpose.
         .target(
             name: "TestHTTPServer",
             dependencies: [
@@ -74,6 +76,7 @@ let package = Package(
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
                 .product(name: "NIOSSL", package: "swift-nio-ssl"),
+                .product(name: "NIOHTTP2", package: "swift-nio-http2"),
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "X509", package: "swift-certificates"),
                 .product(name: "SwiftASN1", package: "swift-asn1"),

@@ -141,7 +141,15 @@ final class CurlTransfer: @unchecked Sendable {
         set(FERRY_CURLOPT_TCP_KEEPALIVE, 1)
         set(FERRY_CURLOPT_BUFFERSIZE, CurlTransport.receiveBufferSize)
         set(FERRY_CURLOPT_UPLOAD_BUFFERSIZE, CurlTransport.sendBufferSize)
-        set(FERRY_CURLOPT_HTTP_VERSION, FERRY_CURL_HTTP_VERSION_1_1)
+        // https: HTTP/2 where the server offers it (ALPN), its transfers to one host sharing a connection as
+        // streams (PIPEWAIT: a transfer waits for a connection being set up rather than opening another);
+        // http: HTTP/1.1 (docs/transport.md).
+        if url.scheme?.lowercased() == "https" {
+            set(FERRY_CURLOPT_HTTP_VERSION, FERRY_CURL_HTTP_VERSION_2TLS)
+            set(FERRY_CURLOPT_PIPEWAIT, 1)
+        } else {
+            set(FERRY_CURLOPT_HTTP_VERSION, FERRY_CURL_HTTP_VERSION_1_1)
+        }
         // Bytes are handed over as the server sent them (downloads ask for identity; ranges count raw bytes).
         set(FERRY_CURLOPT_HTTP_CONTENT_DECODING, 0)
         set(FERRY_CURLOPT_FOLLOWLOCATION, 0)
@@ -331,6 +339,7 @@ final class CurlTransfer: @unchecked Sendable {
         let text = String(decoding: UnsafeRawBufferPointer(start: line, count: count), as: UTF8.self)
         response.add(line: text)
         guard response.complete else { return count }
+        if let url = request.url { delegate?.transportAnswered(for: task, url: url, multiplexed: response.version.hasPrefix("HTTP/2")) }
         if (300..<400).contains(response.status), let location = response.value("Location"),
            let next = redirectTarget(location) {
             redirect = next

@@ -22,6 +22,8 @@ package final class CurlTransport: @unchecked Sendable {
     static let receiveBufferSize = 256 << 10
     /// And sends at most this much per read of the body.
     static let sendBufferSize = 512 << 10
+    /// Streams at once on one HTTP/2 connection (libcurl's default; a server may allow fewer).
+    static let maxStreamsPerConnection = 100
 
     enum Command {
         case start(CurlTransfer)
@@ -52,7 +54,11 @@ package final class CurlTransport: @unchecked Sendable {
         }
         multi = ferry_curl_multi_init()
         unavailable = multi == nil ? "curl_multi_init failed" : nil
-        guard multi != nil else { return }
+        guard let multi else { return }
+        // HTTP/2 transfers to one host share a connection (libcurl's default since 7.62, stated), up to
+        // this many at once on it (or the server's own limit, if lower); past it another connection opens.
+        _ = ferry_curl_multi_setopt_long(multi, FERRY_CURLMOPT_PIPELINING, FERRY_CURLPIPE_MULTIPLEX)
+        _ = ferry_curl_multi_setopt_long(multi, FERRY_CURLMOPT_MAX_CONCURRENT_STREAMS, Self.maxStreamsPerConnection)
         let thread = Thread { [self] in loop() }
         thread.name = "ferry.transport"
         thread.start()

@@ -19,6 +19,13 @@ package protocol TransportDelegate: AnyObject, Sendable {
     func transportDidSend(for task: URLSessionTask, bytes: Int64)
     /// The bandwidth limits the task answers to, and as which item; nil for none.
     func transportLimits(for task: URLSessionTask) -> LimitMembership?
+    /// A final response's head arrived from `url`, over HTTP/2 (`multiplexed`: the connection carries other
+    /// transfers to that host as streams) or HTTP/1.x (called on the transport's thread).
+    func transportAnswered(for task: URLSessionTask, url: URL, multiplexed: Bool)
+}
+
+extension TransportDelegate {
+    package func transportAnswered(for task: URLSessionTask, url: URL, multiplexed: Bool) {}
 }
 
 /// ferry's transport under URLSession: every http(s) task of a session whose configuration lists this class

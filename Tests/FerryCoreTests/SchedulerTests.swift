@@ -29,4 +29,29 @@ import Testing
         let items = [item(1, ready: false), item(2)]
         #expect(Scheduler.pick(items, maxConcurrent: 1, maxPerHost: 1) == [TransferID(2)])
     }
+
+    // HTTP/2: a host's items are streams of one connection, which takes one slot.
+
+    @Test func aMultiplexedHostTakesOneSlotForUpToItsStreams() {
+        let items = (1...8).map { item($0, "h2") } + [item(9, "b"), item(10, "c"), item(11, "d")]
+        let picked = Scheduler.pick(items, maxConcurrent: 3, maxPerHost: 3) { $0 == "h2" ? 5 : nil }
+        #expect(picked == [1, 2, 3, 4, 5, 9, 10].map(TransferID.init), "5 streams on one slot, two slots for the others")
+    }
+
+    @Test func runningStreamsLeaveRoomOnTheirConnectionWhenTheSlotsAreFull() {
+        let items = [item(1, "h2", ready: false, running: true), item(2, "b", ready: false, running: true),
+                     item(3, "b"), item(4, "h2"), item(5, "h2")]
+        let picked = Scheduler.pick(items, maxConcurrent: 2, maxPerHost: 2) { $0 == "h2" ? 3 : nil }
+        #expect(picked == [4, 5].map(TransferID.init))
+    }
+
+    @Test func aNewMultiplexedHostNeedsAFreeSlot() {
+        let items = [item(1, "b", ready: false, running: true), item(2, "h2"), item(3, "h2")]
+        #expect(Scheduler.pick(items, maxConcurrent: 1, maxPerHost: 1) { $0 == "h2" ? 4 : nil }.isEmpty)
+    }
+
+    @Test func theCapsStreamsFollowTheGlobalCapAboveTheMinimum() {
+        #expect(ConcurrencyCaps(global: 4).streams == ConcurrencyCaps.minimumStreams)
+        #expect(ConcurrencyCaps(global: 64).streams == 64)
+    }
 }

@@ -3,7 +3,7 @@ import Foundation
 import NIOCore
 import NIOHTTP1
 
-/// One per connection; everything here runs on the connection's event loop.
+/// One per connection (one per stream on an HTTP/2 connection); everything here runs on its event loop.
 final class ConnectionHandler: ChannelInboundHandler {
     typealias InboundIn = HTTPServerRequestPart
     typealias OutboundOut = HTTPServerResponsePart
@@ -72,7 +72,8 @@ final class ConnectionHandler: ChannelInboundHandler {
                 body: req.prefix,
                 chunked: req.chunked,
                 expectContinue: req.expectContinue,
-                receivedAt: Date()
+                receivedAt: Date(),
+                version: "HTTP/\(req.head.version.major).\(req.head.version.minor)"
             )
             let behavior = core.record(recorded)
             respond(context: context, head: req.head, behavior: behavior)

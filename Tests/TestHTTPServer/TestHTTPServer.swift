@@ -1,13 +1,15 @@
 import Foundation
 import NIOCore
 import NIOHTTP1
+import NIOHTTP2
 import NIOPosix
 import NIOSSL
 import Synchronization
 
 /// A real HTTP/1.1 server on 127.0.0.1 (ephemeral port) for tests: serves resources with
 /// Range/If-Range/ETag, records requests, and misbehaves on request. Plain HTTP, or HTTPS with
-/// a `TestCertificateAuthority`'s server certificate.
+/// a `TestCertificateAuthority`'s server certificate, which with `http2` offers HTTP/2 by ALPN (each
+/// stream served as a request of its own, the same routes and misbehaviors; a close ends the stream).
 public final class TestHTTPServer: Sendable {
     public let port: Int
     /// "https" when started with `tls`, else "http".
@@ -21,9 +23,10 @@ public final class TestHTTPServer: Sendable {
     /// Binds 127.0.0.1:0 and starts serving: plain HTTP, or HTTPS with `tls`'s server certificate
     /// (same routes, misbehaviors and recording). A client that refuses the certificate only ends its
     /// own connection: nothing is recorded for it, and the server goes on.
-    public init(tls: TestCertificateAuthority? = nil) throws {
+    public init(tls: TestCertificateAuthority? = nil, http2: Bool = false) throws {
+        precondition(!http2 || tls != nil, "HTTP/2 is offered over TLS (ALPN) only")
         let core = ServerCore()
-        let sslContext = try tls.map { try Self.makeSSLContext($0) }
+        let sslContext = try tls.map { try Self.makeSSLContext($0, http2: http2) }
         let group = MultiThreadedEventLoopGroup(numberOfThreads: 2)
         let bootstrap = ServerBootstrap(group: group)
             .serverChannelOption(.backlog, value: 256)
@@ -32,15 +35,34 @@ public final class TestHTTPServer: Sendable {
             .childChannelOption(.maxMessagesPerRead, value: 16)
             .childChannelInitializer { channel in
                 core.register(channel)
-                return channel.eventLoop.makeCompletedFuture {
-                    if let sslContext {
-                        try channel.pipeline.syncOperations.addHandler(NIOSSLServerHandler(context: sslContext))
+                // HTTP/1.1 on the connection, or on each stream of an HTTP/2 one (as HTTP/1 parts).
+                let http1: @Sendable (any Channel) -> EventLoopFuture<Void> = { channel in
+                    channel.eventLoop.makeCompletedFuture {
+                        try channel.pipeline.syncOperations.configureHTTPServerPipeline(
+                            withErrorHandling: true,
+                            withOutboundHeaderValidation: false)  // the server must be able to send hostile headers
+                        try channel.pipeline.syncOperations.addHandler(ConnectionHandler(core: core))
                     }
-                    try channel.pipeline.syncOperations.configureHTTPServerPipeline(
-                        withErrorHandling: true,
-                        withOutboundHeaderValidation: false)  // the server must be able to send hostile headers
-                    try channel.pipeline.syncOperations.addHandler(ConnectionHandler(core: core))
                 }
+                let stream: @Sendable (any Channel) -> EventLoopFuture<Void> = { stream in
+                    stream.eventLoop.makeCompletedFuture {
+                        try stream.pipeline.syncOperations.addHandler(HTTP2FramePayloadToHTTP1ServerCodec())
+                        try stream.pipeline.syncOperations.addHandler(ConnectionHandler(core: core))
+                    }
+                }
+                guard let sslContext else { return http1(channel) }
+                do {
+                    try channel.pipeline.syncOperations.addHandler(NIOSSLServerHandler(context: sslContext))
+                } catch {
+                    return channel.eventLoop.makeFailedFuture(error)
+                }
+                guard http2 else { return http1(channel) }
+                // What the client's ALPN picks: h2, or HTTP/1.1 when it offers nothing else.
+                return channel.configureHTTP2SecureUpgrade(
+                    h2ChannelConfigurator: { channel in
+                        channel.configureHTTP2Pipeline(mode: .server, inboundStreamInitializer: stream).map { _ in () }
+                    },
+                    http1ChannelConfigurator: http1)
             }
         (serverChannel, port) = try bindLoopback(bootstrap, group: group)
         self.scheme = tls == nil ? "http" : "https"
@@ -49,7 +71,7 @@ public final class TestHTTPServer: Sendable {
         self.group = group
     }
 
-    private static func makeSSLContext(_ ca: TestCertificateAuthority) throws -> NIOSSLContext {
+    private static func makeSSLContext(_ ca: TestCertificateAuthority, http2: Bool) throws -> NIOSSLContext {
         var configuration = TLSConfiguration.makeServerConfiguration(
             certificateChain: [.certificate(try NIOSSLCertificate(bytes: ca.serverCertificateDER, format: .der))],
             privateKey: .privateKey(try NIOSSLPrivateKey(bytes: ca.serverPrivateKeyDER, format: .der)))
@@ -57,6 +79,7 @@ public final class TestHTTPServer: Sendable {
         // waits this long for the client's before dropping the TCP connection (default 5 s: an idle pooled
         // client connection would hold up shutdown()).
         configuration.shutdownTimeout = .milliseconds(250)
+        if http2 { configuration.applicationProtocols = ["h2", "http/1.1"] }
         return try NIOSSLContext(configuration: configuration)
     }
 

@@ -16,6 +16,8 @@ public struct RecordedRequest: Sendable {
     /// The request carried `Expect: 100-continue` (and was answered with an interim 100).
     public let expectContinue: Bool
     public let receivedAt: Date
+    /// The HTTP version the request came in: "HTTP/1.1", or "HTTP/2.0" for a stream of an HTTP/2 connection.
+    public let version: String
 
     /// How much of a request body is kept in `body` (16 MiB).
     public static let bodyPrefixLimit = 16 * 1024 * 1024

@@ -84,6 +84,13 @@ enum {
     FERRY_CURLPAUSE_RECV = 1,
     FERRY_CURLPAUSE_SEND = 4,
     FERRY_CURL_HTTP_VERSION_1_1 = 2,
+    /// HTTP/2 when TLS's ALPN agrees, HTTP/1.1 otherwise (and for http://: no h2c guessing).
+    FERRY_CURL_HTTP_VERSION_2TLS = 4,
+    /// Wait for a connection that may multiplex rather than open another (CURLOPT_PIPEWAIT).
+    FERRY_CURLOPT_PIPEWAIT = 237,
+    FERRY_CURLMOPT_PIPELINING = 3,
+    FERRY_CURLPIPE_MULTIPLEX = 2,
+    FERRY_CURLMOPT_MAX_CONCURRENT_STREAMS = 16,
 
     FERRY_CURLE_OK = 0,
     FERRY_CURLE_UNSUPPORTED_PROTOCOL = 1,

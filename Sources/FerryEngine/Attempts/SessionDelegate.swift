@@ -16,6 +16,10 @@ final class SessionDelegate: NSObject, URLSessionDataDelegate, TransportDelegate
     let netrcFiles: NetrcFiles
     let transportSettings: TransportSettings
     let transportDelegateQueue: OperationQueue?
+    /// The hosts answering over HTTP/2, as the transport found them (the scheduler reads it).
+    let multiplexed = MultiplexedHosts()
+    /// Called when a host starts or stops answering over HTTP/2 (the engine schedules again).
+    let multiplexingChanged = Mutex<(@Sendable () -> Void)?>(nil)
 
     init(hostHeaders: [HostHeaders], netrcFiles: NetrcFiles, transportSettings: TransportSettings, delegateQueue: OperationQueue) {
         self.hostHeaders = hostHeaders
@@ -78,5 +82,13 @@ final class SessionDelegate: NSObject, URLSessionDataDelegate, TransportDelegate
 
     func transportDidSend(for task: URLSessionTask, bytes: Int64) {
         run(for: task)?.didSend(bytes: bytes)
+    }
+
+    func transportAnswered(for task: URLSessionTask, url: URL, multiplexed: Bool) {
+        // Items are scheduled by the host they were queued for: an answer from the host a redirect led to
+        // says nothing of it.
+        guard let host = url.host?.lowercased(), host == task.originalRequest?.url?.host?.lowercased(),
+              self.multiplexed.record(host, multiplexed: multiplexed) else { return }
+        multiplexingChanged.withLock { $0 }?()
     }
 }

@@ -45,6 +45,8 @@ public final class TransferManager: Sendable {
         var hostIDs: [String: Int32] = [:]
         var nextID: Int64 = 1
         var caps: ConcurrencyCaps
+        /// The hosts answering over HTTP/2 (the session delegate's, filled by the transport).
+        var multiplexed = MultiplexedHosts()
         var version: UInt64 = 0
         /// The changes of `version` that were only bytes moving (the sampler's): `version - samples` changes
         /// when a state, the order, a name or a setting did.
@@ -290,6 +292,7 @@ public final class TransferManager: Sendable {
         self.session = URLSession(configuration: sessionConfig, delegate: delegate, delegateQueue: delegateQueue)
 
         var core = Core(caps: configuration.caps)
+        core.multiplexed = delegate.multiplexed
         core.loadedLimit = configuration.loadedLimit
         if case .ownItems = scope { core.runnable = [] }
         let names = self.names
@@ -301,7 +304,21 @@ public final class TransferManager: Sendable {
         self.core = Mutex(core)
         limits.setGlobal(download: configuration.downloadLimit, upload: configuration.uploadLimit)
         if let schedule = configuration.downloadSchedule { followSchedule(schedule) }
+        watchMultiplexing()
         mutate { core in ((), self.pump(&core)) }
+    }
+
+    /// A host found to answer over HTTP/2 may take more items at once: a scheduling pass follows (told on
+    /// the transport's thread, the pass runs elsewhere).
+    private func watchMultiplexing() {
+        delegate.multiplexingChanged.withLock {
+            $0 = { [weak self] in
+                DispatchQueue.global().async { [weak self] in
+                    guard let self else { return }
+                    self.mutate { core in ((), self.pump(&core)) }
+                }
+            }
+        }
     }
 
     /// The item `id`, loaded from the store if it is not (nil: no such item in this engine's queue). An item
@@ -478,8 +495,10 @@ public final class TransferManager: Sendable {
             // A loaded item's own state: the index follows it only once the change is over (syncStates).
             (items[entry.id]?.startable ?? (entry.state == .queued)) && runnable?.contains(entry.id) ?? true
         }.map { ($0.id, hosts[Int($0.host)]) }
+        let multiplexed = core.multiplexed.current
+        let streams = core.caps.streams
         return Scheduler.pick(slotHolders: core.slotHolders.values, ready: ready, maxConcurrent: core.caps.global,
-                              maxPerHost: core.caps.perHost)
+                              maxPerHost: core.caps.perHost) { multiplexed.contains($0) ? streams : nil }
     }
 
     /// During shutdown: signals once nothing is in flight or finishing.

@@ -18,8 +18,13 @@ public struct ConcurrencyCaps: Sendable, Equatable {
         self.perHostCap = perHost.map(Self.clamped).flatMap { $0 < self.global ? $0 : nil }
     }
 
-    /// Transfers at once against one host.
+    /// Transfers at once against one host (over HTTP/1.1: connections).
     public var perHost: Int { min(perHostCap ?? global, global) }
+
+    /// A host that answers over HTTP/2 takes one connection, and this many of its items run at once on it
+    /// as streams: 16, or the global cap when it is higher (so `-j 64` means 64 at once there too).
+    public var streams: Int { max(Self.minimumStreams, global) }
+    public static let minimumStreams = 16
 
     /// The global cap set to `n` (kept in range); a per-host cap of its own stays.
     public func with(global n: Int) -> ConcurrencyCaps {

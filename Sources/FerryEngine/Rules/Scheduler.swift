@@ -20,32 +20,63 @@ public enum Scheduler {
     }
 
     /// `items` in queue order. Returns the ids to start now, in order.
-    public static func pick(_ items: [Candidate], maxConcurrent: Int, maxPerHost: Int) -> [TransferID] {
+    public static func pick(_ items: [Candidate], maxConcurrent: Int, maxPerHost: Int,
+                            streams: (String) -> Int? = { _ in nil }) -> [TransferID] {
         pick(slotHolders: items.lazy.filter(\.holdsSlot).map(\.host),
              ready: items.lazy.filter(\.ready).map { ($0.id, $0.host) },
-             maxConcurrent: maxConcurrent, maxPerHost: maxPerHost)
+             maxConcurrent: maxConcurrent, maxPerHost: maxPerHost, streams: streams)
     }
+
+    /// How far past the caps the walk goes looking for more streams of an HTTP/2 connection already open
+    /// (so a long queue costs a pass this much at most, not its length).
+    static let streamSearchLimit = 10_000
 
     /// The same from two sequences: the hosts of whatever holds a slot now, and the ready items in queue
     /// order. `ready` is walked only until the caps are reached (and not at all when no slot is free), so
     /// an engine can pass a lazy view of a long queue and pay only for the part it needs.
+    ///
+    /// The caps count connections. `streams(host)` is nil for a host over HTTP/1.1, where each item is a
+    /// connection of its own; for a host over HTTP/2 it is how many of its items may run at once, all as
+    /// streams of one connection, which takes one slot of `maxConcurrent` (and of `maxPerHost`).
     public static func pick<Holders: Sequence<String>, Ready: Sequence<(TransferID, String)>>(
-        slotHolders: Holders, ready: Ready, maxConcurrent: Int, maxPerHost: Int
+        slotHolders: Holders, ready: Ready, maxConcurrent: Int, maxPerHost: Int,
+        streams: (String) -> Int? = { _ in nil }
     ) -> [TransferID] {
-        var running = 0
         var perHost: [String: Int] = [:]
-        for host in slotHolders {
-            running += 1
-            perHost[host, default: 0] += 1
+        for host in slotHolders { perHost[host, default: 0] += 1 }
+        var running = 0
+        // Hosts over HTTP/2 with room for more streams on their connection.
+        var open = 0
+        for (host, count) in perHost {
+            if let cap = streams(host) {
+                running += 1
+                if count < cap { open += 1 }
+            } else {
+                running += count
+            }
         }
         var picked: [TransferID] = []
-        guard running < maxConcurrent else { return picked }
+        var pastCaps = 0
         for (id, host) in ready {
-            guard perHost[host, default: 0] < maxPerHost else { continue }
+            if running >= maxConcurrent {
+                guard open > 0, pastCaps < streamSearchLimit else { break }
+                pastCaps += 1
+            }
+            let count = perHost[host, default: 0]
+            if let cap = streams(host) {
+                guard count < cap, count > 0 || running < maxConcurrent else { continue }
+                if count == 0 {
+                    running += 1
+                    if cap > 1 { open += 1 }
+                } else if count + 1 == cap {
+                    open -= 1
+                }
+            } else {
+                guard count < maxPerHost, running < maxConcurrent else { continue }
+                running += 1
+            }
             picked.append(id)
-            running += 1
-            perHost[host, default: 0] += 1
-            if running >= maxConcurrent { break }
+            perHost[host] = count + 1
         }
         return picked
     }

@@ -1,0 +1,180 @@
+import FerryCore
+import Foundation
+import Testing
+import TestHTTPServer
+
+/// HTTP/2 through ferry's transport against an in-process server that offers h2 by ALPN (swift-nio-http2):
+/// transfers to one host share one connection as streams, and what holds over HTTP/1.1 holds there
+/// (resume with Range and If-Range, segments, a cancel of one stream, limits).
+@Suite struct HTTP2Tests {
+    let authority: TestCertificateAuthority
+    let server: TestHTTPServer
+    let dir: TempDir
+    let caFile: String
+
+    init() throws {
+        authority = try TestCertificateAuthority()
+        server = try TestHTTPServer(tls: authority, http2: true)
+        dir = try TempDir()
+        caFile = dir.path + "/ca.pem"
+        try authority.writeCAPEM(to: caFile)
+    }
+
+    func configuration(maxConcurrent: Int = 4) -> EngineConfiguration {
+        var configuration = testConfiguration(maxConcurrent: maxConcurrent)
+        configuration.transport.caFile = caFile
+        return configuration
+    }
+
+    func spec(_ path: String, segments: Int? = nil) -> TransferSpec {
+        TransferSpec(download: server.url(path), directory: dir.path, segments: segments)
+    }
+
+    @Test func downloadsToOneHostShareOneConnectionAsStreams() async throws {
+        let bodies = (0..<12).map { Resource.randomBytes(count: 256 << 10, seed: UInt64(200 + $0)) }
+        for (index, body) in bodies.enumerated() {
+            // Slow enough that the transfers overlap: they are streams of one connection at the same time.
+            server.route("/f\(index)", .serve(Resource(body: body), ServeOptions(bytesPerSecond: 1 << 20)))
+        }
+        let manager = try TransferManager(configuration: configuration(maxConcurrent: 8))
+        defer { manager.shutdown() }
+        let ids = bodies.indices.map { manager.add(spec("/f\($0)")) }
+        try await finish(manager, Set(ids))
+        for (index, body) in bodies.enumerated() {
+            #expect(manager.snapshot(of: ids[index])?.state == .completed, "\(manager.snapshot(of: ids[index])?.lastError ?? "")")
+            #expect(dir.contents("f\(index)") == body)
+        }
+        #expect(server.allRequests.allSatisfy { $0.version == "HTTP/2.0" }, "\(server.allRequests.map(\.version))")
+        #expect(server.maxConcurrentRequests >= 4, "streams at once: \(server.maxConcurrentRequests)")
+        #expect(server.connectionsAccepted == 1, "connections: \(server.connectionsAccepted)")
+    }
+
+    @Test func aHostOverHTTP2RunsMoreItemsAtOnceOnItsOneConnection() async throws {
+        // -j 2: two connections' worth. Once the host has answered over HTTP/2 it takes one connection, with
+        // up to ConcurrencyCaps.minimumStreams (16) of its items on it.
+        for index in 0..<20 {
+            server.route("/s\(index)", .serve(Resource(body: Data(repeating: UInt8(index), count: 64 << 10)),
+                                               ServeOptions(delayBeforeHead: index == 0 ? 0 : 0.3)))
+        }
+        let manager = try TransferManager(configuration: configuration(maxConcurrent: 2))
+        defer { manager.shutdown() }
+        let ids = (0..<20).map { manager.add(spec("/s\($0)")) }
+        try await finish(manager, Set(ids))
+        #expect(ids.allSatisfy { manager.snapshot(of: $0)?.state == .completed })
+        #expect(server.maxConcurrentRequests > 2 && server.maxConcurrentRequests <= 16, "\(server.maxConcurrentRequests)")
+        #expect(server.connectionsAccepted == 1, "connections: \(server.connectionsAccepted)")
+    }
+
+    @Test func aCutStreamResumesWithRangeAndIfRange() async throws {
+        let body = Resource.randomBytes(count: 4 << 20, seed: 220)
+        let resource = Resource(body: body, etag: "\"h2-v1\"")
+        server.route("/cut.bin", [.serve(resource, ServeOptions(cutAfter: 1 << 20)), .serve(resource)])
+        let manager = try TransferManager(configuration: configuration())
+        defer { manager.shutdown() }
+        let id = manager.add(spec("/cut.bin"))
+        try await finish(manager, [id])
+        #expect(manager.snapshot(of: id)?.state == .completed, "\(manager.snapshot(of: id)?.lastError ?? "")")
+        #expect(dir.contents("cut.bin") == body)
+        let requests = server.requests("/cut.bin")
+        #expect(requests.count == 2)
+        #expect(requests.allSatisfy { $0.version == "HTTP/2.0" })
+        let range = try #require(requests.last?.header("Range"))
+        #expect(range.hasPrefix("bytes=") && range != "bytes=0-", "\(range)")
+        #expect(requests.last?.header("If-Range") == "\"h2-v1\"")
+    }
+
+    @Test func segmentsAreStreamsOfOneConnection() async throws {
+        let body = Resource.randomBytes(count: 8 << 20, seed: 221)
+        server.route("/seg.bin", .serve(Resource(body: body, etag: "\"seg\""), ServeOptions(bytesPerSecond: 4 << 20)))
+        let manager = try TransferManager(configuration: configuration())
+        defer { manager.shutdown() }
+        let id = manager.add(spec("/seg.bin", segments: 4))
+        try await finish(manager, [id])
+        #expect(manager.snapshot(of: id)?.state == .completed, "\(manager.snapshot(of: id)?.lastError ?? "")")
+        #expect(dir.contents("seg.bin") == body)
+        let ranged = server.requests("/seg.bin").filter { $0.header("Range") != nil }
+        #expect(ranged.count >= 3, "\(server.requests("/seg.bin").map { $0.header("Range") ?? "-" })")
+        #expect(server.requests("/seg.bin").allSatisfy { $0.version == "HTTP/2.0" })
+        #expect(server.connectionsAccepted == 1, "connections: \(server.connectionsAccepted)")
+    }
+
+    @Test func cancellingOneStreamLeavesTheOthersOnItsConnectionRunning() async throws {
+        let slow = Resource.randomBytes(count: 8 << 20, seed: 222)
+        let other = Resource.randomBytes(count: 2 << 20, seed: 223)
+        server.route("/slow.bin", .serve(Resource(body: slow), ServeOptions(bytesPerSecond: 512 << 10)))
+        server.route("/other.bin", .serve(Resource(body: other), ServeOptions(bytesPerSecond: 1 << 20)))
+        let manager = try TransferManager(configuration: configuration())
+        defer { manager.shutdown() }
+        let cancelled = manager.add(spec("/slow.bin"))
+        let kept = manager.add(spec("/other.bin"))
+        try await eventually("both streams move") {
+            (manager.snapshot(of: cancelled)?.bytesDone ?? 0) > 0 && (manager.snapshot(of: kept)?.bytesDone ?? 0) > 0
+        }
+        manager.cancel(cancelled)
+        try await finish(manager, [cancelled, kept])
+        #expect(manager.snapshot(of: cancelled)?.state == .cancelled)
+        #expect(manager.snapshot(of: kept)?.state == .completed, "\(manager.snapshot(of: kept)?.lastError ?? "")")
+        #expect(dir.contents("other.bin") == other)
+        #expect(server.requests("/other.bin").count == 1, "the other stream was not cut and retried")
+        #expect(server.connectionsAccepted == 1, "connections: \(server.connectionsAccepted)")
+    }
+
+    @Test func aStreamHeldByItsLimitDoesNotHoldUpTheOthers() async throws {
+        let limited = Resource.randomBytes(count: 4 << 20, seed: 224)
+        let free = Resource.randomBytes(count: 8 << 20, seed: 225)
+        server.route("/limited.bin", .serve(Resource(body: limited)))
+        server.route("/free.bin", .serve(Resource(body: free)))
+        let manager = try TransferManager(configuration: configuration())
+        defer { manager.shutdown() }
+        var limitedSpec = spec("/limited.bin")
+        limitedSpec.rateLimit = 256 << 10
+        let slow = manager.add(limitedSpec)
+        try await eventually("the limited stream moves") { (manager.snapshot(of: slow)?.bytesDone ?? 0) > 0 }
+        let fast = manager.add(spec("/free.bin"))
+        try await finish(manager, [fast], within: 30)
+        #expect(manager.snapshot(of: fast)?.state == .completed, "\(manager.snapshot(of: fast)?.lastError ?? "")")
+        #expect(dir.contents("free.bin") == free)
+        // 8 MiB went by while the limited stream, on the same connection, had taken well under its 4 MiB.
+        let taken = manager.snapshot(of: slow)?.bytesDone ?? 0
+        #expect(manager.snapshot(of: slow)?.state == .running && taken < 3 << 20, "\(taken)")
+        #expect(server.connectionsAccepted == 1, "connections: \(server.connectionsAccepted)")
+        manager.cancel(slow)
+    }
+
+    @Test func throughAProxysTunnelDownloadsShareOneConnection() async throws {
+        let proxy = try TestForwardProxy()
+        defer { proxy.shutdown() }
+        let bodies = (0..<4).map { Resource.randomBytes(count: 512 << 10, seed: UInt64(230 + $0)) }
+        for (index, body) in bodies.enumerated() {
+            server.route("/t\(index)", .serve(Resource(body: body), ServeOptions(bytesPerSecond: 1 << 20)))
+        }
+        let result = try await runFerry(["get", "--no-tui", "-j", "4", "-o", dir.path] + (0..<4).map { server.url("/t\($0)").absoluteString },
+                                        environment: ["HTTPS_PROXY": proxy.url.absoluteString, "SSL_CERT_FILE": caFile])
+        #expect(result.status == 0, "\(result.stderr)")
+        for (index, body) in bodies.enumerated() { #expect(dir.contents("t\(index)") == body) }
+        #expect(proxy.requests == ["CONNECT 127.0.0.1:\(server.port)"], "one tunnel: \(proxy.requests)")
+        #expect(server.allRequests.allSatisfy { $0.version == "HTTP/2.0" })
+    }
+
+    @Test func anErrorStatusOverHTTP2IsSaidAsOverHTTP1() async throws {
+        server.route("/missing", .status(404, body: Data("<html><body>Not here</body></html>".utf8)))
+        let manager = try TransferManager(configuration: configuration())
+        defer { manager.shutdown() }
+        let id = manager.add(spec("/missing"))
+        try await finish(manager, [id])
+        #expect(manager.snapshot(of: id)?.state == .failed)
+        #expect(manager.snapshot(of: id)?.lastError?.hasPrefix("HTTP 404 Not Found") == true, "\(manager.snapshot(of: id)?.lastError ?? "")")
+    }
+
+    @Test func plainHTTPStaysOnHTTP1() async throws {
+        let plain = try TestHTTPServer()
+        defer { plain.shutdown() }
+        plain.route("/p", .serve(Resource(body: Data("plain".utf8))))
+        let manager = try TransferManager(configuration: configuration())
+        defer { manager.shutdown() }
+        let id = manager.add(TransferSpec(download: plain.url("/p"), directory: dir.path))
+        try await finish(manager, [id])
+        #expect(dir.contents("p") == Data("plain".utf8))
+        #expect(plain.requests("/p").first?.version == "HTTP/1.1", "no h2c guessing")
+    }
+}
