@@ -6,6 +6,8 @@ import Glibc
 
 /// A `NAME.part` file being written: small pieces of body (a slow link hands over a few KiB at a time) are
 /// coalesced in a buffer and written in large blocks; a piece as large as the buffer is written at once.
+/// The buffer is made when the first small piece comes: a fast transfer, whose pieces are large, never
+/// holds one (8 ranges held 2 MiB of them).
 /// Not thread-safe: one attempt owns it and touches it from the serial delegate queue, then hands it on.
 package final class PartialFile {
     /// Where a download named `name` in `directory` is written until it is complete: the one spelling of it.
@@ -13,7 +15,14 @@ package final class PartialFile {
     package static let suffix = ".part"
     package let path: String
     package private(set) var fd: Int32
-    private let buffer: UnsafeMutableRawBufferPointer
+    private let bufferSize: Int
+    private var storage: UnsafeMutableRawBufferPointer?
+    private var buffer: UnsafeMutableRawBufferPointer {
+        if let storage { return storage }
+        let made = UnsafeMutableRawBufferPointer.allocate(byteCount: bufferSize, alignment: 4096)
+        storage = made
+        return made
+    }
     private var buffered = 0
     /// Bytes already written to the file (the buffer comes after them).
     package private(set) var written: Int64
@@ -33,7 +42,7 @@ package final class PartialFile {
     package init(path: String, fd: Int32, bufferSize: Int) {
         self.path = path
         self.fd = fd
-        self.buffer = .allocate(byteCount: max(bufferSize, 64 * 1024), alignment: 4096)
+        self.bufferSize = max(bufferSize, 64 * 1024)
         var st = stat()
         written = fstat(fd, &st) == 0 ? Int64(st.st_size) : 0
         _ = lseek(fd, off_t(written), SEEK_SET)
@@ -45,14 +54,14 @@ package final class PartialFile {
         guard fd >= 0 else { throw .local("cannot open \(path): \(String(cString: strerror(errno)))") }
         self.path = path
         self.fd = fd
-        self.buffer = .allocate(byteCount: max(bufferSize, 64 * 1024), alignment: 4096)
+        self.bufferSize = max(bufferSize, 64 * 1024)
         self.written = 0
         self.position = offset
     }
 
     deinit {
         if fd >= 0 { _ = Glibc.close(fd) }
-        buffer.deallocate()
+        storage?.deallocate()
     }
 
     /// Everything received so far, flushed or not.
@@ -60,8 +69,8 @@ package final class PartialFile {
 
     package func append(_ data: Data) throws(TransferFailure) {
         let count = data.count
-        if buffered + count > buffer.count { try flush() }
-        if count >= buffer.count {
+        if buffered + count > bufferSize { try flush() }
+        if count >= bufferSize {
             let failure = data.withUnsafeBytes { raw -> TransferFailure? in
                 do throws(TransferFailure) { try writeAll(raw) } catch { return error }
                 return nil

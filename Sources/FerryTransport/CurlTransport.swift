@@ -18,10 +18,24 @@ package final class CurlTransport: @unchecked Sendable {
     static let shared = CurlTransport()
 
     /// libcurl reads the socket this much at a time (it still hands data over 16 KiB per callback:
-    /// CurlTransfer gathers it into larger pieces).
+    /// CurlTransfer gathers it into larger pieces): 256 KiB for a transfer alone, less as more run beside
+    /// it, down to 64 KiB (half its in-flight bound; libcurl keeps one such buffer per transfer, and 64
+    /// HTTP/2 streams held 16 MiB of them).
     static let receiveBufferSize = 256 << 10
+    var receiveBufferSize: Int {
+        min(Self.receiveBufferSize, max(64 << 10, inFlightBound.load(ordering: .relaxed) / 2))
+    }
+    /// A segment's ranges run side by side, each reading less at a time (8 of them held 2 MiB of buffers).
+    static let segmentReceiveBufferSize = 64 << 10
     /// And sends at most this much per read of the body.
     static let sendBufferSize = 512 << 10
+    /// What one transfer may have on its way to the delegate: a share of 2 MiB, at least 128 KiB. A server
+    /// that sends in bursts (nginx's limit_rate) fills it every time: 8 ranges held 2 MiB each, 60 MiB RSS.
+    let inFlightBound = Atomic<Int>(2 << 20)
+    static func inFlightBound(running: Int) -> Int {
+        min(2 << 20, max(128 << 10, (2 << 20) / max(1, running)))
+    }
+
     /// Streams at once on one HTTP/2 connection (libcurl's default; a server may allow fewer).
     static let maxStreamsPerConnection = 100
 
@@ -150,6 +164,7 @@ package final class CurlTransport: @unchecked Sendable {
     }
 
     private func forget(_ transfer: CurlTransfer) {
+        inFlightBound.store(Self.inFlightBound(running: running.count), ordering: .relaxed)
         rateWaiting.removeAll { $0 === transfer }
         if transfer.limits != nil { sharesChanged.store(true, ordering: .releasing) }
     }
@@ -206,9 +221,11 @@ package final class CurlTransport: @unchecked Sendable {
 
     /// Makes the transfer's next easy handle and adds it, or lets it fail at once (bad URL, body unreadable).
     private func attach(_ transfer: CurlTransfer, _ multi: UnsafeMutableRawPointer) {
+        inFlightBound.store(Self.inFlightBound(running: running.count + 1), ordering: .relaxed)
         guard let easy = transfer.makeEasyHandle() else { return }
         if ferry_curl_multi_add_handle(multi, easy) == 0 {
             running[easy] = transfer
+            inFlightBound.store(Self.inFlightBound(running: running.count), ordering: .relaxed)
             if transfer.limits != nil { shareLimits() }
         } else {
             transfer.failToStart("libcurl refused the transfer")

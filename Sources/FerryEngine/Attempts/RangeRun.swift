@@ -187,7 +187,9 @@ final class RangeRun: TaskRun {
     /// attempt the one claimed before the lock (claimFirst).
     private func openFile(_ s: inout State, claimed: Result<(name: String, fd: Int32), TransferFailure>?) throws(TransferFailure) -> PartialFile {
         if let path = partPath {
-            if start.bounded { return try PartialFile(segmentOf: path, at: start.from, bufferSize: start.bufferSize) }
+            // A range shares the transport's in-flight bound with the others, so its pieces are smaller:
+            // half the buffer is enough to gather them (8 ranges held 2 MiB of buffers).
+            if start.bounded { return try PartialFile(segmentOf: path, at: start.from, bufferSize: start.bufferSize / 2) }
             return try PartialFile(openingOrCreating: path, bufferSize: start.bufferSize)
         }
         guard let claim = try claimed?.get() else { throw .local("no file to write for \(start.spec.url.lastPathComponent)") }
