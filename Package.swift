@@ -88,7 +88,8 @@ let package = Package(
         // The 10,000-item frame micro-benchmark, meant for a release build (`swift run -c release RenderBench`).
         .executableTarget(name: "RenderBench", dependencies: ["FerryTUI", "FerryCore"], path: "Tests/RenderBench"),
         // URLSession alone, every byte discarded: the floor scripts/bench compares ferry with.
-        .executableTarget(name: "URLSessionFloor", path: "Tests/URLSessionFloor"),
+        // With FLOOR_TRANSPORT=ferry, URLSession over ferry's transport alone: the floor of what the engine adds.
+        .executableTarget(name: "URLSessionFloor", dependencies: ["FerryTransport"], path: "Tests/URLSessionFloor"),
         // Runs a URLSession with ferry's delegate queue alone in a process, as ferry does (DelegateQueueTests).
         .executableTarget(name: "DelegateQueueProbe", dependencies: ["FerryCore"], path: "Tests/DelegateQueueProbe"),
         .testTarget(name: "FerryCoreTests", dependencies: [

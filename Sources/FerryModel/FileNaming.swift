@@ -133,9 +133,11 @@ public enum FileNaming {
     /// The last non-empty path segment of the URL, percent-decoded; nil when there is none (e.g. "http://h/" or "http://h").
     /// A segment that does not decode to valid UTF-8 is returned still encoded.
     public static func filename(fromURL url: URL) -> String? {
-        let path = URLComponents(url: url, resolvingAgainstBaseURL: true)?.percentEncodedPath ?? url.path
+        // The path as sent (percent-encoded), not through URLComponents (a thousand small downloads spent 1.5 %
+        // of their CPU making one each).
+        let path = url.absoluteURL.path(percentEncoded: true)
         guard let segment = path.split(separator: "/").last else { return nil }
-        let decoded = segment.removingPercentEncoding ?? String(segment)
+        let decoded = segment.contains("%") ? segment.removingPercentEncoding ?? String(segment) : String(segment)
         return decoded.isEmpty ? nil : decoded
     }
 

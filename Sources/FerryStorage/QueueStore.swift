@@ -143,6 +143,8 @@ public protocol QueueStore: Sendable {
     /// New ranks (positions) for some items (a move).
     func saveRanks(_ ranks: [(TransferID, Int)]) throws
     func checkpoint(_ id: TransferID, bytesDone: Int64) throws
+    /// Several checkpoints at once (one transaction where the store has them).
+    func checkpoint(_ checkpoints: [(TransferID, Int64)]) throws
     /// The name a download is about to claim (before its `.part` file exists) and what the server said of
     /// the file, so that a restart after a crash finds its `.part` file (or the finished file) by name.
     func recordClaim(_ id: TransferID, fileName: String, validators: Validators) throws
@@ -167,6 +169,10 @@ extension QueueStore {
 
     public func remove(_ ids: [TransferID]) throws {
         for id in ids { try remove(id) }
+    }
+
+    public func checkpoint(_ checkpoints: [(TransferID, Int64)]) throws {
+        for (id, bytes) in checkpoints { try checkpoint(id, bytesDone: bytes) }
     }
 
     public func forEachIndexRow(_ body: (QueueIndexRow) throws -> Void) throws {

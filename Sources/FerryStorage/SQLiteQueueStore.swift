@@ -405,10 +405,18 @@ public final class SQLiteQueueStore: QueueStore {
     }
 
     public func checkpoint(_ id: TransferID, bytesDone: Int64) throws {
+        try checkpoint([(id, bytesDone)])
+    }
+
+    public func checkpoint(_ checkpoints: [(TransferID, Int64)]) throws {
+        guard !checkpoints.isEmpty else { return }
         try pool.write { db in
             // Only for items still moving: a late checkpoint never rewrites a finished item's count.
-            try db.cachedStatement(sql: "UPDATE transfer SET bytesDone = ?, updatedAt = ? WHERE id = ? AND state IN ('running', 'queued', 'waiting', 'paused')")
-                .execute(arguments: [bytesDone, Date().timeIntervalSince1970, id.rawValue])
+            let statement = try db.cachedStatement(sql: "UPDATE transfer SET bytesDone = ?, updatedAt = ? WHERE id = ? AND state IN ('running', 'queued', 'waiting', 'paused')")
+            let now = Date().timeIntervalSince1970
+            for (id, bytesDone) in checkpoints {
+                try statement.execute(arguments: [bytesDone, now, id.rawValue])
+            }
         }
     }
 

@@ -215,7 +215,7 @@ final class CurlTransfer: @unchecked Sendable {
         }
         var lines = headers.compactMap { name, value -> String? in
             // A blank value would tell libcurl to drop a header of its own: send what was asked or nothing.
-            let trimmed = value.trimmingCharacters(in: .whitespaces)
+            let trimmed = HTTPText.trimmed(value)
             return trimmed.isEmpty ? nil : "\(name): \(trimmed)"
         }
         if body != nil { lines.append("Expect:") }  // no 100-continue round trip
@@ -373,7 +373,7 @@ final class CurlTransfer: @unchecked Sendable {
 
     private func redirectTarget(_ location: String) -> URLRequest? {
         guard let current = request.url,
-              let target = URL(string: location.trimmingCharacters(in: .whitespaces), relativeTo: current)?.absoluteURL,
+              let target = URL(string: String(HTTPText.trimmed(location)), relativeTo: current)?.absoluteURL,
               let http = response.httpResponse(url: current) else { return nil }
         var next = request
         next.url = target

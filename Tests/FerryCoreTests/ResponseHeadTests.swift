@@ -3,6 +3,7 @@ import Foundation
 import FoundationNetworking
 #endif
 @testable import FerryTransport
+import FerryModel
 import Testing
 
 /// The response head as libcurl hands it over, a line at a time (parsed byte by byte, without Foundation).
@@ -35,8 +36,8 @@ struct ResponseHeadTests {
     }
 
     @Test func trimmingKeepsTheMiddle() {
-        #expect(ResponseHead.trimmed(" \t a b \r\n") == "a b")
-        #expect(ResponseHead.trimmed(" \r\n").isEmpty)
-        #expect(ResponseHead.trimmed("数 ") == "数")
+        #expect(HTTPText.trimmed(" \t a b \r\n") == "a b")
+        #expect(HTTPText.trimmed(" \r\n").isEmpty)
+        #expect(HTTPText.trimmed("数 ") == "数")
     }
 }

@@ -6,6 +6,7 @@ import FoundationNetworking
 import Glibc
 #endif
 import Synchronization
+import FerryTransport
 
 // The platform floor for scripts/bench: the least URLSession on Linux does for each case, with a
 // delegate on a serial queue that does nothing but count. ferry cannot be faster than this with
@@ -16,6 +17,8 @@ import Synchronization
 //   URLSessionFloor get -j N -i LIST      the same for every URL in LIST (one per line)
 //   URLSessionFloor put FILE URL          a PUT whose body is FILE, streamed with Content-Length
 //   URLSessionFloor form FILE URL         a multipart POST of FILE (field "file") plus note=bench
+//   FLOOR_TRANSPORT=ferry URLSessionFloor ...   the same with ferry's transport under URLSession
+//                                         (FerryURLProtocol): the floor of what ferry's engine adds
 
 final class Counter: NSObject, URLSessionDataDelegate, Sendable {
     let bytes = Atomic<Int64>(0)
@@ -122,6 +125,9 @@ func session(_ delegate: Counter, connections: Int) -> URLSession {
     queue.maxConcurrentOperationCount = 1
     let configuration = URLSessionConfiguration.ephemeral
     configuration.httpMaximumConnectionsPerHost = connections
+    if ProcessInfo.processInfo.environment["FLOOR_TRANSPORT"] == "ferry" {
+        configuration.protocolClasses = [FerryURLProtocol.self]
+    }
     return URLSession(configuration: configuration, delegate: delegate, delegateQueue: queue)
 }
 

@@ -77,7 +77,7 @@ final class StoreWriter: Sendable {
     func checkpoint(_ checkpoints: [(TransferID, Int64)]) {
         guard !checkpoints.isEmpty else { return }
         let store = self.store
-        queue.async { for (id, bytes) in checkpoints { try? store.checkpoint(id, bytesDone: bytes) } }
+        queue.async { try? store.checkpoint(checkpoints) }
     }
 
     /// Deletes items (in one transaction); a record of them still waiting to be written is dropped (it would

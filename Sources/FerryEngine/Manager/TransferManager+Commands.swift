@@ -322,7 +322,8 @@ extension TransferManager {
         }
         effects.forEach { $0() }
         if waiting { _ = signal.wait(timeout: .now() + timeout) }
-        storeWriter.checkpoint(core.withLock { core in core.items.values.map { ($0.id, $0.currentBytes) } })
+        // In one transaction (a thousand loaded items made a thousand of them at the end of a run).
+        storeWriter.checkpoint(core.withLock { core in core.items.values.filter { !$0.state.isTerminal }.map { ($0.id, $0.currentBytes) } })
         storeWriter.flush()
         drainEvents()
         BoundedDelegateQueue.invalidate(session)

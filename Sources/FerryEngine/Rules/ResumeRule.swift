@@ -31,19 +31,19 @@ public enum ResumeRule {
         public var total: Int64?
 
         public init?(_ header: String) {
-            let value = header.trimmingCharacters(in: .whitespaces)
+            let value = String(HTTPText.trimmed(header))
             guard value.lowercased().hasPrefix("bytes") else { return nil }
-            let rest = value.dropFirst(5).trimmingCharacters(in: .whitespaces)
+            let rest = String(HTTPText.trimmed(value.dropFirst(5)))
             let halves = rest.split(separator: "/", maxSplits: 1, omittingEmptySubsequences: false)
             guard halves.count == 2 else { return nil }
-            let totalText = halves[1].trimmingCharacters(in: .whitespaces)
+            let totalText = HTTPText.trimmed(halves[1])
             if totalText == "*" {
                 total = nil
             } else {
                 guard let t = Int64(totalText), t >= 0 else { return nil }
                 total = t
             }
-            let range = halves[0].trimmingCharacters(in: .whitespaces)
+            let range = HTTPText.trimmed(halves[0])
             if range == "*" {
                 start = nil
                 end = nil
@@ -78,7 +78,7 @@ public enum ResumeRule {
             }
             return .failure(.http(status: status, reason: reasonPhrase(status), retryAfter: retryAfter))
         }
-        let length = header("Content-Length").flatMap { Int64($0.trimmingCharacters(in: .whitespaces)) }
+        let length = header("Content-Length").flatMap { Int64(HTTPText.trimmed($0)) }
         if status == 206 {
             guard let range = header("Content-Range").flatMap(ContentRange.init), let start = range.start else {
                 return .discardAndRestart(reason: "206 without a usable Content-Range")
