@@ -21,6 +21,8 @@ public final class EngineHost: @unchecked Sendable {
     private var timer: DispatchSourceTimer?
     private var quietTicks = 0
     private var subscribers = 0
+    /// `subscribers`, for `nudge` to read from anywhere.
+    private let subscriberCount = Atomic<Int>(0)
     private let clientCount = Atomic<Int>(0)
     private let lastClientGone = Mutex<DispatchTime>(.now())
 
@@ -35,6 +37,7 @@ public final class EngineHost: @unchecked Sendable {
             self.clientCount.store(clients, ordering: .relaxed)
             if clients == 0 { self.lastClientGone.withLock { $0 = .now() } }
             self.subscribers = subscribers
+            self.subscriberCount.store(subscribers, ordering: .relaxed)
             if subscribers > 0 { self.startUpdates() }
         }
     }
@@ -49,7 +52,11 @@ public final class EngineHost: @unchecked Sendable {
     }
 
     /// Something changed in the engine (its event callback): updates may be due.
+    /// With nobody subscribed there is nothing to do, and no hop to the server's queue to find that out (a
+    /// headless run of 1,000 small files woke it 430 times; a subscriber that comes gets updates from its
+    /// subscription on).
     public func nudge() {
+        guard subscriberCount.load(ordering: .relaxed) > 0 else { return }
         server.queue.async { [self] in if subscribers > 0 { startUpdates() } }
     }
 

@@ -241,6 +241,8 @@ public final class TransferManager: Sendable {
     let timerQueue = DispatchQueue(label: "ferry.timers")
     let finishQueue = DispatchQueue(label: "ferry.finish", attributes: .concurrent)
     private let eventQueue = DispatchQueue(label: "ferry.events")
+    /// Events not yet handed to `onEvent`, and whether a block to hand them on is on its way.
+    private let unannounced = Mutex<(events: [TransferEvent], scheduled: Bool)>(([], false))
     let onEvent: (@Sendable (TransferEvent) -> Void)?
     /// `onEvent` hears of each item an add queues (a reporter prints them); otherwise of state changes only.
     let announcesAdds: Bool
@@ -400,10 +402,7 @@ public final class TransferManager: Sendable {
             core.loadedNow.removeAll()
             // Queued under the lock: events reach the listener in the order the changes were made (a listener
             // that follows states, such as the hooks, must never see an older state after a newer one).
-            if let onEvent = self.onEvent, !events.isEmpty {
-                let events = events
-                eventQueue.async { events.forEach(onEvent) }
-            }
+            if self.onEvent != nil, !events.isEmpty { self.announce(events) }
             return (result, effects, finished)
         }
         effects.forEach { $0() }
@@ -459,6 +458,24 @@ public final class TransferManager: Sendable {
 
     /// Waits for the events queued so far to be delivered.
     func drainEvents() { eventQueue.sync {} }
+
+    /// Hands events to `onEvent` on the event queue, in order; those that come while it is busy go in the
+    /// same block (one block per change woke the queue 600 times for 1,000 small files).
+    private func announce(_ events: [TransferEvent]) {
+        let schedule = unannounced.withLock { pending -> Bool in
+            pending.events += events
+            defer { pending.scheduled = true }
+            return !pending.scheduled
+        }
+        guard schedule, let onEvent else { return }
+        eventQueue.async { [self] in
+            let events = unannounced.withLock { pending -> [TransferEvent] in
+                defer { pending = ([], false) }
+                return pending.events
+            }
+            events.forEach(onEvent)
+        }
+    }
 
     // MARK: Scheduling
 
