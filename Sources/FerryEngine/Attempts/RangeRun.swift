@@ -190,12 +190,19 @@ final class RangeRun: TaskRun {
             // A range shares the transport's in-flight bound with the others, so its pieces are smaller:
             // half the buffer is enough to gather them (8 ranges held 2 MiB of buffers).
             if start.bounded { return try PartialFile(segmentOf: path, at: start.from, bufferSize: start.bufferSize / 2) }
-            return try PartialFile(openingOrCreating: path, bufferSize: start.bufferSize)
+            return try PartialFile(openingOrCreating: path, bufferSize: bufferSize(s))
         }
         guard let claim = try claimed?.get() else { throw .local("no file to write for \(start.spec.url.lastPathComponent)") }
         s.fileName = claim.name
         return PartialFile(path: PartialFile.path(directory: start.spec.directory, name: claim.name), fd: claim.fd,
-                           bufferSize: start.bufferSize)
+                           bufferSize: bufferSize(s))
+    }
+
+    /// No larger than what is left of the body, when its length is known: a small file's body, handed over in
+    /// one piece, is then written at once, never copied into a buffer (64 of them at once held 16 MiB).
+    private func bufferSize(_ s: State) -> Int {
+        guard let total = s.total else { return start.bufferSize }
+        return Int(min(Int64(start.bufferSize), max(0, total - start.from)))
     }
 
     /// On a first attempt whose answer will be written, the name claimed (its `.part` file created) after
