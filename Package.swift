@@ -60,11 +60,18 @@ let package = Package(
         .target(name: "CCrashGuard"),
         // The terminal UI: pure rendering into a Canvas, one reducer, and CursesTerminal (the only ncurses caller).
         .target(name: "FerryTUI", dependencies: ["FerryCore", "CNcurses", "CCrashGuard"]),
+        // aria2's JSON-RPC, a front end of the engine over HTTP (SwiftNIO's HTTP/1 server).
+        .target(name: "FerryRPC", dependencies: [
+            "FerryCore",
+            .product(name: "NIOCore", package: "swift-nio"),
+            .product(name: "NIOPosix", package: "swift-nio"),
+            .product(name: "NIOHTTP1", package: "swift-nio"),
+        ]),
         // The executable only parses arguments and wires FerryCore to a front end.
         .executableTarget(
             name: "ferry",
             dependencies: [
-                "FerryCore", "FerryTUI",
+                "FerryCore", "FerryTUI", "FerryRPC",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),
@@ -102,7 +109,7 @@ let package = Package(
         .testTarget(
             name: "FerryIntegrationTests",
             dependencies: [
-                "FerryCore", "FerryModel", "FerryStorage", "FerryTransport", "FerryEngine", "TestHTTPServer",
+                "FerryCore", "FerryModel", "FerryStorage", "FerryTransport", "FerryEngine", "TestHTTPServer", "FerryRPC",
                 .product(name: "Crypto", package: "swift-crypto"),
                 // A TLS client of its own, to check the test server's HTTPS without anything installed.
                 .product(name: "NIOCore", package: "swift-nio"),

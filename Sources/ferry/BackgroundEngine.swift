@@ -1,5 +1,6 @@
 import ArgumentParser
 import FerryCore
+import FerryRPC
 import Foundation
 #if canImport(Glibc)
 import Glibc
@@ -39,6 +40,21 @@ struct BackgroundEngine: AsyncParsableCommand {
         let host = engine.host!
         Self.log("engine \(getpid()) serving \(directory.socketPath)")
         engine.onSignals { number in Self.stop(directory, reason: "signal \(number)") { engine.shutdown() } }
+        // aria2's RPC, when the config turns it on: its clients expect an engine that stays.
+        var rpcServer: RPCServer?
+        if config.rpc.enable {
+            do {
+                let secret = try config.rpc.secret(stateDirectory: directory.path)
+                let rpc = Aria2RPC(manager: manager, secret: secret,
+                                   defaultDirectory: NSString(string: config.downloadDirectory).expandingTildeInPath) {
+                    Self.stop(directory, reason: "aria2.shutdown over RPC") { engine.shutdown() }
+                }
+                rpcServer = try RPCServer(rpc: rpc, host: config.rpc.listen, port: config.rpc.port, allowOrigin: config.rpc.allowOrigin)
+                Self.log("engine \(getpid()) answering aria2 RPC on http://\(config.rpc.listen):\(config.rpc.port)/jsonrpc")
+            } catch {
+                Self.log("aria2 RPC is off: cannot listen on \(config.rpc.listen):\(config.rpc.port): \(error)")
+            }
+        }
         // Idle means nothing running, queued or waiting for a retry, and no hook running (it keeps the engine,
         // which watches its timeout).
         let linger = config.linger
@@ -46,7 +62,7 @@ struct BackgroundEngine: AsyncParsableCommand {
         while true {
             try? await Task.sleep(for: .seconds(min(2, max(0.2, linger / 4))))
             if let notice = manager.newStoreFailureNotice() { Self.log(notice) }
-            if !engine.idle || host.clients > 0 {
+            if !engine.idle || host.clients > 0 || rpcServer != nil {
                 idleSince = nil
                 continue
             }

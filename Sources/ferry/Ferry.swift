@@ -10,7 +10,7 @@ struct Ferry: AsyncParsableCommand {
         discussion: "Shell completion: ferry --generate-completion-script bash (or zsh, fish) prints a script to source.",
         version: FerryVersion.text,
         subcommands: [Get.self, Put.self, List.self, Run.self, Pause.self, Resume.self, Cancel.self, Retry.self, Remove.self,
-                      Move.self, Jobs.self, Stop.self, Version.self, BackgroundEngine.self]
+                      Move.self, Jobs.self, Stop.self, RPC.self, Version.self, BackgroundEngine.self]
     )
 
     /// Options that may come before the subcommand (`ferry --config F list`) as well as after it.

@@ -258,3 +258,19 @@ enum QueueVerb {
         return words.isEmpty ? "in the queue" : words.joined(separator: " and ")
     }
 }
+
+struct RPC: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "rpc",
+        abstract: "Show where the engine answers aria2's JSON-RPC ([rpc] in the config) and its secret.")
+    @OptionGroup var common: StateOptions
+    func run() throws {
+        let config = try common.loadConfig()
+        try common.stateDirectory.prepare()
+        let secret = try config.rpc.secret(stateDirectory: common.stateDirectory.path)
+        let url = "http://\(config.rpc.listen.contains(":") ? "[\(config.rpc.listen)]" : config.rpc.listen):\(config.rpc.port)/jsonrpc"
+        print(config.rpc.enable ? "aria2 JSON-RPC: \(url) (the background engine answers it)"
+                                : "aria2 JSON-RPC is off ([rpc] enable = true in the config turns it on, at \(url))")
+        print("secret: \(secret) (clients send token:\(secret); kept in \(config.rpc.secret == nil ? common.stateDirectory.path + "/rpc-secret" : "the config"))")
+    }
+}

@@ -128,7 +128,8 @@ import Testing
                       "base_delay": "1", "max_delay": "2", "max_retry_after": "3", "uploads": "true", "idle_timeout": "3",
                       "user_agent": "\"a\"", "ca_file": "\"/etc/hostname\"", "download": "\"1M\"", "upload": "\"1M\"",
                       "schedule": "\"08:00,1M\"", "linger": "3", "on_done": "\"true\"", "on_failed": "\"true\"", "timeout": "3",
-                      "refresh_hz": "3", "ascii": "\"auto\"", "color": "\"auto\"", "bell": "true"]
+                      "refresh_hz": "3", "ascii": "\"auto\"", "color": "\"auto\"", "bell": "true", "enable": "true",
+                      "listen": "\"127.0.0.1\"", "port": "6800", "secret": "\"s\"", "allow_origin": "\"https://a.example\""]
         for (table, keys) in Config.knownKeys where table != "" && table != "hosts" {
             for key in keys {
                 let value = try #require(values[key], "\(table).\(key)")

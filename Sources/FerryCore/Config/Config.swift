@@ -36,6 +36,8 @@ public struct Config: Sendable, Equatable {
     /// Commands run when an item ends (`[hooks]`).
     public var hooks = HookSettings()
     public var hosts: [HostHeaders] = []
+    /// aria2's JSON-RPC front end (`[rpc]`).
+    public var rpc = RPCSettings()
 
     public init() {}
 
@@ -82,7 +84,7 @@ public struct Config: Sendable, Equatable {
 
     /// Every key the file may hold, by table ("" for the top level): unknown ones are met with the nearest of these.
     static let knownKeys: [String: [String]] = [
-        "": ["transfers", "retry", "network", "limits", "engine", "hooks", "ui", "hosts"],
+        "": ["transfers", "retry", "network", "limits", "engine", "hooks", "ui", "hosts", "rpc"],
         "transfers": ["concurrency", "per_host", "download_dir", "segments"],
         "retry": ["attempts", "base_delay", "max_delay", "max_retry_after", "uploads"],
         "network": ["idle_timeout", "user_agent", "ca_file"],
@@ -91,6 +93,7 @@ public struct Config: Sendable, Equatable {
         "hooks": ["on_done", "on_failed", "timeout"],
         "ui": ["refresh_hz", "ascii", "color", "bell"],
         "hosts": ["match", "headers"],
+        "rpc": ["enable", "listen", "port", "secret", "allow_origin"],
     ]
 
     /// Parses config text. Every error names the file, the line and the key.
@@ -190,6 +193,26 @@ public struct Config: Sendable, Equatable {
                     case "bell": config.bell = try reader.bool(table, key, name)
                     default: throw reader.unknown(key, name)
                     }
+                }
+            case "rpc":
+                let table = try reader.table(root, key)
+                for name in table.keys {
+                    switch name {
+                    case "enable": config.rpc.enable = try reader.bool(table, key, name)
+                    case "listen": config.rpc.listen = try reader.string(table, key, name)
+                    case "port": config.rpc.port = try reader.int(table, key, name, min: 1, max: 65535)
+                    case "secret":
+                        let secret = try reader.string(table, key, name)
+                        guard !secret.isEmpty, !secret.contains(where: { $0.isWhitespace || $0.isNewline }) else {
+                            throw reader.error(key, name, "a secret is one word, not empty")
+                        }
+                        config.rpc.secret = secret
+                    case "allow_origin": config.rpc.allowOrigin = try reader.headerValue(table, key, name)
+                    default: throw reader.unknown(key, name)
+                    }
+                }
+                if !RPCSettings.isLoopback(config.rpc.listen), config.rpc.secret == nil {
+                    throw ConfigError("\(file): [rpc] listen = \"\(TerminalSafe.sanitize(config.rpc.listen))\" reaches other machines: it needs a secret of its own in the config ([rpc] secret)")
                 }
             case "hosts":
                 guard let array = root[key]?.array else {

@@ -1,0 +1,42 @@
+import Foundation
+
+/// aria2's JSON-RPC front end (`[rpc]`): off by default. When on, the engine listens on `listen:port` for
+/// `POST /jsonrpc`; every call must carry the secret (`token:SECRET`), which is the config's, or one made on
+/// first use and kept 0600 in the state directory (`ferry rpc` shows it).
+public struct RPCSettings: Sendable, Equatable {
+    public var enable = false
+    public var listen = "127.0.0.1"
+    public var port = 6800
+    /// The config's secret (nil: the state directory's, made on first use).
+    public var secret: String?
+    /// Sent as `Access-Control-Allow-Origin` (nil: no CORS headers, so that a web page cannot read answers).
+    public var allowOrigin: String?
+
+    public init() {}
+
+    /// Addresses that only this machine reaches.
+    public static func isLoopback(_ address: String) -> Bool {
+        address == "localhost" || address == "::1" || address.hasPrefix("127.")
+    }
+
+    /// The secret in force: the config's, or the state directory's (`rpc-secret`, made 0600 if missing).
+    public func secret(stateDirectory: String) throws(ConfigError) -> String {
+        if let secret { return secret }
+        let path = stateDirectory + "/rpc-secret"
+        if let data = FileManager.default.contents(atPath: path) {
+            let text = String(decoding: data, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
+            if !text.isEmpty { return text }
+        }
+        var generator = SystemRandomNumberGenerator()
+        let made = (0..<16).map { _ in String(format: "%02x", UInt8.random(in: 0...255, using: &generator)) }.joined()
+        let fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o600)
+        guard fd >= 0 else { throw ConfigError("cannot write \(path): \(String(cString: strerror(errno)))") }
+        defer { close(fd) }
+        _ = fchmod(fd, 0o600)
+        let line = made + "\n"
+        guard line.utf8.count == line.withCString({ write(fd, $0, strlen($0)) }) else {
+            throw ConfigError("cannot write \(path): \(String(cString: strerror(errno)))")
+        }
+        return made
+    }
+}

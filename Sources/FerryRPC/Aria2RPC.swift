@@ -1,0 +1,471 @@
+import FerryCore
+import Foundation
+import Synchronization
+
+/// aria2's JSON-RPC (its manual, "RPC INTERFACE") over ferry's engine: a front end like the UI and the shell
+/// verbs. Each call becomes the engine's own commands and reads its windows; there is no second queue.
+///
+/// aria2's wire habits are kept: numbers as strings, `token:SECRET` as the first parameter (inner calls of a
+/// multicall carry their own), errors `{"code": 1, "message": ...}`, a multicall's results each wrapped in a
+/// one-element array, any JSON value as the request id, `params` optional.
+///
+/// Items and GIDs: an item's GID is its id in 16 hex digits (`#26` is `000000000000001a`), stable for the
+/// item. ferry's states read as aria2's: running is `active`; queued and waiting for a retry `waiting`;
+/// paused `paused`; failed `error`; completed `complete`; cancelled `removed`. As in aria2, `remove` stops a
+/// download and keeps its result (`removed`, in `tellStopped`) until `removeDownloadResult` or
+/// `purgeDownloadResult` takes it out of the queue (ferry's cancel, then ferry's remove; files stay).
+public final class Aria2RPC: @unchecked Sendable {
+    public struct Failure: Error {
+        public let code: Int
+        public let message: String
+        init(_ message: String, code: Int = 1) {
+            self.code = code
+            self.message = message
+        }
+    }
+
+    let manager: TransferManager
+    private let secret: [UInt8]
+    private let defaultDirectory: String
+    private let sessionID: String
+    /// Called (once) for `aria2.shutdown` and `aria2.forceShutdown`, after the answer is sent.
+    private let onShutdown: @Sendable () -> Void
+    private let shutdownAsked = Atomic<Bool>(false)
+
+    /// The methods answered, as `system.listMethods` lists them.
+    public static let methods = [
+        "aria2.addUri", "aria2.remove", "aria2.forceRemove", "aria2.pause", "aria2.pauseAll", "aria2.forcePause",
+        "aria2.forcePauseAll", "aria2.unpause", "aria2.unpauseAll", "aria2.tellStatus", "aria2.getUris", "aria2.getFiles",
+        "aria2.tellActive", "aria2.tellWaiting", "aria2.tellStopped", "aria2.changePosition", "aria2.getOption",
+        "aria2.changeOption", "aria2.getGlobalOption", "aria2.changeGlobalOption", "aria2.getGlobalStat",
+        "aria2.purgeDownloadResult", "aria2.removeDownloadResult", "aria2.getVersion", "aria2.getSessionInfo",
+        "aria2.shutdown", "aria2.forceShutdown", "aria2.saveSession", "system.multicall", "system.listMethods",
+        "system.listNotifications",
+    ]
+    public static let notifications = [
+        "aria2.onDownloadStart", "aria2.onDownloadPause", "aria2.onDownloadStop", "aria2.onDownloadComplete",
+        "aria2.onDownloadError",
+    ]
+    /// aria2's methods for what ferry does not do: answered with that, not with "no such method".
+    static let unsupported = ["aria2.addTorrent", "aria2.addMetalink", "aria2.getPeers", "aria2.getServers"]
+
+    public init(manager: TransferManager, secret: String, defaultDirectory: String,
+                onShutdown: @escaping @Sendable () -> Void = {}) {
+        self.manager = manager
+        self.secret = Array(secret.utf8)
+        self.defaultDirectory = defaultDirectory
+        var generator = SystemRandomNumberGenerator()
+        self.sessionID = (0..<20).map { _ in String(format: "%02x", UInt8.random(in: 0...255, using: &generator)) }.joined()
+        self.onShutdown = onShutdown
+    }
+
+    /// After the answer to a shutdown was sent: the engine stops (once).
+    func shutdownAnswered() {
+        guard shutdownAsked.exchange(true, ordering: .relaxed) == false else { return }
+        onShutdown()
+    }
+
+    // MARK: JSON-RPC
+
+    /// The answer to a request body (a call or a batch), as JSON; a body that is not JSON gets a parse error.
+    public func answer(_ body: Data) -> (data: Data, shutdown: Bool) {
+        var shutdown = false
+        let reply: Any
+        if let json = try? JSONSerialization.jsonObject(with: body, options: [.fragmentsAllowed]) {
+            if let batch = json as? [Any] {
+                reply = batch.isEmpty ? Self.error(id: NSNull(), Failure("Invalid Request", code: -32600))
+                    : batch.map { call($0, shutdown: &shutdown) } as [Any]
+            } else {
+                reply = call(json, shutdown: &shutdown)
+            }
+        } else {
+            reply = Self.error(id: NSNull(), Failure("Parse error", code: -32700))
+        }
+        let data = (try? JSONSerialization.data(withJSONObject: reply, options: [.withoutEscapingSlashes]))
+            ?? Data(#"{"jsonrpc":"2.0","id":null,"error":{"code":-32603,"message":"Internal error"}}"#.utf8)
+        return (data, shutdown)
+    }
+
+    private func call(_ request: Any, shutdown: inout Bool) -> [String: Any] {
+        guard let object = request as? [String: Any] else { return Self.error(id: NSNull(), Failure("Invalid Request", code: -32600)) }
+        let id = object["id"] ?? NSNull()
+        guard let method = object["method"] as? String else { return Self.error(id: id, Failure("Invalid Request", code: -32600)) }
+        let params: [Any]
+        switch object["params"] {
+        case nil, is NSNull: params = []
+        case let list as [Any]: params = list
+        default: return Self.error(id: id, Failure("Invalid params", code: -32602))
+        }
+        do {
+            return ["jsonrpc": "2.0", "id": id, "result": try invoke(method, params, shutdown: &shutdown)]
+        } catch let failure as Failure {
+            return Self.error(id: id, failure)
+        } catch {
+            return Self.error(id: id, Failure("\(error)"))
+        }
+    }
+
+    static func error(id: Any, _ failure: Failure) -> [String: Any] {
+        ["jsonrpc": "2.0", "id": id, "error": ["code": failure.code, "message": failure.message]]
+    }
+
+    /// One method with its parameters (the token first, where one is needed).
+    func invoke(_ method: String, _ raw: [Any], shutdown: inout Bool) throws -> Any {
+        switch method {
+        case "system.listMethods": return Self.methods
+        case "system.listNotifications": return Self.notifications
+        case "system.multicall":
+            guard let calls = raw.first as? [Any] else { throw Failure("system.multicall takes a list of calls") }
+            return calls.map { entry -> Any in
+                guard let entry = entry as? [String: Any], let name = entry["methodName"] as? String else {
+                    return ["code": 1, "message": "a call needs methodName and params"]
+                }
+                guard name != "system.multicall" else { return ["code": 1, "message": "system.multicall cannot be nested"] }
+                do {
+                    return [try invoke(name, entry["params"] as? [Any] ?? [], shutdown: &shutdown)]
+                } catch let failure as Failure {
+                    return ["code": failure.code, "message": failure.message]
+                } catch {
+                    return ["code": 1, "message": "\(error)"]
+                }
+            }
+        default: break
+        }
+        var params = Params(raw)
+        try authorize(&params)
+        if Self.unsupported.contains(method) {
+            throw Failure("\(method): ferry does not do BitTorrent or Metalink")
+        }
+        switch method {
+        case "aria2.addUri": return try addURI(&params)
+        case "aria2.tellStatus": return try status(of: try params.gid(), keys: params.keys())
+        case "aria2.getFiles": return files(try snapshot(try params.gid()))
+        case "aria2.getUris": return uris(try snapshot(try params.gid()))
+        case "aria2.tellActive":
+            return manager.snapshot(QueueView(states: [.running])).items.map { describe($0, keys: params.keys()) }
+        case "aria2.tellWaiting": return try window(states: [.queued, .waiting, .paused], &params)
+        case "aria2.tellStopped": return try window(states: [.completed, .failed, .cancelled], &params)
+        case "aria2.pause", "aria2.forcePause":
+            return try act(&params, allowed: [.queued, .running, .waiting]) { manager.pause($0) }
+        case "aria2.unpause":
+            return try act(&params, allowed: [.paused]) { manager.resume($0) }
+        case "aria2.remove", "aria2.forceRemove":
+            return try act(&params, allowed: [.queued, .running, .waiting, .paused]) { manager.cancel($0) }
+        case "aria2.pauseAll", "aria2.forcePauseAll":
+            _ = try manager.perform(.pause(Selection(states: [.queued, .running, .waiting])))
+            return "OK"
+        case "aria2.unpauseAll":
+            _ = try manager.perform(.resume(Selection(states: [.paused])))
+            return "OK"
+        case "aria2.removeDownloadResult":
+            let id = try params.gid()
+            guard try snapshot(id).state.isTerminal else { throw Failure("\(Self.gid(id)) is not stopped: remove it first") }
+            _ = manager.remove(id)
+            return "OK"
+        case "aria2.purgeDownloadResult":
+            _ = try manager.perform(.remove(Selection(states: [.completed, .failed, .cancelled]), deletePart: false))
+            return "OK"
+        case "aria2.changePosition": return try changePosition(&params)
+        case "aria2.getGlobalStat": return globalStat()
+        case "aria2.getVersion":
+            return ["version": FerryVersion.number, "enabledFeatures": ["Async DNS", "HTTPS", "Message Digest"]]
+        case "aria2.getSessionInfo": return ["sessionId": sessionID]
+        case "aria2.getGlobalOption": return globalOptions()
+        case "aria2.changeGlobalOption": return try changeGlobalOptions(params.object())
+        case "aria2.getOption": return options(of: try snapshot(try params.gid()))
+        case "aria2.changeOption":
+            let id = try params.gid()
+            let changes = try params.object()
+            if let limit = changes["max-download-limit"] {
+                guard manager.setRateLimit(id, try Self.rate(limit, option: "max-download-limit")) else {
+                    throw Failure("GID \(Self.gid(id)) is not found")
+                }
+            }
+            return "OK"
+        case "aria2.saveSession": return "OK"  // the queue is always saved
+        case "aria2.shutdown", "aria2.forceShutdown":
+            shutdown = true
+            return "OK"
+        default:
+            throw Failure("No such method: \(method)")
+        }
+    }
+
+    /// Compares the first parameter with `token:SECRET` in constant time, and takes it off.
+    private func authorize(_ params: inout Params) throws {
+        guard let first = params.values.first as? String, first.hasPrefix("token:") else { throw Failure("Unauthorized") }
+        let given = Array(first.utf8.dropFirst(6))
+        var difference = given.count ^ secret.count
+        for index in 0..<max(given.count, secret.count) {
+            let a = index < given.count ? given[index] : 0
+            let b = index < secret.count ? secret[index] : 0
+            difference |= Int(a ^ b)
+        }
+        guard difference == 0 else { throw Failure("Unauthorized") }
+        params.values.removeFirst()
+    }
+
+    // MARK: Methods
+
+    private func addURI(_ params: inout Params) throws -> String {
+        guard let list = params.values.first as? [Any], !list.isEmpty, let uris = list as? [String] else {
+            throw Failure("addUri takes a list of URIs")
+        }
+        params.values.removeFirst()
+        let options = params.values.first as? [String: Any] ?? [:]
+        let url: URL
+        do throws(UsageError) {
+            // aria2 takes several URIs as mirrors of one file; ferry fetches the first.
+            url = try InputValidation.url(uris[0])
+        } catch {
+            throw Failure(error.description)
+        }
+        let directory: String
+        do throws(UsageError) {
+            // Made when missing, as -o makes it; relative to the engine's download folder.
+            let asked = (options["dir"] as? String).map { NSString(string: $0).expandingTildeInPath } ?? defaultDirectory
+            directory = try InputValidation.writableDirectory(asked, relativeTo: defaultDirectory)
+        } catch {
+            throw Failure("dir: \(error.description)")
+        }
+        var spec = TransferSpec(download: url, directory: directory)
+        if let out = options["out"] as? String { spec.fileName = out }
+        if let headers = options["header"] {
+            let lines = (headers as? [String]) ?? (headers as? String).map { [$0] } ?? []
+            spec.headers = try lines.map { line in
+                guard let header = HTTPHeader.parse(line) else { throw Failure("header: not a header: \(TerminalSafe.sanitize(line))") }
+                return header
+            }
+        }
+        if let split = options["split"] {
+            guard let n = Int("\(split)"), (1...64).contains(n) else { throw Failure("split: a number from 1 to 64") }
+            spec.segments = n > 1 ? n : nil
+        }
+        if let limit = options["max-download-limit"] { spec.rateLimit = try Self.rate(limit, option: "max-download-limit") }
+        if let checksum = options["checksum"] as? String {
+            let parts = checksum.split(separator: "=", maxSplits: 1)
+            guard parts.count == 2, parts[0].lowercased() == "sha-256", parts[1].count == 64, parts[1].allSatisfy(\.isHexDigit) else {
+                throw Failure("checksum: only sha-256=HEX (64 hex digits) is checked")
+            }
+            spec.sha256 = parts[1].lowercased()
+        }
+        let added: [TransferID]
+        do throws(StateError) {
+            added = try manager.addSaved([spec])
+        } catch {
+            throw Failure(error.description)
+        }
+        guard let id = added.first else { throw Failure("the item was not added") }
+        if "\(options["pause"] ?? "false")" == "true" { manager.pause(id) }
+        if let position = params.values.dropFirst().first as? Int, position == 0 { _ = manager.move(id, .top) }
+        return Self.gid(id)
+    }
+
+    private func act(_ params: inout Params, allowed: Set<TransferState>, _ body: (TransferID) -> Void) throws -> String {
+        let id = try params.gid()
+        let item = try snapshot(id)
+        guard allowed.contains(item.state) else {
+            throw Failure("GID \(Self.gid(id)) cannot be changed: it is \(Self.status(item.state))")
+        }
+        body(id)
+        return Self.gid(id)
+    }
+
+    /// `tellWaiting` and `tellStopped`: `offset` and `num` in the view's order; a negative offset counts from
+    /// the end, and then the items come last first (as aria2 and AriaNg use it).
+    private func window(states: [TransferState], _ params: inout Params) throws -> [Any] {
+        guard params.values.count >= 2, let offset = Self.int(params.values[0]), let count = Self.int(params.values[1]), count >= 0 else {
+            throw Failure("offset and num are numbers")
+        }
+        let keys = Array(params.values.dropFirst(2)).first.flatMap { $0 as? [String] }
+        guard count > 0 else { return [] }
+        if offset >= 0 {
+            return manager.snapshot(QueueView(states: states, offset: offset, limit: count)).items.map { describe($0, keys: keys) }
+        }
+        let total = manager.snapshot(QueueView(states: states, limit: 0)).window?.total ?? 0
+        let last = total + offset  // the first item given, counting back
+        guard last >= 0 else { return [] }
+        let first = max(0, last - count + 1)
+        let items = manager.snapshot(QueueView(states: states, offset: first, limit: last - first + 1)).items
+        return items.reversed().map { describe($0, keys: keys) }
+    }
+
+    private func changePosition(_ params: inout Params) throws -> String {
+        let id = try params.gid()
+        guard params.values.count >= 2, let position = Self.int(params.values[0]), let how = params.values[1] as? String else {
+            throw Failure("changePosition takes a GID, a position and POS_SET, POS_CUR or POS_END")
+        }
+        _ = try snapshot(id)
+        switch (how, position) {
+        case ("POS_SET", 0): _ = manager.move(id, .top)
+        case ("POS_END", 0): _ = manager.move(id, .bottom)
+        case ("POS_CUR", let n) where n != 0:
+            for _ in 0..<abs(n) { _ = manager.move(id, n < 0 ? .up : .down) }
+        case ("POS_CUR", 0): break
+        default: throw Failure("ferry moves an item to the top (POS_SET 0), the bottom (POS_END 0) or by steps (POS_CUR n)")
+        }
+        return "0"
+    }
+
+    private func globalStat() -> [String: Any] {
+        let snapshot = manager.snapshot(QueueView(limit: 0))
+        let count = snapshot.totals.count
+        let stopped = (count[.completed] ?? 0) + (count[.failed] ?? 0) + (count[.cancelled] ?? 0)
+        return [
+            "downloadSpeed": "\(Int64(snapshot.totals.downloadBytesPerSecond))",
+            "uploadSpeed": "\(Int64(snapshot.totals.uploadBytesPerSecond))",
+            "numActive": "\(count[.running] ?? 0)",
+            "numWaiting": "\((count[.queued] ?? 0) + (count[.waiting] ?? 0) + (count[.paused] ?? 0))",
+            "numStopped": "\(stopped)",
+            "numStoppedTotal": "\(stopped)",
+        ]
+    }
+
+    private func globalOptions() -> [String: Any] {
+        let snapshot = manager.snapshot(QueueView(limit: 0))
+        return [
+            "max-concurrent-downloads": "\(snapshot.maxConcurrent)",
+            "max-overall-download-limit": "\(snapshot.downloadLimit ?? 0)",
+            "max-overall-upload-limit": "\(snapshot.uploadLimit ?? 0)",
+            "dir": defaultDirectory,
+        ]
+    }
+
+    private func changeGlobalOptions(_ changes: [String: Any]) throws -> String {
+        let known: Set = ["max-concurrent-downloads", "max-overall-download-limit", "max-overall-upload-limit"]
+        if let unknown = changes.keys.first(where: { !known.contains($0) }) {
+            throw Failure("ferry does not change \(TerminalSafe.sanitize(unknown)) (it changes \(known.sorted().joined(separator: ", ")))")
+        }
+        if let value = changes["max-concurrent-downloads"] {
+            guard let n = Self.int(value), ConcurrencyCaps.range.contains(n) else {
+                throw Failure("max-concurrent-downloads: a number from 1 to \(ConcurrencyCaps.range.upperBound)")
+            }
+            manager.setConcurrency(maxConcurrent: n)
+        }
+        if changes["max-overall-download-limit"] != nil || changes["max-overall-upload-limit"] != nil {
+            let now = manager.snapshot(QueueView(limit: 0))
+            let download = try changes["max-overall-download-limit"].map { try Self.rate($0, option: "max-overall-download-limit") } ?? now.downloadLimit
+            let upload = try changes["max-overall-upload-limit"].map { try Self.rate($0, option: "max-overall-upload-limit") } ?? now.uploadLimit
+            manager.setGlobalLimits(download: download, upload: upload)
+        }
+        return "OK"
+    }
+
+    // MARK: Items as aria2 says them
+
+    private func snapshot(_ id: TransferID) throws -> TransferSnapshot {
+        guard let item = manager.snapshot(of: id) else { throw Failure("GID \(Self.gid(id)) is not found") }
+        return item
+    }
+
+    private func status(of id: TransferID, keys: [String]?) throws -> [String: Any] {
+        describe(try snapshot(id), keys: keys)
+    }
+
+    static func gid(_ id: TransferID) -> String { String(format: "%016llx", id.rawValue) }
+
+    static func status(_ state: TransferState) -> String {
+        switch state {
+        case .running: "active"
+        case .queued, .waiting: "waiting"
+        case .paused: "paused"
+        case .failed: "error"
+        case .completed: "complete"
+        case .cancelled: "removed"
+        }
+    }
+
+    private func path(_ item: TransferSnapshot) -> String {
+        if let saved = item.savedPath { return saved }
+        guard let name = item.fileName ?? item.spec.fileName else { return "" }
+        return item.spec.directory + "/" + name
+    }
+
+    private func files(_ item: TransferSnapshot) -> [[String: Any]] {
+        [[
+            "index": "1", "path": path(item), "length": "\(item.bytesExpected ?? 0)", "completedLength": "\(item.bytesDone)",
+            "selected": "true", "uris": uris(item),
+        ]]
+    }
+
+    private func uris(_ item: TransferSnapshot) -> [[String: Any]] {
+        [["uri": TerminalSafe.redactedURL(item.spec.url), "status": "used"]]
+    }
+
+    private func options(of item: TransferSnapshot) -> [String: Any] {
+        var options: [String: Any] = ["dir": item.spec.directory, "split": "\(item.spec.segments ?? 1)",
+                                      "max-download-limit": "\(item.rateLimit ?? 0)"]
+        if let out = item.spec.fileName { options["out"] = out }
+        return options
+    }
+
+    /// An item as `tellStatus` gives it; only `keys` when some are asked for.
+    func describe(_ item: TransferSnapshot, keys: [String]?) -> [String: Any] {
+        let upload = item.spec.direction == .upload
+        var status: [String: Any] = [
+            "gid": Self.gid(item.id),
+            "status": Self.status(item.state),
+            "totalLength": "\(item.bytesExpected ?? 0)",
+            "completedLength": upload ? "0" : "\(item.bytesDone)",
+            "uploadLength": upload ? "\(item.bytesDone)" : "0",
+            "downloadSpeed": upload ? "0" : "\(Int64(item.bytesPerSecond ?? 0))",
+            "uploadSpeed": upload ? "\(Int64(item.bytesPerSecond ?? 0))" : "0",
+            "connections": item.state == .running ? "\(item.segments?.count ?? 1)" : "0",
+            "numPieces": "1",
+            "pieceLength": "\(item.bytesExpected ?? 0)",
+            "dir": item.spec.directory,
+            "files": files(item),
+        ]
+        if item.state == .failed {
+            status["errorCode"] = "1"
+            status["errorMessage"] = TerminalSafe.sanitize(item.lastError ?? "failed")
+        }
+        if upload { status["ferryUpload"] = ["method": item.spec.upload?.method ?? "PUT"] }
+        guard let keys, !keys.isEmpty else { return status }
+        return status.filter { keys.contains($0.key) }
+    }
+
+    // MARK: Parameters
+
+    struct Params {
+        var values: [Any]
+        init(_ values: [Any]) { self.values = values }
+
+        mutating func gid() throws -> TransferID {
+            guard let text = values.first as? String, (1...16).contains(text.count), let raw = Int64(text, radix: 16), raw > 0 else {
+                throw Failure("a GID is 16 hex digits")
+            }
+            values.removeFirst()
+            return TransferID(raw)
+        }
+
+        func keys() -> [String]? { values.first as? [String] }
+
+        mutating func object() throws -> [String: Any] {
+            guard let object = values.first as? [String: Any] else { throw Failure("options are an object") }
+            values.removeFirst()
+            return object
+        }
+    }
+
+    /// A number given as a number or as text (aria2 clients send both).
+    static func int(_ value: Any) -> Int? {
+        if let n = value as? Int { return n }
+        if let text = value as? String { return Int(text) }
+        return nil
+    }
+
+    /// aria2's rate options: "0" for none, a plain number of bytes, or "1M" and the like.
+    static func rate(_ value: Any, option: String) throws -> Int64? {
+        let text = "\(value)".trimmingCharacters(in: .whitespaces)
+        if let plain = Int64(text) {
+            guard plain >= 0 else { throw Failure("\(option): a rate cannot be negative") }
+            return plain == 0 ? nil : plain
+        }
+        do throws(UsageError) {
+            return try RateText.parse(text)
+        } catch {
+            throw Failure("\(option): \(error.description)")
+        }
+    }
+}

@@ -1,0 +1,196 @@
+import FerryCore
+@testable import FerryRPC
+import Foundation
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+import Testing
+import TestHTTPServer
+
+/// aria2's JSON-RPC against a real engine over HTTP: the methods clients call, aria2's wire habits, and
+/// bad input (a bad token, garbage, an oversized body) answered with JSON-RPC errors.
+@Suite struct Aria2RPCTests {
+    let server: TestHTTPServer
+    let dir: TempDir
+    let manager: TransferManager
+    let rpcServer: RPCServer
+    let secret = "s3cret-token"
+    let endpoint: URL
+
+    init() throws {
+        server = try TestHTTPServer()
+        dir = try TempDir()
+        manager = try TransferManager(configuration: testConfiguration())
+        let rpc = Aria2RPC(manager: manager, secret: secret, defaultDirectory: dir.path)
+        rpcServer = try RPCServer(rpc: rpc, host: "127.0.0.1", port: 0, allowOrigin: nil)
+        endpoint = URL(string: "http://127.0.0.1:\(rpcServer.port)/jsonrpc")!
+    }
+
+    func tearDown() {
+        rpcServer.close()
+        manager.shutdown()
+        server.shutdown()
+    }
+
+    /// POSTs `body`; the status, the parsed JSON answer (nil when not JSON) and the response's headers.
+    func post(_ body: Data, to url: URL? = nil, method: String = "POST") async throws -> (status: Int, json: Any?, headers: [AnyHashable: Any]) {
+        var request = URLRequest(url: url ?? endpoint)
+        request.httpMethod = method
+        if method == "POST" { request.httpBody = body }
+        let (data, response) = try await URLSession.shared.data(for: request)
+        let http = response as! HTTPURLResponse
+        return (http.statusCode, try? JSONSerialization.jsonObject(with: data, options: [.fragmentsAllowed]), http.allHeaderFields)
+    }
+
+    /// One call with the token; its `result` (or its `error` as a thrown description).
+    func call(_ method: String, _ params: [Any] = [], token: Bool = true) async throws -> Any {
+        let request: [String: Any] = ["jsonrpc": "2.0", "id": "t", "method": method,
+                                      "params": (token ? ["token:\(secret)"] : []) + params]
+        let reply = try await post(try JSONSerialization.data(withJSONObject: request))
+        let object = try #require(reply.json as? [String: Any])
+        #expect(object["id"] as? String == "t")
+        if let error = object["error"] as? [String: Any] { throw RPCCallError(code: error["code"] as? Int ?? 0, message: error["message"] as? String ?? "") }
+        return object["result"] as Any
+    }
+
+    struct RPCCallError: Error, Equatable {
+        let code: Int
+        let message: String
+    }
+
+    func status(_ gid: String, _ keys: [String] = []) async throws -> [String: Any] {
+        try #require(try await call("aria2.tellStatus", [gid] + (keys.isEmpty ? [] : [keys])) as? [String: Any])
+    }
+
+    @Test func addUriDownloadsAndTellStatusSaysItInAria2sWords() async throws {
+        defer { tearDown() }
+        let body = Resource.randomBytes(count: 300 << 10, seed: 300)
+        server.route("/a.bin", .serve(Resource(body: body)))
+        let gid = try #require(try await call("aria2.addUri", [[server.url("/a.bin").absoluteString], ["dir": dir.path + "/sub", "out": "named.bin"]]) as? String)
+        #expect(gid == "0000000000000001", "an item's id in 16 hex digits")
+        try await finish(manager, [TransferID(1)])
+        let done = try await status(gid)
+        #expect(done["status"] as? String == "complete")
+        #expect(done["totalLength"] as? String == "\(body.count)", "numbers as strings")
+        #expect(done["completedLength"] as? String == "\(body.count)")
+        #expect(done["dir"] as? String == dir.path + "/sub")
+        let files = try #require(done["files"] as? [[String: Any]])
+        #expect(files.first?["path"] as? String == dir.path + "/sub/named.bin")
+        #expect(dir.contents("sub/named.bin") == body, "dir was made as -o makes it")
+        let only = try await status(gid, ["gid", "status"])
+        #expect(Set(only.keys) == ["gid", "status"], "keys narrow the answer")
+        let uris = try #require(try await call("aria2.getUris", [gid]) as? [[String: Any]])
+        #expect(uris.first?["uri"] as? String == server.url("/a.bin").absoluteString)
+        let stat = try #require(try await call("aria2.getGlobalStat") as? [String: Any])
+        #expect(stat["numStopped"] as? String == "1" && stat["numActive"] as? String == "0")
+    }
+
+    @Test func aBadTokenIsUnauthorizedAndTheListsNeedNone() async throws {
+        defer { tearDown() }
+        await #expect(throws: RPCCallError(code: 1, message: "Unauthorized")) {
+            _ = try await call("aria2.getGlobalStat", ["token:wrong"], token: false)
+        }
+        await #expect(throws: RPCCallError(code: 1, message: "Unauthorized")) {
+            _ = try await call("aria2.getGlobalStat", [], token: false)
+        }
+        let methods = try #require(try await call("system.listMethods", token: false) as? [String])
+        #expect(methods.contains("aria2.addUri") && methods.contains("system.multicall"))
+        let notifications = try #require(try await call("system.listNotifications", token: false) as? [String])
+        #expect(notifications.contains("aria2.onDownloadComplete"))
+    }
+
+    @Test func batchesMulticallsAnyIdAndMissingParams() async throws {
+        defer { tearDown() }
+        let batch: [[String: Any]] = [
+            ["jsonrpc": "2.0", "id": ["any": "json"], "method": "system.listMethods"],
+            ["jsonrpc": "2.0", "id": 7, "method": "system.multicall", "params": [[
+                ["methodName": "aria2.getGlobalStat", "params": ["token:\(secret)"]],
+                ["methodName": "aria2.getGlobalStat", "params": ["token:nope"]],
+                ["methodName": "aria2.noSuchThing", "params": ["token:\(secret)"]],
+            ]]],
+        ]
+        let reply = try await post(try JSONSerialization.data(withJSONObject: batch))
+        let answers = try #require(reply.json as? [[String: Any]])
+        #expect(answers.count == 2)
+        #expect((answers[0]["id"] as? [String: Any])?["any"] as? String == "json", "an id may be any JSON value")
+        let results = try #require(answers[1]["result"] as? [Any])
+        #expect(((results[0] as? [Any])?.first as? [String: Any])?["numActive"] as? String == "0", "each result in a one-element array")
+        #expect((results[1] as? [String: Any])?["message"] as? String == "Unauthorized", "inner calls carry their own token")
+        #expect((results[2] as? [String: Any])?["code"] as? Int == 1)
+        #expect(reply.headers["Access-Control-Allow-Origin"] == nil, "no CORS headers unless configured")
+    }
+
+    @Test func pauseUnpauseRemoveAndDownloadResults() async throws {
+        defer { tearDown() }
+        server.route("/slow.bin", .serve(Resource(body: Data(repeating: 1, count: 4 << 20)), ServeOptions(bytesPerSecond: 256 << 10)))
+        server.route("/b.bin", .serve(Resource(body: Data("b".utf8))))
+        let slow = try #require(try await call("aria2.addUri", [[server.url("/slow.bin").absoluteString]]) as? String)
+        let paused = try #require(try await call("aria2.addUri", [[server.url("/b.bin").absoluteString], ["pause": "true"]]) as? String)
+        #expect(try await status(paused)["status"] as? String == "paused")
+        try await eventually("the slow one runs") { manager.snapshot(of: TransferID(1))?.state == .running }
+        let active = try #require(try await call("aria2.tellActive", [["gid"]]) as? [[String: Any]])
+        #expect(active.map { $0["gid"] as? String } == [slow])
+        #expect(try await call("aria2.pause", [slow]) as? String == slow)
+        #expect(try await status(slow)["status"] as? String == "paused")
+        let waiting = try #require(try await call("aria2.tellWaiting", [0, 10, ["gid", "status"]]) as? [[String: Any]])
+        #expect(waiting.count == 2)
+        #expect(try await call("aria2.unpause", [paused]) as? String == paused)
+        try await finish(manager, [TransferID(2)])
+        // remove keeps the result, as aria2's does; removeDownloadResult takes it away.
+        #expect(try await call("aria2.remove", [slow]) as? String == slow)
+        #expect(try await status(slow)["status"] as? String == "removed")
+        let stopped = try #require(try await call("aria2.tellStopped", [-1, 1000, ["gid", "status"]]) as? [[String: Any]])
+        // In the queue's order (aria2 uses the order they stopped); a negative offset counts from the end, last first.
+        #expect(stopped.map { $0["gid"] as? String } == [paused, slow])
+        #expect(try await call("aria2.removeDownloadResult", [slow]) as? String == "OK")
+        await #expect(throws: RPCCallError(code: 1, message: "GID \(slow) is not found")) { _ = try await status(slow) }
+        #expect(try await call("aria2.purgeDownloadResult") as? String == "OK")
+        #expect((try await call("aria2.tellStopped", [0, 10]) as? [Any])?.isEmpty == true)
+        #expect(dir.contents("b.bin") == Data("b".utf8), "results go, files stay")
+    }
+
+    @Test func globalOptionsAndWhatFerryDoesNotDo() async throws {
+        defer { tearDown() }
+        #expect(try await call("aria2.changeGlobalOption", [["max-concurrent-downloads": "7", "max-overall-download-limit": "1M"]]) as? String == "OK")
+        let options = try #require(try await call("aria2.getGlobalOption") as? [String: Any])
+        #expect(options["max-concurrent-downloads"] as? String == "7")
+        #expect(options["max-overall-download-limit"] as? String == "\(1 << 20)")
+        await #expect(throws: RPCCallError(code: 1, message: "aria2.addTorrent: ferry does not do BitTorrent or Metalink")) {
+            _ = try await call("aria2.addTorrent", ["AAAA"])
+        }
+        await #expect(throws: (any Error).self) { _ = try await call("aria2.addUri", [["ftp://example.com/x"]]) }
+        await #expect(throws: (any Error).self) { _ = try await call("aria2.tellStatus", ["not-a-gid"]) }
+    }
+
+    @Test func garbageAnOversizedBodyAndOtherPathsAreAnsweredNotCrashedOn() async throws {
+        defer { tearDown() }
+        let garbage = try await post(Data("{not json".utf8))
+        #expect(garbage.status == 200)
+        #expect(((garbage.json as? [String: Any])?["error"] as? [String: Any])?["code"] as? Int == -32700)
+        let empty = try await post(Data("[]".utf8))
+        #expect(((empty.json as? [String: Any])?["error"] as? [String: Any])?["code"] as? Int == -32600)
+        let huge = try await post(Data(repeating: 0x20, count: RPCServer.maxBody + 1))
+        #expect(huge.status == 413)
+        #expect(((huge.json as? [String: Any])?["error"] as? [String: Any])?["code"] as? Int == -32600)
+        #expect(try await post(Data(), method: "GET").status == 405)
+        #expect(try await post(Data("{}".utf8), to: URL(string: "http://127.0.0.1:\(rpcServer.port)/other")!).status == 404)
+        // Still answering.
+        #expect((try await call("system.listMethods", token: false) as? [String])?.isEmpty == false)
+    }
+
+    @Test func theSecretIsMadeOnceAndKeptForTheUserAlone() throws {
+        let settings = RPCSettings()
+        let first = try settings.secret(stateDirectory: dir.path)
+        #expect(first.count == 32 && first.allSatisfy(\.isHexDigit))
+        #expect(try settings.secret(stateDirectory: dir.path) == first)
+        let attributes = try FileManager.default.attributesOfItem(atPath: dir.path + "/rpc-secret")
+        #expect((attributes[.posixPermissions] as? Int) == 0o600)
+        var configured = RPCSettings()
+        configured.secret = "mine"
+        #expect(try configured.secret(stateDirectory: dir.path) == "mine")
+        #expect(throws: ConfigError.self) { try Config.parse("[rpc]\nenable = true\nlisten = \"0.0.0.0\"\n", file: "c.toml") }
+        let parsed = try Config.parse("[rpc]\nenable = true\nlisten = \"0.0.0.0\"\nsecret = \"x\"\nport = 6801\n", file: "c.toml")
+        #expect(parsed.rpc.enable && parsed.rpc.port == 6801 && parsed.rpc.listen == "0.0.0.0")
+        tearDown()
+    }
+}
