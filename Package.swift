@@ -60,12 +60,13 @@ let package = Package(
         .target(name: "CCrashGuard"),
         // The terminal UI: pure rendering into a Canvas, one reducer, and CursesTerminal (the only ncurses caller).
         .target(name: "FerryTUI", dependencies: ["FerryCore", "CNcurses", "CCrashGuard"]),
-        // aria2's JSON-RPC, a front end of the engine over HTTP (SwiftNIO's HTTP/1 server).
+        // aria2's JSON-RPC, a front end of the engine over HTTP and WebSocket (SwiftNIO's HTTP/1 and WebSocket).
         .target(name: "FerryRPC", dependencies: [
             "FerryCore",
             .product(name: "NIOCore", package: "swift-nio"),
             .product(name: "NIOPosix", package: "swift-nio"),
             .product(name: "NIOHTTP1", package: "swift-nio"),
+            .product(name: "NIOWebSocket", package: "swift-nio"),
         ]),
         // The executable only parses arguments and wires FerryCore to a front end.
         .executableTarget(
@@ -115,6 +116,9 @@ let package = Package(
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOSSL", package: "swift-nio-ssl"),
+                // A WebSocket client for the aria2 RPC's tests.
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+                .product(name: "NIOWebSocket", package: "swift-nio"),
                 // An independent multipart parser, to check what ferry's encoder produced.
                 .product(name: "MultipartKit", package: "multipart-kit"),
                 // The queue's database opened directly, to damage it as a disk or another version could.

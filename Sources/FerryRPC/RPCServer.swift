@@ -3,29 +3,53 @@ import Foundation
 import NIOCore
 import NIOHTTP1
 import NIOPosix
+import NIOWebSocket
 
-/// aria2's RPC endpoint over HTTP: `POST /jsonrpc` on `host:port`, answered by `Aria2RPC` (SwiftNIO's
-/// HTTP/1 server). Bodies are capped; the calls run on a queue of their own, never on the event loop, and
-/// the engine never waits for a client (NIO writes what a slow client has not read yet as it reads, and a
-/// request is read only after the answer to the one before). No CORS headers unless `allowOrigin` is set.
+/// aria2's RPC endpoint: `POST /jsonrpc` on `host:port`, and WebSocket on the same path (SwiftNIO's HTTP/1
+/// server and WebSocket upgrader), answered by `Aria2RPC`; WebSocket clients also get aria2's notifications
+/// (`Aria2Notifier`). Bodies and frames are capped; the calls run on a queue of their own, never on the event
+/// loop, and the engine never waits for a client (an HTTP request is read only after the answer to the one
+/// before; a WebSocket client that stops reading is dropped). No CORS headers unless `allowOrigin` is set.
 public final class RPCServer: Sendable {
-    /// The largest request body accepted (a batch of a few thousand calls).
+    /// The largest request body (or WebSocket message) accepted: a batch of a few thousand calls.
     public static let maxBody = 1 << 20
+    /// A WebSocket client with this much unread is dropped (it stopped reading).
+    static let writeLimit = 4 << 20
     public let port: Int
     private let group: MultiThreadedEventLoopGroup
     private let channel: any Channel
 
     /// Listens on `host:port` (port 0: any free one, `port` says which).
-    public init(rpc: Aria2RPC, host: String, port: Int, allowOrigin: String?) throws {
+    public init(rpc: Aria2RPC, notifier: Aria2Notifier? = nil, host: String, port: Int, allowOrigin: String?) throws {
         let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
         let calls = DispatchQueue(label: "ferry.rpc")
+        let upgrader = NIOWebSocketServerUpgrader(
+            maxFrameSize: Self.maxBody,
+            shouldUpgrade: { channel, head in
+                let path = head.uri.split(separator: "?", maxSplits: 1).first.map(String.init) ?? head.uri
+                return channel.eventLoop.makeSucceededFuture(path == "/jsonrpc" ? HTTPHeaders() : nil)
+            },
+            upgradePipelineHandler: { channel, _ in
+                channel.eventLoop.makeCompletedFuture {
+                    try channel.pipeline.syncOperations.addHandler(
+                        NIOWebSocketFrameAggregator(minNonFinalFragmentSize: 0, maxAccumulatedFrameCount: 1024,
+                                                    maxAccumulatedFrameSize: Self.maxBody))
+                    try channel.pipeline.syncOperations.addHandler(RPCWebSocketHandler(rpc: rpc, calls: calls, notifier: notifier))
+                }
+            })
         let bootstrap = ServerBootstrap(group: group)
             .serverChannelOption(.backlog, value: 64)
             .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
+            .childChannelOption(.writeBufferWaterMark, value: .init(low: 256 << 10, high: Self.writeLimit))
             .childChannelInitializer { channel in
                 channel.eventLoop.makeCompletedFuture {
-                    try channel.pipeline.syncOperations.configureHTTPServerPipeline(withErrorHandling: true)
-                    try channel.pipeline.syncOperations.addHandler(RPCHTTPHandler(rpc: rpc, calls: calls, allowOrigin: allowOrigin))
+                    let http = RPCHTTPHandler(rpc: rpc, calls: calls, allowOrigin: allowOrigin)
+                    try channel.pipeline.syncOperations.configureHTTPServerPipeline(
+                        withServerUpgrade: (upgraders: [upgrader], completionHandler: { context in
+                            context.pipeline.removeHandler(name: RPCHTTPHandler.name, promise: nil)
+                        }),
+                        withErrorHandling: true)
+                    try channel.pipeline.syncOperations.addHandler(http, name: RPCHTTPHandler.name)
                 }
             }
         do {
@@ -47,7 +71,9 @@ public final class RPCServer: Sendable {
 
 /// One HTTP connection: a request's body is gathered (up to `RPCServer.maxBody`), answered, and only then is
 /// the next request read.
-final class RPCHTTPHandler: ChannelInboundHandler {
+final class RPCHTTPHandler: ChannelInboundHandler, RemovableChannelHandler {
+    /// Its name in the pipeline (it goes when a connection becomes a WebSocket).
+    static let name = "ferry.rpc.http"
     typealias InboundIn = HTTPServerRequestPart
     typealias OutboundOut = HTTPServerResponsePart
 
@@ -136,5 +162,65 @@ final class RPCHTTPHandler: ChannelInboundHandler {
         if !keepAlive {
             done.futureResult.assumeIsolated().whenComplete { _ in context.close(promise: nil) }
         }
+    }
+}
+
+/// A WebSocket connection: each text message is a call or a batch, answered in a text message; the
+/// notifier pushes aria2's notifications to it.
+final class RPCWebSocketHandler: ChannelInboundHandler {
+    typealias InboundIn = WebSocketFrame
+    typealias OutboundOut = WebSocketFrame
+
+    private let rpc: Aria2RPC
+    private let calls: DispatchQueue
+    private let notifier: Aria2Notifier?
+
+    init(rpc: Aria2RPC, calls: DispatchQueue, notifier: Aria2Notifier?) {
+        self.rpc = rpc
+        self.calls = calls
+        self.notifier = notifier
+    }
+
+    func handlerAdded(context: ChannelHandlerContext) {
+        notifier?.add(context.channel)
+    }
+
+    func channelInactive(context: ChannelHandlerContext) {
+        notifier?.remove(context.channel)
+        context.fireChannelInactive()
+    }
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        let frame = unwrapInboundIn(data)
+        switch frame.opcode {
+        case .text:
+            let request = Data(frame.unmaskedData.readableBytesView)
+            let channel = context.channel
+            let rpc = self.rpc
+            calls.async {
+                let (reply, shutdown) = rpc.answer(request)
+                var buffer = channel.allocator.buffer(capacity: reply.count)
+                buffer.writeBytes(reply)
+                channel.writeAndFlush(WebSocketFrame(fin: true, opcode: .text, data: buffer), promise: nil)
+                if shutdown { rpc.shutdownAnswered() }
+            }
+        case .ping:
+            context.writeAndFlush(wrapOutboundOut(WebSocketFrame(fin: true, opcode: .pong, data: frame.unmaskedData)), promise: nil)
+        case .connectionClose:
+            context.writeAndFlush(wrapOutboundOut(WebSocketFrame(fin: true, opcode: .connectionClose, data: ByteBuffer())))
+                .assumeIsolated().whenComplete { _ in context.close(promise: nil) }
+        case .binary:
+            // JSON-RPC is text: a binary message ends the connection (1003, unsupported data).
+            var reason = context.channel.allocator.buffer(capacity: 2)
+            reason.write(webSocketErrorCode: .unacceptableData)
+            context.writeAndFlush(wrapOutboundOut(WebSocketFrame(fin: true, opcode: .connectionClose, data: reason)))
+                .assumeIsolated().whenComplete { _ in context.close(promise: nil) }
+        default:
+            break
+        }
+    }
+
+    func errorCaught(context: ChannelHandlerContext, error: any Error) {
+        context.close(promise: nil)
     }
 }

@@ -32,8 +32,13 @@ struct BackgroundEngine: AsyncParsableCommand {
             lock = engineLock
             store = queueStore
         }
+        // aria2's notifications follow the engine's events when its RPC is on.
+        let notifier = config.rpc.enable ? Aria2Notifier() : nil
+        var onEvent: (@Sendable (TransferEvent) -> Void)?
+        if let notifier { onEvent = { notifier.observe($0) } }
         let engine = try EngineAssembly(configuration: common.engineConfiguration(config), hookSettings: config.hooks,
                                         logPath: directory.logPath, store: store, directory: directory, scope: .everything,
+                                        onEvent: onEvent,
                                         onStop: { manager in Self.stop(directory, reason: "stopped by a client") { manager.shutdown(timeout: 5) } })
         if let problem = engine.socketProblem { throw StateError(problem) }
         let manager = engine.manager
@@ -49,7 +54,8 @@ struct BackgroundEngine: AsyncParsableCommand {
                                    defaultDirectory: NSString(string: config.downloadDirectory).expandingTildeInPath) {
                     Self.stop(directory, reason: "aria2.shutdown over RPC") { engine.shutdown() }
                 }
-                rpcServer = try RPCServer(rpc: rpc, host: config.rpc.listen, port: config.rpc.port, allowOrigin: config.rpc.allowOrigin)
+                rpcServer = try RPCServer(rpc: rpc, notifier: notifier, host: config.rpc.listen, port: config.rpc.port,
+                                          allowOrigin: config.rpc.allowOrigin)
                 Self.log("engine \(getpid()) answering aria2 RPC on http://\(config.rpc.listen):\(config.rpc.port)/jsonrpc")
             } catch {
                 Self.log("aria2 RPC is off: cannot listen on \(config.rpc.listen):\(config.rpc.port): \(error)")

@@ -14,15 +14,17 @@ import TestHTTPServer
     let dir: TempDir
     let manager: TransferManager
     let rpcServer: RPCServer
+    let notifier = Aria2Notifier()
     let secret = "s3cret-token"
     let endpoint: URL
 
     init() throws {
         server = try TestHTTPServer()
         dir = try TempDir()
-        manager = try TransferManager(configuration: testConfiguration())
+        let notifier = self.notifier
+        manager = try TransferManager(configuration: testConfiguration()) { notifier.observe($0) }
         let rpc = Aria2RPC(manager: manager, secret: secret, defaultDirectory: dir.path)
-        rpcServer = try RPCServer(rpc: rpc, host: "127.0.0.1", port: 0, allowOrigin: nil)
+        rpcServer = try RPCServer(rpc: rpc, notifier: notifier, host: "127.0.0.1", port: 0, allowOrigin: nil)
         endpoint = URL(string: "http://127.0.0.1:\(rpcServer.port)/jsonrpc")!
     }
 
@@ -192,5 +194,64 @@ import TestHTTPServer
         let parsed = try Config.parse("[rpc]\nenable = true\nlisten = \"0.0.0.0\"\nsecret = \"x\"\nport = 6801\n", file: "c.toml")
         #expect(parsed.rpc.enable && parsed.rpc.port == 6801 && parsed.rpc.listen == "0.0.0.0")
         tearDown()
+    }
+
+    // MARK: WebSocket
+
+    func json(_ text: String) -> [String: Any]? {
+        (try? JSONSerialization.jsonObject(with: Data(text.utf8))) as? [String: Any]
+    }
+
+    @Test func overWebSocketCallsAreAnsweredAndNotificationsPushed() async throws {
+        defer { tearDown() }
+        let client = try WebSocketTestClient(port: rpcServer.port)
+        defer { client.close() }
+        #expect(client.upgraded)
+        server.route("/ok.bin", .serve(Resource(body: Data("ok".utf8)), ServeOptions(delayBeforeHead: 0.3)))
+        server.route("/missing.bin", .status(404))
+        client.send(#"{"jsonrpc":"2.0","id":"w1","method":"aria2.addUri","params":["token:\#(secret)",["\#(server.url("/ok.bin").absoluteString)"]]}"#)
+        let added = try #require(await client.waitFor { json($0)?["id"] as? String == "w1" })
+        let gid = try #require(json(added)?["result"] as? String)
+        func notified(_ method: String, _ gid: String) async -> Bool {
+            await client.waitFor { text in
+                guard let message = json(text), message["method"] as? String == method, message["id"] == nil else { return false }
+                return ((message["params"] as? [[String: Any]])?.first?["gid"] as? String) == gid
+            } != nil
+        }
+        #expect(await notified("aria2.onDownloadStart", gid))
+        #expect(await notified("aria2.onDownloadComplete", gid))
+        client.send(#"{"jsonrpc":"2.0","id":"w2","method":"aria2.addUri","params":["token:\#(secret)",["\#(server.url("/missing.bin").absoluteString)"]]}"#)
+        let second = try #require(await client.waitFor { json($0)?["id"] as? String == "w2" })
+        let failing = try #require(json(second)?["result"] as? String)
+        #expect(await notified("aria2.onDownloadError", failing))
+        // Pause and stop (aria2's remove) of a slow one.
+        server.route("/slow.bin", .serve(Resource(body: Data(repeating: 2, count: 4 << 20)), ServeOptions(bytesPerSecond: 128 << 10)))
+        let slow = try #require(try await call("aria2.addUri", [[server.url("/slow.bin").absoluteString]]) as? String)
+        #expect(await notified("aria2.onDownloadStart", slow))
+        _ = try await call("aria2.pause", [slow])
+        #expect(await notified("aria2.onDownloadPause", slow))
+        _ = try await call("aria2.remove", [slow])
+        #expect(await notified("aria2.onDownloadStop", slow))
+        // A batch over WebSocket, and a bad token.
+        client.send(#"[{"jsonrpc":"2.0","id":"b1","method":"system.listMethods"},{"jsonrpc":"2.0","id":"b2","method":"aria2.getGlobalStat","params":["token:bad"]}]"#)
+        let batch = try #require(await client.waitFor { $0.contains("\"b2\"") })
+        #expect(batch.contains("Unauthorized"))
+    }
+
+    @Test func aWebSocketClientThatSendsBinaryOrTooMuchIsDropped() async throws {
+        defer { tearDown() }
+        let binary = try WebSocketTestClient(port: rpcServer.port)
+        defer { binary.close() }
+        binary.sendBinary([1, 2, 3])
+        try await eventually("the binary client is dropped") { binary.closed }
+        let big = try WebSocketTestClient(port: rpcServer.port)
+        defer { big.close() }
+        big.send(String(repeating: " ", count: RPCServer.maxBody + 10))
+        try await eventually("the oversized message's client is dropped") { big.closed }
+        // The server goes on.
+        let fine = try WebSocketTestClient(port: rpcServer.port)
+        defer { fine.close() }
+        fine.send(#"{"jsonrpc":"2.0","id":"f","method":"system.listMethods"}"#)
+        #expect(await fine.waitFor { $0.contains("aria2.addUri") } != nil)
     }
 }
