@@ -51,6 +51,9 @@ public final class Aria2Notifier: Sendable {
         }
     }
 
+    /// WebSocket clients connected now.
+    var clients: Int { channels.withLock { $0.count } }
+
     func add(_ channel: any Channel) {
         channels.withLock { $0[ObjectIdentifier(channel)] = channel }
     }

@@ -254,4 +254,61 @@ import TestHTTPServer
         fine.send(#"{"jsonrpc":"2.0","id":"f","method":"system.listMethods"}"#)
         #expect(await fine.waitFor { $0.contains("aria2.addUri") } != nil)
     }
+
+    /// Every method `system.listMethods` names is answered, over HTTP and over WebSocket: by its result, or by
+    /// an error of its own (never "No such method", never a crash).
+    @Test func everyListedMethodIsAnsweredOverBothTransports() async throws {
+        defer { tearDown() }
+        server.route("/e.bin", .serve(Resource(body: Data(repeating: 3, count: 1 << 20)), ServeOptions(bytesPerSecond: 256 << 10)))
+        let url = server.url("/e.bin").absoluteString
+        let gid = try #require(try await call("aria2.addUri", [[url], ["pause": "true"]]) as? String)
+        func params(_ method: String) -> [Any] {
+            switch method {
+            case "aria2.addUri": [[url], ["pause": "true"]]
+            case "aria2.tellStatus", "aria2.getUris", "aria2.getFiles", "aria2.getOption", "aria2.pause", "aria2.forcePause",
+                 "aria2.unpause", "aria2.remove", "aria2.forceRemove", "aria2.removeDownloadResult": [gid]
+            case "aria2.tellWaiting", "aria2.tellStopped": [0, 10]
+            case "aria2.changePosition": [gid, 0, "POS_SET"]
+            case "aria2.changeOption": [gid, ["max-download-limit": "1M"]]
+            case "aria2.changeGlobalOption": [["max-concurrent-downloads": "3"]]
+            default: []
+            }
+        }
+        let methods = try #require(try await call("system.listMethods", token: false) as? [String])
+        #expect(methods.count >= 30)
+        let socket = try WebSocketTestClient(port: rpcServer.port)
+        defer { socket.close() }
+        for (index, method) in methods.enumerated() where method != "system.multicall" && !method.hasSuffix("hutdown") {
+            do {
+                _ = try await call(method, params(method), token: !method.hasPrefix("system."))
+            } catch let error as RPCCallError {
+                #expect(!error.message.hasPrefix("No such method") && error.message != "Unauthorized", "\(method): \(error.message)")
+            }
+            let request: [String: Any] = ["jsonrpc": "2.0", "id": index, "method": method,
+                                          "params": (method.hasPrefix("system.") ? [] : ["token:\(secret)"]) + params(method)]
+            socket.send(String(decoding: try JSONSerialization.data(withJSONObject: request), as: UTF8.self))
+            let answer = try #require(await socket.waitFor { json($0)?["id"] as? Int == index }, "\(method) over WebSocket")
+            #expect(!answer.contains("No such method"), "\(method) over WebSocket: \(answer)")
+        }
+        // Shutdown is answered, then the engine is told (once).
+        #expect(try await call("aria2.shutdown") as? String == "OK")
+    }
+
+    @Test func aWebSocketClientThatStopsReadingIsDroppedAndTheOthersGoOn() async throws {
+        defer { tearDown() }
+        let stuck = try WebSocketTestClient(port: rpcServer.port)
+        defer { stuck.close() }
+        let reader = try WebSocketTestClient(port: rpcServer.port)
+        defer { reader.close() }
+        try await eventually("both connected") { notifier.clients == 2 }
+        stuck.stopReading()
+        // 40 MB: far more than the socket buffers and the 4 MiB allowed unread hold (a long gid makes each
+        // notification 1 KB).
+        let long = String(repeating: "f", count: 1000)
+        let start = Date()
+        for _ in 0..<40_000 { notifier.notify("aria2.onDownloadStart", gid: long) }
+        print("Aria2RPCTests: 40,000 notifications of 1 KB sent in \(Date().timeIntervalSince(start)) s")
+        try await eventually("the client that stopped reading is dropped") { notifier.clients == 1 }
+        try await eventually("the reading client got them") { reader.messages.count == 40_000 }
+    }
 }

@@ -65,6 +65,11 @@ final class WebSocketTestClient: Sendable {
         return nil
     }
 
+    /// Reads nothing more from the server (a client that stopped reading).
+    func stopReading() {
+        try? channel.setOption(.autoRead, value: false).wait()
+    }
+
     func close() {
         try? channel.close().wait()
         try? group.syncShutdownGracefully()
