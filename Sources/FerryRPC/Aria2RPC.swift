@@ -26,7 +26,9 @@ public final class Aria2RPC: @unchecked Sendable {
 
     let manager: TransferManager
     private let secret: [UInt8]
-    private let defaultDirectory: String
+    /// What `addUri` uses when its options do not say: aria2's global `dir` and `max-download-limit`, which
+    /// `changeGlobalOption` changes (for the adds that follow, as in aria2).
+    private let defaults: Mutex<(directory: String, rateLimit: Int64?)>
     private let sessionID: String
     /// Called (once) for `aria2.shutdown` and `aria2.forceShutdown`, after the answer is sent.
     private let onShutdown: @Sendable () -> Void
@@ -48,12 +50,14 @@ public final class Aria2RPC: @unchecked Sendable {
     ]
     /// aria2's methods for what ferry does not do: answered with that, not with "no such method".
     static let unsupported = ["aria2.addTorrent", "aria2.addMetalink", "aria2.getPeers", "aria2.getServers"]
+    /// The most places `changePosition` moves an item (one step each).
+    static let maxSteps = 10_000
 
     public init(manager: TransferManager, secret: String, defaultDirectory: String,
                 onShutdown: @escaping @Sendable () -> Void = {}) {
         self.manager = manager
         self.secret = Array(secret.utf8)
-        self.defaultDirectory = defaultDirectory
+        self.defaults = Mutex((defaultDirectory, nil))
         var generator = SystemRandomNumberGenerator()
         self.sessionID = (0..<20).map { _ in String(format: "%02x", UInt8.random(in: 0...255, using: &generator)) }.joined()
         self.onShutdown = onShutdown
@@ -223,8 +227,9 @@ public final class Aria2RPC: @unchecked Sendable {
         let directory: String
         do throws(UsageError) {
             // Made when missing, as -o makes it; relative to the engine's download folder.
-            let asked = (options["dir"] as? String).map { NSString(string: $0).expandingTildeInPath } ?? defaultDirectory
-            directory = try InputValidation.writableDirectory(asked, relativeTo: defaultDirectory)
+            let base = defaults.withLock { $0.directory }
+            let asked = (options["dir"] as? String).map { NSString(string: $0).expandingTildeInPath } ?? base
+            directory = try InputValidation.writableDirectory(asked, relativeTo: base)
         } catch {
             throw Failure("dir: \(error.description)")
         }
@@ -241,7 +246,8 @@ public final class Aria2RPC: @unchecked Sendable {
             guard let n = Int("\(split)"), (1...64).contains(n) else { throw Failure("split: a number from 1 to 64") }
             spec.segments = n > 1 ? n : nil
         }
-        if let limit = options["max-download-limit"] { spec.rateLimit = try Self.rate(limit, option: "max-download-limit") }
+        spec.rateLimit = try options["max-download-limit"].map { try Self.rate($0, option: "max-download-limit") }
+            ?? defaults.withLock { $0.rateLimit }
         if let checksum = options["checksum"] as? String {
             let parts = checksum.split(separator: "=", maxSplits: 1)
             guard parts.count == 2, parts[0].lowercased() == "sha-256", parts[1].count == 64, parts[1].allSatisfy(\.isHexDigit) else {
@@ -249,14 +255,14 @@ public final class Aria2RPC: @unchecked Sendable {
             }
             spec.sha256 = parts[1].lowercased()
         }
-        let added: [TransferID]
+        let added: [AddedItem]
         do throws(StateError) {
-            added = try manager.addSaved([spec])
+            // Paused from the start with `pause`: never started and then stopped.
+            added = try manager.addSaved([spec], batch: nil, reuse: false, paused: "\(options["pause"] ?? "false")" == "true")
         } catch {
             throw Failure(error.description)
         }
-        guard let id = added.first else { throw Failure("the item was not added") }
-        if "\(options["pause"] ?? "false")" == "true" { manager.pause(id) }
+        guard let id = added.first?.id else { throw Failure("the item was not added") }
         if let position = params.values.dropFirst().first as? Int, position == 0 { _ = manager.move(id, .top) }
         return Self.gid(id)
     }
@@ -296,15 +302,21 @@ public final class Aria2RPC: @unchecked Sendable {
             throw Failure("changePosition takes a GID, a position and POS_SET, POS_CUR or POS_END")
         }
         _ = try snapshot(id)
-        switch (how, position) {
-        case ("POS_SET", 0): _ = manager.move(id, .top)
-        case ("POS_END", 0): _ = manager.move(id, .bottom)
-        case ("POS_CUR", let n) where n != 0:
-            for _ in 0..<abs(n) { _ = manager.move(id, n < 0 ? .up : .down) }
-        case ("POS_CUR", 0): break
-        default: throw Failure("ferry moves an item to the top (POS_SET 0), the bottom (POS_END 0) or by steps (POS_CUR n)")
+        // A place in the queue's order: from the top, from the bottom, or steps from where it is.
+        guard abs(position) <= Self.maxSteps else { throw Failure("changePosition moves an item at most \(Self.maxSteps) places at once") }
+        switch how {
+        case "POS_SET":
+            _ = manager.move(id, .top)
+            for _ in 0..<max(0, position) { _ = manager.move(id, .down) }
+        case "POS_END":
+            _ = manager.move(id, .bottom)
+            for _ in 0..<max(0, -position) { _ = manager.move(id, .up) }
+        case "POS_CUR":
+            for _ in 0..<abs(position) { _ = manager.move(id, position < 0 ? .up : .down) }
+        default:
+            throw Failure("changePosition takes POS_SET, POS_CUR or POS_END")
         }
-        return "0"
+        return "\(position)"
     }
 
     private func globalStat() -> [String: Any] {
@@ -323,16 +335,19 @@ public final class Aria2RPC: @unchecked Sendable {
 
     private func globalOptions() -> [String: Any] {
         let snapshot = manager.snapshot(QueueView(limit: 0))
+        let (directory, rateLimit) = defaults.withLock { ($0.directory, $0.rateLimit) }
         return [
             "max-concurrent-downloads": "\(snapshot.maxConcurrent)",
             "max-overall-download-limit": "\(snapshot.downloadLimit ?? 0)",
             "max-overall-upload-limit": "\(snapshot.uploadLimit ?? 0)",
-            "dir": defaultDirectory,
+            "max-download-limit": "\(rateLimit ?? 0)",
+            "dir": directory,
         ]
     }
 
     private func changeGlobalOptions(_ changes: [String: Any]) throws -> String {
-        let known: Set = ["max-concurrent-downloads", "max-overall-download-limit", "max-overall-upload-limit"]
+        let known: Set = ["max-concurrent-downloads", "max-overall-download-limit", "max-overall-upload-limit",
+                          "max-download-limit", "dir"]
         if let unknown = changes.keys.first(where: { !known.contains($0) }) {
             throw Failure("ferry does not change \(TerminalSafe.sanitize(unknown)) (it changes \(known.sorted().joined(separator: ", ")))")
         }
@@ -347,6 +362,20 @@ public final class Aria2RPC: @unchecked Sendable {
             let download = try changes["max-overall-download-limit"].map { try Self.rate($0, option: "max-overall-download-limit") } ?? now.downloadLimit
             let upload = try changes["max-overall-upload-limit"].map { try Self.rate($0, option: "max-overall-upload-limit") } ?? now.uploadLimit
             manager.setGlobalLimits(download: download, upload: upload)
+        }
+        if let limit = changes["max-download-limit"] {
+            let rate = try Self.rate(limit, option: "max-download-limit")
+            defaults.withLock { $0.rateLimit = rate }
+        }
+        if let dir = changes["dir"] {
+            guard let text = dir as? String else { throw Failure("dir: a path") }
+            do throws(UsageError) {
+                let base = defaults.withLock { $0.directory }
+                let made = try InputValidation.writableDirectory(NSString(string: text).expandingTildeInPath, relativeTo: base)
+                defaults.withLock { $0.directory = made }
+            } catch {
+                throw Failure("dir: \(error.description)")
+            }
         }
         return "OK"
     }

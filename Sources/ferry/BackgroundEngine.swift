@@ -17,11 +17,14 @@ struct BackgroundEngine: AsyncParsableCommand {
     )
 
     @OptionGroup var common: CommonOptions
+    @Flag(name: .customLong("rpc"), help: "Answer aria2's JSON-RPC as [rpc] enable = true does (the rest of [rpc] applies).")
+    var rpc = false
 
     func run() async throws {
         setsid()
         signal(SIGHUP, SIG_IGN)
-        let config = try common.loadConfig()
+        var config = try common.loadConfig()
+        if rpc { config.rpc.enable = true }
         let directory = common.stateDirectory
         let lock: EngineLock
         let store: SQLiteQueueStore

@@ -136,6 +136,10 @@ import TestHTTPServer
         #expect(try await status(slow)["status"] as? String == "paused")
         let waiting = try #require(try await call("aria2.tellWaiting", [0, 10, ["gid", "status"]]) as? [[String: Any]])
         #expect(waiting.count == 2)
+        // Places in the queue: the paused one to the top, then one down.
+        #expect(try await call("aria2.changePosition", [paused, 0, "POS_SET"]) as? String == "0")
+        #expect((try await call("aria2.tellWaiting", [0, 10, ["gid"]]) as? [[String: Any]])?.first?["gid"] as? String == paused)
+        #expect(try await call("aria2.changePosition", [paused, 1, "POS_CUR"]) as? String == "1")
         #expect(try await call("aria2.unpause", [paused]) as? String == paused)
         try await finish(manager, [TransferID(2)])
         // remove keeps the result, as aria2's does; removeDownloadResult takes it away.
@@ -153,10 +157,19 @@ import TestHTTPServer
 
     @Test func globalOptionsAndWhatFerryDoesNotDo() async throws {
         defer { tearDown() }
-        #expect(try await call("aria2.changeGlobalOption", [["max-concurrent-downloads": "7", "max-overall-download-limit": "1M"]]) as? String == "OK")
+        #expect(try await call("aria2.changeGlobalOption", [["max-concurrent-downloads": "7", "max-overall-download-limit": "1M",
+                                                             "max-download-limit": "512K", "dir": dir.path + "/new"]]) as? String == "OK")
         let options = try #require(try await call("aria2.getGlobalOption") as? [String: Any])
         #expect(options["max-concurrent-downloads"] as? String == "7")
         #expect(options["max-overall-download-limit"] as? String == "\(1 << 20)")
+        #expect(options["dir"] as? String == dir.path + "/new")
+        // The adds that follow take the new dir and limit, as in aria2.
+        server.route("/g.bin", .serve(Resource(body: Data("g".utf8))))
+        let gid = try #require(try await call("aria2.addUri", [[server.url("/g.bin").absoluteString]]) as? String)
+        let itemOptions = try #require(try await call("aria2.getOption", [gid]) as? [String: Any])
+        #expect(itemOptions["dir"] as? String == dir.path + "/new")
+        #expect(itemOptions["max-download-limit"] as? String == "\(512 << 10)")
+        await #expect(throws: (any Error).self) { _ = try await call("aria2.changeGlobalOption", [["bt-max-peers": "3"]]) }
         await #expect(throws: RPCCallError(code: 1, message: "aria2.addTorrent: ferry does not do BitTorrent or Metalink")) {
             _ = try await call("aria2.addTorrent", ["AAAA"])
         }

@@ -24,7 +24,8 @@ extension TransferManager {
     /// With `reuse`, a transfer already in the queue (TransferSpec.identity) is not added twice: a paused,
     /// failed or cancelled one is queued again (to resume from its `.part` file), a queued or running one
     /// goes on, a completed one whose file is in place is left done.
-    public func addSaved(_ specs: [TransferSpec], batch: Int64?, reuse: Bool) throws(StateError) -> [AddedItem] {
+    /// With `paused`, new items are queued paused (they start on a resume).
+    public func addSaved(_ specs: [TransferSpec], batch: Int64?, reuse: Bool, paused: Bool = false) throws(StateError) -> [AddedItem] {
         let additions: [QueueAddition]
         // Removes and moves still on their way to the store first: a removed item's row must not be found
         // again as the same transfer, nor a rank given twice.
@@ -70,6 +71,13 @@ extension TransferManager {
                 outcome.name = TransferSnapshot.displayName(spec: transfer.spec, fileName: transfer.fileName)
                 outcome.savedPath = transfer.savedPath
                 outcomes.append(outcome)
+            }
+            // Paused before any scheduling pass could start them.
+            if paused {
+                for outcome in outcomes where outcome.how == .added {
+                    guard let transfer = loaded(outcome.id, &core) else { continue }
+                    effects += carryOut(transfer.pause() ?? [], for: transfer, &core)
+                }
             }
             return (outcomes, effects + self.pump(&core))
         }
