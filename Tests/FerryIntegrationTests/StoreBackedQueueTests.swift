@@ -158,8 +158,9 @@ import TestHTTPServer
         defer { manager.shutdown() }
         let done = manager.add((1...3).map { TransferSpec(download: server.url("/s/\($0)"), directory: dir.path) })
         try await finish(manager, Set(done))
-        let more = manager.add((4...12).map { TransferSpec(download: server.url("/never/z\($0).bin"), directory: dir.path) })
-        _ = try manager.perform(.pause(Selection(ids: more.map(\.rawValue))))
+        // Paused from the start (added and then paused, the first could start and fail on its 404 in between).
+        _ = try manager.addSaved((4...12).map { TransferSpec(download: server.url("/never/z\($0).bin"), directory: dir.path) },
+                                 batch: nil, reuse: false, paused: true)
         #expect(manager.loadedCount <= 3)
         func ids(_ view: QueueView) -> [Int64] { manager.snapshot(view).items.map(\.id.rawValue) }
         #expect(ids(QueueView(limit: 3, sort: .name)) == [3, 1, 2])  // a, b, C: case ignored
