@@ -120,7 +120,7 @@ import TestHTTPServer
     }
 
     @Test func aStreamHeldByItsLimitDoesNotHoldUpTheOthers() async throws {
-        let limited = Resource.randomBytes(count: 4 << 20, seed: 224)
+        let limited = Resource.randomBytes(count: 16 << 20, seed: 224)
         let free = Resource.randomBytes(count: 8 << 20, seed: 225)
         server.route("/limited.bin", .serve(Resource(body: limited)))
         server.route("/free.bin", .serve(Resource(body: free)))
@@ -134,9 +134,11 @@ import TestHTTPServer
         try await finish(manager, [fast], within: 30)
         #expect(manager.snapshot(of: fast)?.state == .completed, "\(manager.snapshot(of: fast)?.lastError ?? "")")
         #expect(dir.contents("free.bin") == free)
-        // 8 MiB went by while the limited stream, on the same connection, had taken well under its 4 MiB.
+        // 8 MiB went by on the same connection while the limited stream took less than half of that: the other
+        // ran more than twice the limited one's pace, never at it (under a full test run's load the 8 MiB once
+        // took 13 s, 3.3 MiB of the limited one's time; alone 0.3 s).
         let taken = manager.snapshot(of: slow)?.bytesDone ?? 0
-        #expect(manager.snapshot(of: slow)?.state == .running && taken < 3 << 20, "\(taken)")
+        #expect(manager.snapshot(of: slow)?.state == .running && taken < 4 << 20, "\(taken)")
         #expect(server.connectionsAccepted == 1, "connections: \(server.connectionsAccepted)")
         manager.cancel(slow)
     }

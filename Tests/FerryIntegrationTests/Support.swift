@@ -141,10 +141,14 @@ final class DataReader: @unchecked Sendable {
     private let done = DispatchSemaphore(value: 0)
     init(_ handle: FileHandle) {
         Thread.detachNewThread { [self] in
+            // read(2) again after a signal: FileHandle.availableData stops the whole test process on EINTR
+            // (a fatal error in corelibs, met once in a full run).
+            var buffer = [UInt8](repeating: 0, count: 64 << 10)
             while true {
-                let chunk = handle.availableData
-                if chunk.isEmpty { break }
-                lock.withLock { data.append(chunk) }
+                let n = read(handle.fileDescriptor, &buffer, buffer.count)
+                if n < 0, errno == EINTR { continue }
+                if n <= 0 { break }
+                lock.withLock { data.append(contentsOf: buffer[0..<n]) }
             }
             done.signal()
         }
