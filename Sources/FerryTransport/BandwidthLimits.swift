@@ -51,6 +51,12 @@ package struct LimitMembership {
     package let item: Int64
     package let direction: Direction
 
+    /// Whether a limit holds this transfer back now (its item's own, or the engine's for its direction).
+    package var limited: Bool {
+        let rates = limits.current
+        return rates.items[item] != nil || (direction == .download ? rates.download : rates.upload) != nil
+    }
+
     package init(limits: BandwidthLimits, item: Int64, direction: Direction) {
         self.limits = limits
         self.item = item
