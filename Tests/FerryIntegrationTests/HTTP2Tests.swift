@@ -7,24 +7,16 @@ import TestHTTPServer
 /// transfers to one host share one connection as streams, and what holds over HTTP/1.1 holds there
 /// (resume with Range and If-Range, segments, a cancel of one stream, limits).
 @Suite struct HTTP2Tests {
-    let authority: TestCertificateAuthority
-    let server: TestHTTPServer
-    let dir: TempDir
-    let caFile: String
+    let https: TrustedHTTPS
+    var server: TestHTTPServer { https.server }
+    var dir: TempDir { https.dir }
+    var caFile: String { https.caFile }
 
     init() throws {
-        authority = try TestCertificateAuthority()
-        server = try TestHTTPServer(tls: authority, http2: true)
-        dir = try TempDir()
-        caFile = dir.path + "/ca.pem"
-        try authority.writeCAPEM(to: caFile)
+        https = try TrustedHTTPS(http2: true)
     }
 
-    func configuration(maxConcurrent: Int = 4) -> EngineConfiguration {
-        var configuration = testConfiguration(maxConcurrent: maxConcurrent)
-        configuration.transport.caFile = caFile
-        return configuration
-    }
+    func configuration(maxConcurrent: Int = 4) -> EngineConfiguration { https.configuration(maxConcurrent: maxConcurrent) }
 
     func spec(_ path: String, segments: Int? = nil) -> TransferSpec {
         TransferSpec(download: server.url(path), directory: dir.path, segments: segments)

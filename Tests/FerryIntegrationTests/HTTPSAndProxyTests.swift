@@ -6,24 +6,16 @@ import TestHTTPServer
 /// https through ferry's transport against an in-process TLS server whose certificate the test makes, and
 /// proxies from the environment as curl reads them, through a tiny forward proxy that counts requests.
 @Suite struct HTTPSAndProxyTests {
-    let authority: TestCertificateAuthority
-    let server: TestHTTPServer
-    let dir: TempDir
-    let caFile: String
+    let https: TrustedHTTPS
+    var server: TestHTTPServer { https.server }
+    var dir: TempDir { https.dir }
+    var caFile: String { https.caFile }
 
     init() throws {
-        authority = try TestCertificateAuthority()
-        server = try TestHTTPServer(tls: authority)
-        dir = try TempDir()
-        caFile = dir.path + "/ca.pem"
-        try authority.writeCAPEM(to: caFile)
+        https = try TrustedHTTPS()
     }
 
-    func trustingConfiguration() -> EngineConfiguration {
-        var configuration = testConfiguration()
-        configuration.transport.caFile = caFile
-        return configuration
-    }
+    func trustingConfiguration() -> EngineConfiguration { https.configuration() }
 
     @Test func aDownloadOverHTTPSIsIdentical() async throws {
         let body = Resource.randomBytes(count: 3 << 20, seed: 71)

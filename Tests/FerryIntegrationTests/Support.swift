@@ -32,6 +32,30 @@ func testConfiguration(maxConcurrent: Int = 4) -> EngineConfiguration {
 
 struct Timeout: Error {}
 
+/// An HTTPS test server whose certificate a CA made for the test signs (offering HTTP/2 by ALPN with `http2`),
+/// and that CA in a PEM file, in a directory of its own, that an engine can be told to trust.
+struct TrustedHTTPS {
+    let authority: TestCertificateAuthority
+    let server: TestHTTPServer
+    let dir: TempDir
+    let caFile: String
+
+    init(http2: Bool = false) throws {
+        authority = try TestCertificateAuthority()
+        server = try TestHTTPServer(tls: authority, http2: http2)
+        dir = try TempDir()
+        caFile = dir.path + "/ca.pem"
+        try authority.writeCAPEM(to: caFile)
+    }
+
+    /// Engine settings for tests that trust the CA (`[network] ca_file`).
+    func configuration(maxConcurrent: Int = 4) -> EngineConfiguration {
+        var configuration = testConfiguration(maxConcurrent: maxConcurrent)
+        configuration.transport.caFile = caFile
+        return configuration
+    }
+}
+
 /// Waits for the transfers to finish, failing the test instead of hanging when they do not.
 func finish(_ manager: TransferManager, _ ids: Set<TransferID>, within seconds: Double = 60) async throws {
     try await withThrowingTaskGroup(of: Bool.self) { group in
