@@ -58,8 +58,7 @@ public final class Aria2RPC: @unchecked Sendable {
         self.manager = manager
         self.secret = Array(secret.utf8)
         self.defaults = Mutex((defaultDirectory, nil))
-        var generator = SystemRandomNumberGenerator()
-        self.sessionID = (0..<20).map { _ in String(format: "%02x", UInt8.random(in: 0...255, using: &generator)) }.joined()
+        self.sessionID = RPCSettings.randomHex(bytes: 20)
         self.onShutdown = onShutdown
     }
 

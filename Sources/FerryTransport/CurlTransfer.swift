@@ -72,8 +72,6 @@ final class CurlTransfer: @unchecked Sendable {
 
     /// Read, not yet handed on (see deliverySize).
     private var pending = Data()
-    /// What `pending` was given room for (0: none yet).
-    private var pendingCapacity = 0
     /// Results of this round not posted yet, and the body bytes among them (transport thread).
     private var outbox: [@Sendable (Delivery) -> Void] = []
     private var outboxBytes = 0
@@ -117,12 +115,6 @@ final class CurlTransfer: @unchecked Sendable {
 
     // MARK: Easy handles (transport thread)
 
-    /// A range with an end (`Range: bytes=A-B`): one of a segmented download's.
-    private var isSegment: Bool {
-        guard let range = request.value(forHTTPHeaderField: "Range"), range.hasPrefix("bytes=") else { return false }
-        return range.split(separator: "-", omittingEmptySubsequences: false).last.map { !$0.isEmpty } ?? false
-    }
-
     /// The easy handle for the current hop, configured; nil when the transfer failed instead.
     func makeEasyHandle() -> UnsafeMutableRawPointer? {
         releaseHandle()
@@ -151,7 +143,7 @@ final class CurlTransfer: @unchecked Sendable {
         set(FERRY_CURLOPT_PROTOCOLS_STR, "http,https")
         set(FERRY_CURLOPT_NOSIGNAL, 1)
         set(FERRY_CURLOPT_TCP_KEEPALIVE, 1)
-        set(FERRY_CURLOPT_BUFFERSIZE, isSegment ? CurlTransport.segmentReceiveBufferSize : transport.receiveBufferSize)
+        set(FERRY_CURLOPT_BUFFERSIZE, transport.receiveBufferSize)
         set(FERRY_CURLOPT_UPLOAD_BUFFERSIZE, CurlTransport.sendBufferSize)
         // https: HTTP/2 where the server offers it (ALPN), its transfers to one host sharing a connection as
         // streams (PIPEWAIT: a transfer waits for a connection being set up rather than opening another);
@@ -296,18 +288,8 @@ final class CurlTransfer: @unchecked Sendable {
     /// Hands what was read so far to URLSession (the transport calls it at the end of each round).
     func flush() {
         guard !pending.isEmpty else { return }
-        let chunk: Data
-        if pending.count * 4 < pendingCapacity {
-            // A small piece in a large buffer (a trickle, a limited or paced server): it travels as a copy of
-            // its size and the buffer stays for the next round. Handed on whole, every piece on its way held
-            // its 512 KiB: 8 ranges at 2 MiB/s peaked at 60 MiB.
-            chunk = pending.withUnsafeBytes { Data(bytes: $0.baseAddress!, count: $0.count) }
-            pending.removeAll(keepingCapacity: true)
-        } else {
-            chunk = pending
-            pending = Data()
-            pendingCapacity = 0
-        }
+        let chunk = pending
+        pending = Data()
         deliver(bytes: chunk.count) { $0 { $1.urlProtocol($0, didLoad: chunk) } }
     }
 
@@ -406,10 +388,7 @@ final class CurlTransfer: @unchecked Sendable {
             bucket!.take(count, now: now)
         }
         taken += count
-        if pendingCapacity == 0 {
-            pendingCapacity = min(deliverySize, max(count, expectedRemaining))
-            pending.reserveCapacity(pendingCapacity)
-        }
+        if pending.isEmpty { pending.reserveCapacity(min(deliverySize, max(count, expectedRemaining))) }
         received += count
         pending.append(UnsafeRawPointer(data).assumingMemoryBound(to: UInt8.self), count: count)
         if pending.count >= deliverySize { flush() }

@@ -19,14 +19,12 @@ package final class CurlTransport: @unchecked Sendable {
 
     /// libcurl reads the socket this much at a time (it still hands data over 16 KiB per callback:
     /// CurlTransfer gathers it into larger pieces): 256 KiB for a transfer alone, less as more run beside
-    /// it, down to 64 KiB (half its in-flight bound; libcurl keeps one such buffer per transfer, and 64
-    /// HTTP/2 streams held 16 MiB of them).
+    /// it, down to 64 KiB from eight on (a quarter of its in-flight bound; libcurl keeps one such buffer per
+    /// transfer: 64 HTTP/2 streams held 16 MiB of them, 8 ranges 2 MiB).
     static let receiveBufferSize = 256 << 10
     var receiveBufferSize: Int {
-        min(Self.receiveBufferSize, max(64 << 10, inFlightBound.load(ordering: .relaxed) / 2))
+        min(Self.receiveBufferSize, max(64 << 10, inFlightBound.load(ordering: .relaxed) / 4))
     }
-    /// A segment's ranges run side by side, each reading less at a time (8 of them held 2 MiB of buffers).
-    static let segmentReceiveBufferSize = 64 << 10
     /// And sends at most this much per read of the body.
     static let sendBufferSize = 512 << 10
     /// What one transfer may have on its way to the delegate: a share of 2 MiB, at least 128 KiB. A server
@@ -221,13 +219,17 @@ package final class CurlTransport: @unchecked Sendable {
 
     /// Makes the transfer's next easy handle and adds it, or lets it fail at once (bad URL, body unreadable).
     private func attach(_ transfer: CurlTransfer, _ multi: UnsafeMutableRawPointer) {
+        // Worked out before the handle is made: its read buffer follows from it.
         inFlightBound.store(Self.inFlightBound(running: running.count + 1), ordering: .relaxed)
-        guard let easy = transfer.makeEasyHandle() else { return }
+        guard let easy = transfer.makeEasyHandle() else {
+            inFlightBound.store(Self.inFlightBound(running: running.count), ordering: .relaxed)
+            return
+        }
         if ferry_curl_multi_add_handle(multi, easy) == 0 {
             running[easy] = transfer
-            inFlightBound.store(Self.inFlightBound(running: running.count), ordering: .relaxed)
             if transfer.limits != nil { shareLimits() }
         } else {
+            inFlightBound.store(Self.inFlightBound(running: running.count), ordering: .relaxed)
             transfer.failToStart("libcurl refused the transfer")
         }
     }

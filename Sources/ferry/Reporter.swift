@@ -12,17 +12,15 @@ final class Reporter: Sendable {
     private let lastPrinted = Mutex<[TransferID: Int64]>([:])
     private let lastAttemptShown = Mutex<[TransferID: Int]>([:])
     let output = DispatchQueue(label: "ferry.output")
-    private struct Waiting {
-        var lines: [String] = []
-        var scheduled = false
-    }
-    private let waiting = Mutex(Waiting())
+    /// State lines, in order on `output`; those that come while it writes go out in one write.
+    private let lines: BatchedDelivery<String>
     /// Items of the state directory's queue are named with their ids; those of a private queue (an upload from
     /// standard input, run in this process) are not: their `#1` is not the queue's `#1`.
     private let showsIDs: Bool
 
     init(showsIDs: Bool = true) {
         self.showsIDs = showsIDs
+        self.lines = BatchedDelivery(queue: output) { printErrors($0) }
     }
 
     /// How a line names an item: `#3 name`, or the name alone for a private queue's item.
@@ -57,25 +55,7 @@ final class Reporter: Sendable {
         case .queued, .paused, .cancelled:
             line = "\(name): \(item.state.rawValue)"
         }
-        say(line)
-    }
-
-    /// Lines go out in order on `output`; those that come while it is busy go out together, in one write
-    /// (a thousand small files make three thousand lines: one hop and one write each cost 3 % of the CPU).
-    private func say(_ line: String) {
-        let schedule = waiting.withLock { waiting -> Bool in
-            waiting.lines.append(line)
-            defer { waiting.scheduled = true }
-            return !waiting.scheduled
-        }
-        guard schedule else { return }
-        output.async { [self] in
-            let lines = self.waiting.withLock { waiting -> [String] in
-                defer { waiting = Waiting() }
-                return waiting.lines
-            }
-            printErrors(lines)
-        }
+        lines.send([line])
     }
 
     /// A line for each spec of the command that found its transfer in the queue already (nothing for new items).

@@ -19,6 +19,12 @@ public struct RPCSettings: Sendable, Equatable {
         address == "localhost" || address == "::1" || address.hasPrefix("127.")
     }
 
+    /// `bytes` random bytes (the system's generator) in hex.
+    public static func randomHex(bytes: Int) -> String {
+        var generator = SystemRandomNumberGenerator()
+        return (0..<bytes).map { _ in String(format: "%02x", UInt8.random(in: 0...255, using: &generator)) }.joined()
+    }
+
     /// The secret in force: the config's, or the state directory's (`rpc-secret`, made 0600 if missing).
     public func secret(stateDirectory: String) throws(ConfigError) -> String {
         if let secret { return secret }
@@ -27,8 +33,7 @@ public struct RPCSettings: Sendable, Equatable {
             let text = String(decoding: data, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
             if !text.isEmpty { return text }
         }
-        var generator = SystemRandomNumberGenerator()
-        let made = (0..<16).map { _ in String(format: "%02x", UInt8.random(in: 0...255, using: &generator)) }.joined()
+        let made = Self.randomHex(bytes: 16)
         let fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o600)
         guard fd >= 0 else { throw ConfigError("cannot write \(path): \(String(cString: strerror(errno)))") }
         defer { close(fd) }

@@ -45,8 +45,6 @@ public final class TransferManager: Sendable {
         var hostIDs: [String: Int32] = [:]
         var nextID: Int64 = 1
         var caps: ConcurrencyCaps
-        /// The hosts answering over HTTP/2 (the session delegate's, filled by the transport).
-        var multiplexed = MultiplexedHosts()
         var version: UInt64 = 0
         /// The changes of `version` that were only bytes moving (the sampler's): `version - samples` changes
         /// when a state, the order, a name or a setting did.
@@ -241,8 +239,8 @@ public final class TransferManager: Sendable {
     let timerQueue = DispatchQueue(label: "ferry.timers")
     let finishQueue = DispatchQueue(label: "ferry.finish", attributes: .concurrent)
     private let eventQueue = DispatchQueue(label: "ferry.events")
-    /// Events not yet handed to `onEvent`, and whether a block to hand them on is on its way.
-    private let unannounced = Mutex<(events: [TransferEvent], scheduled: Bool)>(([], false))
+    /// Events on their way to `onEvent` (nil without a listener).
+    private let announcements: BatchedDelivery<TransferEvent>?
     let onEvent: (@Sendable (TransferEvent) -> Void)?
     /// `onEvent` hears of each item an add queues (a reporter prints them); otherwise of state changes only.
     let announcesAdds: Bool
@@ -274,6 +272,9 @@ public final class TransferManager: Sendable {
         self.store = store
         self.storeWriter = StoreWriter(store: store, interval: configuration.storeWriteInterval)
         self.onEvent = onEvent
+        // Queued under the engine's lock (in `mutate`): events reach the listener in the order of the changes.
+        let eventQueue = self.eventQueue
+        self.announcements = onEvent.map { onEvent in BatchedDelivery(queue: eventQueue) { $0.forEach(onEvent) } }
         self.announcesAdds = announcesAdds
         let sessionConfig = URLSessionConfiguration.ephemeral
         // Every request is carried by ferry's transport (FerryURLProtocol over CurlTransport), not corelibs'.
@@ -294,7 +295,6 @@ public final class TransferManager: Sendable {
         self.session = URLSession(configuration: sessionConfig, delegate: delegate, delegateQueue: delegateQueue)
 
         var core = Core(caps: configuration.caps)
-        core.multiplexed = delegate.multiplexed
         core.loadedLimit = configuration.loadedLimit
         if case .ownItems = scope { core.runnable = [] }
         let names = self.names
@@ -402,7 +402,7 @@ public final class TransferManager: Sendable {
             core.loadedNow.removeAll()
             // Queued under the lock: events reach the listener in the order the changes were made (a listener
             // that follows states, such as the hooks, must never see an older state after a newer one).
-            if self.onEvent != nil, !events.isEmpty { self.announce(events) }
+            self.announcements?.send(events)
             return (result, effects, finished)
         }
         effects.forEach { $0() }
@@ -459,31 +459,13 @@ public final class TransferManager: Sendable {
     /// Waits for the events queued so far to be delivered.
     func drainEvents() { eventQueue.sync {} }
 
-    /// Hands events to `onEvent` on the event queue, in order; those that come while it is busy go in the
-    /// same block (one block per change woke the queue 600 times for 1,000 small files).
-    private func announce(_ events: [TransferEvent]) {
-        let schedule = unannounced.withLock { pending -> Bool in
-            pending.events += events
-            defer { pending.scheduled = true }
-            return !pending.scheduled
-        }
-        guard schedule, let onEvent else { return }
-        eventQueue.async { [self] in
-            let events = unannounced.withLock { pending -> [TransferEvent] in
-                defer { pending = ([], false) }
-                return pending.events
-            }
-            events.forEach(onEvent)
-        }
-    }
-
     // MARK: Scheduling
 
     /// Starts whatever the caps allow, in queue order.
     func pump(_ core: inout Core) -> [Effect] {
         guard !core.shuttingDown else { return [] }
         var effects: [Effect] = []
-        for id in Self.startable(&core) {
+        for id in Self.startable(&core, multiplexed: delegate.multiplexed.current) {
             effects += launch(id, &core)
         }
         if core.sampler == nil, core.items.values.contains(where: { $0.state == .running }) {
@@ -495,7 +477,8 @@ public final class TransferManager: Sendable {
     /// Runs on every change: no copy of the queue, the walk in queue order starts after the settled head
     /// of the queue and stops at the caps. (A function of its own so that nothing holds `core.items` while
     /// `launch` mutates it.)
-    private static func startable(_ core: inout Core) -> [TransferID] {
+    /// `multiplexed`: the hosts answering over HTTP/2 (their items share a connection, ConcurrencyCaps.streams).
+    private static func startable(_ core: inout Core, multiplexed: Set<String>) -> [TransferID] {
         core.recheckSettledPrefix()
         while core.settledPrefix < core.queue.count, core.settled(core.queue[core.settledPrefix]) {
             core.settledPrefix += 1
@@ -512,7 +495,6 @@ public final class TransferManager: Sendable {
             // A loaded item's own state: the index follows it only once the change is over (syncStates).
             (items[entry.id]?.startable ?? (entry.state == .queued)) && runnable?.contains(entry.id) ?? true
         }.map { ($0.id, hosts[Int($0.host)]) }
-        let multiplexed = core.multiplexed.current
         let streams = core.caps.streams
         return Scheduler.pick(slotHolders: core.slotHolders.values, ready: ready, maxConcurrent: core.caps.global,
                               maxPerHost: core.caps.perHost) { multiplexed.contains($0) ? streams : nil }
