@@ -15,6 +15,9 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-nio-ssl", from: "2.37.6"),
         // HTTP/2 for the test server only (the transport's h2 tests); ferry speaks it through libcurl.
         .package(url: "https://github.com/apple/swift-nio-http2", from: "1.46.0"),
+        // The IETF resumable-upload server for the tests (NIOResumableUpload) and the HTTP types it speaks.
+        .package(url: "https://github.com/apple/swift-nio-extras", from: "1.35.2"),
+        .package(url: "https://github.com/apple/swift-http-types", from: "1.8.0"),
         .package(url: "https://github.com/apple/swift-certificates", from: "1.21.1"),
         .package(url: "https://github.com/apple/swift-asn1", from: "1.7.4"),
         .package(url: "https://github.com/vapor/multipart-kit", from: "4.7.1"),
@@ -76,7 +79,8 @@ let package = Package(
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),
-        // A real HTTP/1.1 (and, over TLS, HTTP/2) server for tests, started in-process on 127.0.0.1, that can misbehave on purpose.
+        // A real HTTP/1.1 (and, over TLS, HTTP/2) server for tests, started in-process on 127.0.0.1, that can misbehave on
+        // purpose; and upload servers that resume (swift-nio-extras' IETF one, a tus one).
         .target(
             name: "TestHTTPServer",
             dependencies: [
@@ -85,6 +89,10 @@ let package = Package(
                 .product(name: "NIOHTTP1", package: "swift-nio"),
                 .product(name: "NIOSSL", package: "swift-nio-ssl"),
                 .product(name: "NIOHTTP2", package: "swift-nio-http2"),
+                .product(name: "NIOResumableUpload", package: "swift-nio-extras"),
+                .product(name: "NIOHTTPTypesHTTP1", package: "swift-nio-extras"),
+                .product(name: "NIOHTTPTypes", package: "swift-nio-extras"),
+                .product(name: "HTTPTypes", package: "swift-http-types"),
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "X509", package: "swift-certificates"),
                 .product(name: "SwiftASN1", package: "swift-asn1"),

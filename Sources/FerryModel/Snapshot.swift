@@ -34,6 +34,8 @@ public struct TransferSnapshot: Sendable, Identifiable, Equatable, Codable {
     public var rateLimit: Int64?
     /// The batch (the command) that last asked for the item.
     public var batch: Int64?
+    /// A resumable upload's protocol, location, confirmed offset and resumptions.
+    public var resumable: ResumableUpload?
 
     public init(
         id: TransferID, spec: TransferSpec, state: TransferState, bytesDone: Int64 = 0, bytesExpected: Int64? = nil,

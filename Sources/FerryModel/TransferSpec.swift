@@ -89,10 +89,21 @@ public struct UploadSpec: Sendable, Codable, Equatable {
     }
     public var method: String
     public var body: Body
+    /// The resumable protocol the upload speaks (nil: a plain upload, sent again whole after a cut). Only a
+    /// raw body from a file can resume: standard input cannot be read again, and a form's parts are one body
+    /// the server parses as a whole.
+    public var resumable: ResumableProtocol?
 
-    public init(method: String, body: Body) {
+    public init(method: String, body: Body, resumable: ResumableProtocol? = nil) {
         self.method = method
         self.body = body
+        self.resumable = resumable
+    }
+
+    /// Whether this body can be sent in resumable pieces (a raw file).
+    public var canResume: Bool {
+        if case .raw(.file, _) = body { return true }
+        return false
     }
 
     /// The part that names the item in lists: the raw source or the first file part.

@@ -29,6 +29,8 @@ public struct StoredTransfer: Sendable, Codable, Equatable {
     public var batch: Int64?
     /// What the server answered to an upload (its first ServerResponse.bodyLimit bytes).
     public var response: ServerResponse?
+    /// A resumable upload's place on the server (its location and confirmed offset).
+    public var resumable: ResumableUpload?
     /// Set when reading the item back: a part of its saved progress could not be read (which, in words).
     /// Its `.part` file's contents are then unknown: the engine starts the item over (never publishes it).
     public var unreadable: String?
@@ -148,6 +150,9 @@ public protocol QueueStore: Sendable {
     /// The name a download is about to claim (before its `.part` file exists) and what the server said of
     /// the file, so that a restart after a crash finds its `.part` file (or the finished file) by name.
     func recordClaim(_ id: TransferID, fileName: String, validators: Validators) throws
+    /// A resumable upload's location and confirmed offset, written at once (a crash must not lose the upload
+    /// the server holds).
+    func recordResumable(_ id: TransferID, _ resumable: ResumableUpload?) throws
     func remove(_ id: TransferID) throws
     /// Several removes at once (one transaction where the store has them).
     func remove(_ ids: [TransferID]) throws
@@ -267,6 +272,10 @@ public final class InMemoryQueueStore: QueueStore {
 
     public func checkpoint(_ id: TransferID, bytesDone: Int64) throws {
         state.withLock { $0.items[id]?.bytesDone = bytesDone }
+    }
+
+    public func recordResumable(_ id: TransferID, _ resumable: ResumableUpload?) throws {
+        state.withLock { $0.items[id]?.resumable = resumable }
     }
 
     public func recordClaim(_ id: TransferID, fileName: String, validators: Validators) throws {

@@ -151,6 +151,9 @@ public final class SQLiteQueueStore: QueueStore {
             let update = try db.makeStatement(sql: "UPDATE transfer SET host = ?, name = ? WHERE id = ?")
             try eachSpec(db) { id, spec in try update.execute(arguments: [spec.host, uploadName(spec), id]) }
         }
+        migrator.registerMigration("v6: resumable uploads") { db in
+            try db.execute(sql: "ALTER TABLE transfer ADD COLUMN resumable TEXT")
+        }
         return migrator
     }
 
@@ -345,7 +348,7 @@ public final class SQLiteQueueStore: QueueStore {
             let update = try db.cachedStatement(sql: """
                 UPDATE transfer SET state = ?, fileName = ?, savedPath = ?, etag = ?, lastModified = ?, totalLength = ?,
                     bytesDone = ?, bytesExpected = ?, retries = ?, attempts = ?, lastError = ?, segments = ?, rateLimit = ?,
-                    response = ?, updatedAt = ?
+                    response = ?, resumable = ?, updatedAt = ?
                 WHERE id = ?
                 """)
             let event = try db.cachedStatement(sql: "INSERT INTO event (transferId, at, state, message) VALUES (?, ?, ?, ?)")
@@ -358,7 +361,8 @@ public final class SQLiteQueueStore: QueueStore {
                                                item.validators.lastModified, item.validators.totalLength, item.bytesDone,
                                                item.bytesExpected, item.retries, attempts, item.lastError,
                                                try item.segments.map { try json($0) }, item.rateLimit,
-                                               try item.response.map { try json($0) }, now, id])
+                                               try item.response.map { try json($0) },
+                                               try item.resumable.map { try json($0) }, now, id])
                 guard db.changesCount > 0 else { continue }  // removed meanwhile
                 before.attempts = (item.attempts, attempts)
                 if before.state != item.state.rawValue {
@@ -427,6 +431,16 @@ public final class SQLiteQueueStore: QueueStore {
                 WHERE id = ? AND state IN ('running', 'queued', 'waiting', 'paused')
                 """).execute(arguments: [fileName, validators.etag, validators.lastModified, validators.totalLength,
                                          Date().timeIntervalSince1970, id.rawValue])
+        }
+    }
+
+    /// A resumable upload's place on the server, written at once (not with the next batch): after a crash a
+    /// restart asks the server for this upload's offset instead of making a second one.
+    public func recordResumable(_ id: TransferID, _ resumable: ResumableUpload?) throws {
+        let text = try resumable.map { try json($0) }
+        try writing { db in
+            try db.cachedStatement(sql: "UPDATE transfer SET resumable = ?, updatedAt = ? WHERE id = ?")
+                .execute(arguments: [text, Date().timeIntervalSince1970, id.rawValue])
         }
     }
 
@@ -567,6 +581,10 @@ private struct RowDecoder {
         item.batch = row["batch"]
         if let response: String = row["response"] {
             item.response = try? JSONDecoder().decode(ServerResponse.self, from: Data(response.utf8))
+        }
+        if let resumable: String = row["resumable"] {
+            // Unreadable, the upload starts over (a location is never guessed).
+            item.resumable = try? JSONDecoder().decode(ResumableUpload.self, from: Data(resumable.utf8))
         }
         if let segments: String = row["segments"] {
             // Never guessed: without its ranges, what the preallocated `.part` file holds is unknown (holes of

@@ -186,6 +186,8 @@ final class CurlTransfer: @unchecked Sendable {
         var headers = request.allHTTPHeaderFields ?? [:]
         let length = headers.first { $0.key.lowercased() == "content-length" }.flatMap { Int64($0.value) }
         for name in headers.keys where ["content-length", "transfer-encoding", "expect"].contains(name.lowercased()) {
+            // A request without a body keeps an empty body's length (a tus creation POST says it has none).
+            if body == nil, name.lowercased() == "content-length", headers[name] == "0" { continue }
             headers[name] = nil
         }
         if body != nil {
@@ -345,6 +347,9 @@ final class CurlTransfer: @unchecked Sendable {
     fileprivate func received(header line: UnsafeMutablePointer<CChar>, count: Int) -> Int {
         let text = String(decoding: UnsafeRawBufferPointer(start: line, count: count), as: UTF8.self)
         response.add(line: text)
+        if let url = request.url, let interim = response.takeInterim(url: url) {
+            delegate?.transportInformational(for: task, response: interim)
+        }
         guard response.complete else { return count }
         if let url = request.url { delegate?.transportAnswered(for: task, url: url, multiplexed: response.version.hasPrefix("HTTP/2")) }
         if (300..<400).contains(response.status), let location = response.value("Location"),

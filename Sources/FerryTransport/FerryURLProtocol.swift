@@ -22,10 +22,14 @@ package protocol TransportDelegate: AnyObject, Sendable {
     /// A final response's head arrived from `url`, over HTTP/2 (`multiplexed`: the connection carries other
     /// transfers to that host as streams) or HTTP/1.x (called on the transport's thread).
     func transportAnswered(for task: URLSessionTask, url: URL, multiplexed: Bool)
+    /// An interim (1xx) response arrived before the final one, such as `104 Upload Resumption Supported`
+    /// (URLSession's `didReceiveInformationalResponse` on Apple's systems; called on the transport's thread).
+    func transportInformational(for task: URLSessionTask, response: HTTPURLResponse)
 }
 
 extension TransportDelegate {
     package func transportAnswered(for task: URLSessionTask, url: URL, multiplexed: Bool) {}
+    package func transportInformational(for task: URLSessionTask, response: HTTPURLResponse) {}
 }
 
 /// ferry's transport under URLSession: every http(s) task of a session whose configuration lists this class

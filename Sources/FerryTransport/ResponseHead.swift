@@ -11,12 +11,19 @@ struct ResponseHead {
     private(set) var fields: [(name: String, value: String)] = []
     /// The blank line after a final (non-1xx) response's headers has arrived.
     private(set) var complete = false
+    /// An interim (1xx) answer whose headers are complete, until `takeInterim` hands it on.
+    private var interim: (status: Int, version: String, fields: [(name: String, value: String)])?
 
     mutating func add(line raw: String) {
         let line = HTTPText.trimmed(Substring(raw))
         if line.isEmpty {
-            // An interim answer (100 Continue) is followed by the real one.
-            if status >= 200 { complete = true } else { fields = [] }
+            // An interim answer (100 Continue, 104 Upload Resumption Supported) is followed by the real one.
+            if status >= 200 {
+                complete = true
+            } else {
+                if status >= 100 { interim = (status, version, fields) }
+                fields = []
+            }
             return
         }
         if line.hasPrefix("HTTP/") {
@@ -38,6 +45,14 @@ struct ResponseHead {
         fields.append((String(name), String(HTTPText.trimmed(line[line.utf8.index(after: colon)...]))))
     }
 
+    /// The interim answer that has just ended, as a response (once).
+    mutating func takeInterim(url: URL) -> HTTPURLResponse? {
+        guard let answer = interim else { return nil }
+        interim = nil
+        return HTTPURLResponse(url: url, statusCode: answer.status, httpVersion: answer.version,
+                               headerFields: Self.joined(answer.fields))
+    }
+
     func value(_ name: String) -> String? {
         fields.first { Self.sameName($0.name, name) }?.value
     }
@@ -50,6 +65,10 @@ struct ResponseHead {
     }
 
     func httpResponse(url: URL) -> HTTPURLResponse? {
+        HTTPURLResponse(url: url, statusCode: status, httpVersion: version, headerFields: Self.joined(fields))
+    }
+
+    private static func joined(_ fields: [(name: String, value: String)]) -> [String: String] {
         var headers: [String: String] = [:]
         // The first spelling of a name is kept; repeated fields are joined with ", ".
         var spelling: [String: String] = [:]
@@ -62,6 +81,6 @@ struct ResponseHead {
                 headers[name] = value
             }
         }
-        return HTTPURLResponse(url: url, statusCode: status, httpVersion: version, headerFields: headers)
+        return headers
     }
 }

@@ -10,6 +10,9 @@ struct Put: AsyncParsableCommand {
             Raw: ferry put FILE URL [-X PUT|POST] [--content-type TYPE]
             Form: ferry put FILE URL -F name=value -F other=@path[;type=mime] [--field NAME]
             Exit 0 on a 2xx answer, 1 otherwise, 2 for bad input (nothing is sent).
+            A raw file's upload offers the IETF resumable-upload protocol: a server that supports it keeps what
+            arrived, and a cut, a pause or a crash goes on from there (--no-resumable, or [uploads] resumable =
+            false, sends plain uploads). --tus speaks tus 1.0 to the creation endpoint URL.
             """
     )
 
@@ -33,6 +36,12 @@ struct Put: AsyncParsableCommand {
 
     @Option(name: .customLong("field"), help: ArgumentHelp("With -F: the form field FILE is sent as.", valueName: "name"))
     var field: String = "file"
+
+    @Flag(name: .customLong("tus"), help: "Upload with tus 1.0: URL is the server's creation endpoint (a raw file only).")
+    var tus = false
+
+    @Flag(name: .customLong("no-resumable"), help: "Do not offer the IETF resumable-upload protocol: a cut sends the file again whole.")
+    var noResumable = false
 
     @OptionGroup var limit: RateLimitOption
     @OptionGroup var netrc: NetrcOption
@@ -65,7 +74,10 @@ struct Put: AsyncParsableCommand {
         let source = try InputValidation.uploadSource(file)
         var parts: [FormPart] = []
         for text in form { parts.append(try InputValidation.formPart(text)) }
-        let upload = try UploadSpec.of(source, contentType: contentType, form: form.isEmpty ? nil : parts, field: field, method: method)
+        if tus, noResumable { throw UsageError("--tus and --no-resumable contradict each other: choose one") }
+        let resumable: ResumableProtocol? = tus ? .tus : noResumable ? nil : .ietf
+        let upload = try UploadSpec.of(source, contentType: contentType, form: form.isEmpty ? nil : parts, field: field,
+                                       method: method, resumable: resumable)
         _ = try BodyPlan.make(for: upload)  // every file checked before anything is sent
         return TransferSpec(upload: upload, to: target, headers: extraHeaders)
     }

@@ -289,6 +289,10 @@ final class LoadCountingStore: QueueStore {
     func save(_ items: [StoredTransfer]) throws { try base.save(items) }
     func saveRanks(_ ranks: [(TransferID, Int)]) throws { try base.saveRanks(ranks) }
     func checkpoint(_ id: TransferID, bytesDone: Int64) throws { try base.checkpoint(id, bytesDone: bytesDone) }
+    func recordResumable(_ id: TransferID, _ resumable: ResumableUpload?) throws {
+        try base.recordResumable(id, resumable)
+    }
+
     func recordClaim(_ id: TransferID, fileName: String, validators: Validators) throws {
         try base.recordClaim(id, fileName: fileName, validators: validators)
     }

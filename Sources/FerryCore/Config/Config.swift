@@ -18,6 +18,8 @@ public struct Config: Sendable, Equatable {
     public var maxDelay = 60.0
     public var maxRetryAfter = 600.0
     public var retryUploads = true
+    /// A raw file's upload offers the IETF resumable-upload protocol (`[uploads] resumable`).
+    public var resumableUploads = true
     public var idleTimeout = 30.0
     public var userAgent = "ferry/0.1"
     /// A PEM bundle of trusted CAs used instead of the system's (over `SSL_CERT_FILE`).
@@ -52,6 +54,7 @@ public struct Config: Sendable, Equatable {
         engine.retry.maxDelay = maxDelay
         engine.retry.maxRetryAfter = maxRetryAfter
         engine.retryUploads = retryUploads
+        engine.offerResumableUploads = resumableUploads
         engine.idleTimeout = idleTimeout
         engine.userAgent = userAgent
         engine.hostHeaders = hosts
@@ -84,9 +87,10 @@ public struct Config: Sendable, Equatable {
 
     /// Every key the file may hold, by table ("" for the top level): unknown ones are met with the nearest of these.
     static let knownKeys: [String: [String]] = [
-        "": ["transfers", "retry", "network", "limits", "engine", "hooks", "ui", "hosts", "rpc"],
+        "": ["transfers", "retry", "uploads", "network", "limits", "engine", "hooks", "ui", "hosts", "rpc"],
         "transfers": ["concurrency", "per_host", "download_dir", "segments"],
         "retry": ["attempts", "base_delay", "max_delay", "max_retry_after", "uploads"],
+        "uploads": ["resumable"],
         "network": ["idle_timeout", "user_agent", "ca_file"],
         "limits": ["download", "upload", "schedule"],
         "engine": ["linger"],
@@ -131,6 +135,14 @@ public struct Config: Sendable, Equatable {
                     case "max_delay": config.maxDelay = try reader.seconds(table, key, name)
                     case "max_retry_after": config.maxRetryAfter = try reader.seconds(table, key, name)
                     case "uploads": config.retryUploads = try reader.bool(table, key, name)
+                    default: throw reader.unknown(key, name)
+                    }
+                }
+            case "uploads":
+                let table = try reader.table(root, key)
+                for name in table.keys {
+                    switch name {
+                    case "resumable": config.resumableUploads = try reader.bool(table, key, name)
                     default: throw reader.unknown(key, name)
                     }
                 }

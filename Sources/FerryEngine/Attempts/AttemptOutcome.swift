@@ -59,12 +59,15 @@ protocol TaskRun: AnyObject, Sendable {
     func didSend(bytes: Int64)
     /// Downloads: write buffered bytes to disk now.
     func flushToDisk()
+    /// An interim (1xx) response before the final one (`104 Upload Resumption Supported`).
+    func didReceive(informational response: HTTPURLResponse)
 }
 
 extension TaskRun {
     func makeBody() -> TransportBody? { nil }
     func didSend(bytes: Int64) {}
     func flushToDisk() {}
+    func didReceive(informational response: HTTPURLResponse) {}
     var flushedBytes: Int64 { bytesDone }
 }
 

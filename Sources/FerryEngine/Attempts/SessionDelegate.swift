@@ -84,6 +84,10 @@ final class SessionDelegate: NSObject, URLSessionDataDelegate, TransportDelegate
         run(for: task)?.didSend(bytes: bytes)
     }
 
+    func transportInformational(for task: URLSessionTask, response: HTTPURLResponse) {
+        run(for: task)?.didReceive(informational: response)
+    }
+
     func transportAnswered(for task: URLSessionTask, url: URL, multiplexed: Bool) {
         // Items are scheduled by the host they were queued for: an answer from the host a redirect led to
         // says nothing of it.

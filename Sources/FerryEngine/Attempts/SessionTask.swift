@@ -13,9 +13,14 @@ import Synchronization
 /// file and three small ones peaked at 1.2 GiB RSS on loopback. The handle stands in for the task until
 /// it exists; the engine keeps it and cancels through it.
 package final class SessionTask: Sendable {
-    private let task = Mutex<URLSessionTask?>(nil)
+    private struct State {
+        var task: URLSessionTask?
+        var cancelled = false
+    }
+    private let state = Mutex(State())
 
-    private init() {}
+    /// A handle with no task yet: an attempt that is a sequence of requests makes each with `next`.
+    package init() {}
 
     /// Makes a task with `make` on the call queue, then hands it to `start` there, which registers and
     /// resumes it (at once, or after something else, as a warm-up does). Returns at once.
@@ -23,18 +28,29 @@ package final class SessionTask: Sendable {
     package static func make(_ make: @escaping @Sendable () -> URLSessionTask,
                              start: @escaping @Sendable (URLSessionTask) -> Void) -> SessionTask {
         let handle = SessionTask()
-        BoundedDelegateQueue.callQueue.async {
-            let task = make()
-            handle.task.withLock { $0 = task }
-            start(task)
-        }
+        handle.next(make, start: start)
         return handle
     }
 
-    /// Cancels the task, once it is made, without waiting.
+    /// The next task of the handle's sequence, made and started on the call queue as `make` does; when a
+    /// cancel came first, none is made and `cancelled` is called instead (on the call queue).
+    package func next(_ make: @escaping @Sendable () -> URLSessionTask, start: @escaping @Sendable (URLSessionTask) -> Void,
+                      cancelled: @escaping @Sendable () -> Void = {}) {
+        BoundedDelegateQueue.callQueue.async { [self] in
+            guard !state.withLock({ $0.cancelled }) else { return cancelled() }
+            let task = make()
+            state.withLock { $0.task = task }
+            start(task)
+        }
+    }
+
+    /// Cancels the task, once it is made, and every later one of the sequence, without waiting.
     package func cancel() {
         BoundedDelegateQueue.callQueue.async { [self] in
-            task.withLock { $0 }?.cancel()
+            state.withLock { s -> URLSessionTask? in
+                s.cancelled = true
+                return s.task
+            }?.cancel()
         }
     }
 }

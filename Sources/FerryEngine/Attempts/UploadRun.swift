@@ -7,22 +7,77 @@ import FoundationNetworking
 #endif
 import Synchronization
 
-/// One attempt at an upload: one upload task whose body is streamed from a `BodyPlan`.
-final class UploadRun: TaskRun {
-    private struct State {
-        var status: Int?
-        var headers: [HTTPHeader] = []
-        var body = Data()
-        var bodyLength: Int64 = 0
-        var verdict: TransferFailure?
+/// The server's answer to one request of an upload, as it arrives: kept for the detail view (its headers of
+/// note, the first `ServerResponse.bodyLimit` bytes of its body) and judged (a 3xx is never followed, other
+/// statuses outside 2xx fail with what the server said).
+struct UploadAnswer {
+    /// The headers of the server's answer kept for the detail view.
+    static let keptHeaders = ["Content-Type", "Content-Length", "Location", "ETag", "Last-Modified", "Retry-After", "Server",
+                              "Date", "Upload-Offset", "Upload-Complete", "Upload-Length", "Tus-Resumable"]
+
+    var status: Int?
+    var headers: [HTTPHeader] = []
+    var body = Data()
+    var bodyLength: Int64 = 0
+    var verdict: TransferFailure?
+
+    mutating func begin(_ http: HTTPURLResponse) {
+        status = http.statusCode
+        headers = Self.keptHeaders.compactMap { name in http.value(forHTTPHeaderField: name).map { HTTPHeader(name: name, value: $0) } }
+        body = Data()
+        bodyLength = 0
+        verdict = nil
+        let status = http.statusCode
+        if (300..<400).contains(status) {
+            // Redirects of uploads are never followed (the platform would re-send an empty body).
+            let location = http.value(forHTTPHeaderField: "Location").map { " to \(TerminalSafe.sanitize($0))" } ?? ""
+            verdict = .http(status: status, reason: ResumeRule.reasonPhrase(status) + "; the upload was redirected\(location) and not re-sent", retryAfter: nil)
+        } else if !(200..<300).contains(status) {
+            let retryAfter = http.value(forHTTPHeaderField: "Retry-After").flatMap { RetryAfter.delay($0, now: Date()) }
+            verdict = .http(status: status, reason: ResumeRule.reasonPhrase(status), retryAfter: retryAfter)
+        }
     }
 
+    mutating func append(_ data: Data) {
+        bodyLength += Int64(data.count)
+        let room = ServerResponse.bodyLimit - body.count
+        if room > 0 { body.append(data.prefix(room)) }
+    }
+
+    func value(_ name: String) -> String? {
+        headers.first { $0.name.caseInsensitiveCompare(name) == .orderedSame }?.value
+    }
+
+    var response: ServerResponse? { status.map { ServerResponse(status: $0, headers: headers, body: body, bodyLength: bodyLength) } }
+
+    /// How the request ended: the answer's failure (with what the server said, as one short clean line),
+    /// the task's error, no answer at all, or success.
+    func outcome(error: Error?, progressed: Bool) -> AttemptOutcome {
+        if var failure = verdict {
+            if case let .http(status, reason, retryAfter) = failure, !body.isEmpty {
+                // Its page whole stays in the item's response.
+                let excerpt = TerminalSafe.excerpt(of: body)
+                if !excerpt.isEmpty { failure = .http(status: status, reason: reason + ": " + excerpt, retryAfter: retryAfter) }
+            }
+            return .failed(failure, progressed: progressed)
+        }
+        if let error {
+            guard let failure = TransferFailure.from(taskError: error) else { return .stopped }
+            return .failed(failure, progressed: progressed)
+        }
+        guard status != nil else { return .failed(.protocolViolation("the server sent no response"), progressed: progressed) }
+        return .finished(nil)
+    }
+}
+
+/// One attempt at an upload: one upload task whose body is streamed from a `BodyPlan`.
+final class UploadRun: TaskRun {
     let spec: TransferSpec
     let plan: BodyPlan
     /// Where standard input is read from (a test passes a pipe of its own).
     let standardInputPath: String
     private let finish: @Sendable (AttemptReport) -> Void
-    private let state = Mutex(State())
+    private let answer = Mutex(UploadAnswer())
     private let sent = Atomic<Int64>(0)
 
     init(spec: TransferSpec, plan: BodyPlan, standardInputPath: String,
@@ -39,6 +94,12 @@ final class UploadRun: TaskRun {
     var readsStandardInput: Bool { plan.pieces == [.standardInput] }
 
     func makeRequest(userAgent: String, timeout: TimeInterval, credentials: HostCredentials) -> URLRequest {
+        Self.request(spec: spec, plan: plan, userAgent: userAgent, timeout: timeout, credentials: credentials)
+    }
+
+    /// The upload's request: the user's method and headers, the body's type and length.
+    static func request(spec: TransferSpec, plan: BodyPlan, userAgent: String, timeout: TimeInterval,
+                        credentials: HostCredentials) -> URLRequest {
         var request = RequestHeaders.request(for: spec, method: spec.upload?.method ?? "PUT", userAgent: userAgent,
                                              timeout: timeout, credentials: credentials)
         if request.value(forHTTPHeaderField: "Content-Type") == nil { request.setValue(plan.contentType, forHTTPHeaderField: "Content-Type") }
@@ -59,53 +120,15 @@ final class UploadRun: TaskRun {
 
     func didReceive(response: URLResponse, task: URLSessionTask) {
         guard let http = response as? HTTPURLResponse else { return }
-        let keep = ["Content-Type", "Content-Length", "Location", "ETag", "Last-Modified", "Retry-After", "Server", "Date"]
-        let headers = keep.compactMap { name in http.value(forHTTPHeaderField: name).map { HTTPHeader(name: name, value: $0) } }
-        state.withLock { s in
-            s.status = http.statusCode
-            s.headers = headers
-            s.body = Data()
-            s.bodyLength = 0
-            let status = http.statusCode
-            if (300..<400).contains(status) {
-                // Redirects of uploads are never followed (the platform would re-send an empty body).
-                let location = http.value(forHTTPHeaderField: "Location").map { " to \(TerminalSafe.sanitize($0))" } ?? ""
-                s.verdict = .http(status: status, reason: ResumeRule.reasonPhrase(status) + "; the upload was redirected\(location) and not re-sent", retryAfter: nil)
-            } else if !(200..<300).contains(status) {
-                let retryAfter = http.value(forHTTPHeaderField: "Retry-After").flatMap { RetryAfter.delay($0, now: Date()) }
-                s.verdict = .http(status: status, reason: ResumeRule.reasonPhrase(status), retryAfter: retryAfter)
-            }
-        }
+        answer.withLock { $0.begin(http) }
     }
 
     func didReceive(data: Data) {
-        state.withLock { s in
-            s.bodyLength += Int64(data.count)
-            let room = ServerResponse.bodyLimit - s.body.count
-            if room > 0 { s.body.append(data.prefix(room)) }
-        }
+        answer.withLock { $0.append(data) }
     }
 
     func didComplete(error: Error?) {
-        let (outcome, response) = state.withLock { s -> (AttemptOutcome, ServerResponse?) in
-            let response = s.status.map { ServerResponse(status: $0, headers: s.headers, body: s.body, bodyLength: s.bodyLength) }
-            if var failure = s.verdict {
-                if case let .http(status, reason, retryAfter) = failure, !s.body.isEmpty {
-                    // What the server said, as one short clean line (its page whole stays in the item's response).
-                    let excerpt = TerminalSafe.excerpt(of: s.body)
-                    if !excerpt.isEmpty { failure = .http(status: status, reason: reason + ": " + excerpt, retryAfter: retryAfter) }
-                }
-                return (.failed(failure, progressed: false), response)
-            }
-            if let error {
-                guard let failure = TransferFailure.from(taskError: error) else { return (.stopped, response) }
-                return (.failed(failure, progressed: false), response)
-            }
-            guard s.status != nil else {
-                return (.failed(.protocolViolation("the server sent no response"), progressed: false), response)
-            }
-            return (.finished(nil), response)
-        }
+        let (outcome, response) = answer.withLock { ($0.outcome(error: error, progressed: false), $0.response) }
         finish(AttemptReport(outcome: outcome, bytesDone: bytesDone, bytesExpected: plan.length, status: response?.status,
                              response: response))
     }

@@ -19,9 +19,25 @@ final class BodyStream: InputStream {
     private var status: Stream.Status = .notOpen
     private var failure: Error?
 
-    init(plan: BodyPlan) {
+    /// `skipping`: bytes of the body not sent again (a resumable upload's append from the server's offset).
+    init(plan: BodyPlan, skipping: Int64 = 0) {
         self.pieces = plan.pieces
         super.init(data: Data())
+        var skip = skipping
+        while skip > 0, index < pieces.count {
+            let length: Int64
+            switch pieces[index] {
+            case let .bytes(data): length = Int64(data.count)
+            case let .file(_, fileLength): length = fileLength
+            case .standardInput: length = 0
+            }
+            if skip < length {
+                offsetInPiece = skip
+                break
+            }
+            skip -= length
+            index += 1
+        }
     }
 
     deinit {

@@ -5,8 +5,11 @@ extension UploadSpec {
     /// An upload of one file (or standard input), as `ferry put` and the screen's `u` make it: the source as
     /// the whole body (PUT unless `method` says POST), or with `form` (its other parts, perhaps none) a
     /// multipart/form-data body with the source as the file part `field` first (POST unless `method` says PUT).
+    /// `resumable`: the protocol a raw file's upload speaks (the IETF one is offered by default, as URLSession
+    /// does; a server that does not know it sees an ordinary upload). A form or standard input is sent plain;
+    /// tus, asked for explicitly, takes a file only.
     public static func of(_ source: UploadSource, contentType: String?, form: [FormPart]?, field: String = "file",
-                          method: String?) throws(UsageError) -> UploadSpec {
+                          method: String?, resumable: ResumableProtocol? = .ietf) throws(UsageError) -> UploadSpec {
         let type: String
         switch source {
         case let .file(path): type = contentType ?? MIMETypes.type(forFileName: path)
@@ -20,6 +23,11 @@ extension UploadSpec {
         }
         let verb = (method ?? (form == nil ? "PUT" : "POST")).uppercased()
         guard verb == "PUT" || verb == "POST" else { throw UsageError("-X takes PUT or POST, got '\(TerminalSafe.sanitize(verb))'") }
-        return UploadSpec(method: verb, body: body)
+        var spec = UploadSpec(method: verb, body: body)
+        if resumable == .tus, !spec.canResume {
+            throw UsageError("--tus sends one file as the upload's bytes: it cannot send a form (-F) or standard input")
+        }
+        if spec.canResume { spec.resumable = resumable }
+        return spec
     }
 }

@@ -19,6 +19,9 @@ public struct EngineConfiguration: Sendable, Equatable {
     public var userAgent = "ferry/0.1"
     /// Whether failed uploads are retried at all (PUT like downloads; POST only when the server cannot have acted).
     public var retryUploads = true
+    /// A raw file's upload offers the IETF resumable-upload protocol (`[uploads] resumable`; tus, asked for
+    /// by the item, is spoken whatever this says).
+    public var offerResumableUploads = true
     /// Where `UploadSource.standardInput` reads from.
     public var standardInputPath = "/dev/stdin"
     /// Global bandwidth limits in bytes per second (nil: none); changed live with `TransferManager.setGlobalLimits`.

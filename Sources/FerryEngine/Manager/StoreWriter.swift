@@ -110,6 +110,17 @@ final class StoreWriter: Sendable {
         }
     }
 
+    /// A resumable upload's place on the server, written before this returns (as a claim is).
+    func recordResumable(_ id: TransferID, _ resumable: ResumableUpload?) {
+        queue.sync {
+            pending.withLock { pending in
+                guard pending.records[id] != nil else { return }
+                pending.records[id]!.resumable = resumable
+            }
+            try? store.recordResumable(id, resumable)
+        }
+    }
+
     /// Writes what is pending now, after everything queued before it (a write waiting for its interval would
     /// come too late at shutdown).
     func flush() {

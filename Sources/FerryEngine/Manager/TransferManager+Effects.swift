@@ -75,6 +75,10 @@ extension TransferManager {
                         self?.event(id) { $0.rangeRetryDue(index: index, token: token) }
                     }
                 }
+            case let .discardUpload(upload):
+                if let request = resumableRequests(for: transfer.spec).cancellation(upload) {
+                    out.append { [session] in _ = SessionTask.make({ session.dataTask(with: request) }) { $0.resume() } }
+                }
             case let .finish(handover, token):
                 let spec = transfer.spec
                 let file = handover ?? segmentsHandover(transfer)
@@ -146,12 +150,56 @@ extension TransferManager {
         } catch {
             return .local(error.description)
         }
+        if let kind = upload.resumable, kind == .tus || configuration.offerResumableUploads,
+           case let .file(path, length) = plan.pieces.first, plan.pieces.count == 1 {
+            startResumableUpload(serial, of: transfer, kind: kind, plan: plan, path: path, length: length)
+            return nil
+        }
         let run = UploadRun(spec: transfer.spec, plan: plan, standardInputPath: configuration.standardInputPath,
                             finish: report(to: transfer.id, serial: serial))
         let request = run.makeRequest(userAgent: configuration.userAgent, timeout: configuration.idleTimeout,
                                       credentials: delegate.credentials(for: transfer.spec))
         attach(run, serial: serial, to: transfer) { [session] in session.uploadTask(withStreamedRequest: request) }
         return nil
+    }
+
+    /// A resumable upload's attempt: its requests are tasks of the session one after another, under one handle
+    /// (a cancel stops the one under way and every later one); where the upload stands on the server reaches
+    /// the item and the store before the attempt goes on.
+    private func startResumableUpload(_ serial: Int, of transfer: Transfer, kind: ResumableProtocol, plan: BodyPlan,
+                                      path: String, length: Int64) {
+        let id = transfer.id
+        let handle = SessionTask()
+        let limits = limitMembership(transfer)
+        let requests = resumableRequests(for: transfer.spec)
+        let context = ResumableUploadRun.Context(
+            spec: transfer.spec, plan: plan, path: path, length: length,
+            request: { requests.make($0, $1) },
+            uploadRequest: UploadRun.request(spec: transfer.spec, plan: plan, userAgent: configuration.userAgent,
+                                             timeout: configuration.idleTimeout, credentials: delegate.credentials(for: transfer.spec)),
+            issue: { [session, delegate] run, request, withBody, cancelled in
+                handle.next({ withBody ? session.uploadTask(withStreamedRequest: request) : session.dataTask(with: request) },
+                            start: { task in
+                                delegate.register(run, for: task, limits: limits)
+                                task.resume()
+                            }, cancelled: cancelled)
+            },
+            changed: { [weak self, storeWriter] upload in
+                guard let self, self.event(id, { $0.resumableChanged(serial: serial, upload) }) else { return }
+                storeWriter.recordResumable(id, upload)
+            },
+            finish: report(to: id, serial: serial))
+        let upload = transfer.resumable?.kind == kind ? transfer.resumable! : ResumableUpload(kind: kind)
+        let run = ResumableUploadRun(context: context, upload: upload)
+        transfer.attach(serial: serial, run: run, task: handle)
+        run.start()
+    }
+
+    /// The requests of a resumable upload to its location, with the item's headers and the credentials of
+    /// that location's host (a location on another host gets none of the item's).
+    func resumableRequests(for spec: TransferSpec) -> ResumableRequests {
+        ResumableRequests(spec: spec, userAgent: configuration.userAgent, timeout: configuration.idleTimeout,
+                          credentials: delegate.credentials(for: spec))
     }
 
     /// Where an attempt's report goes: to its transfer, as the end of attempt `serial`.

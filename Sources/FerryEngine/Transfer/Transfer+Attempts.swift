@@ -33,6 +33,21 @@ extension Transfer {
         return plan.count > 1 ? plan : nil
     }
 
+    /// A resumable upload's attempt learned where the upload stands on the server: a location, a confirmed
+    /// offset, a start over. Not taken (false) once the attempt is over or the item was cancelled (its copy
+    /// on the server is being discarded).
+    func resumableChanged(serial: Int, _ upload: ResumableUpload) -> [Effect]? {
+        guard live[0]?.serial == serial, state != .cancelled else { return nil }
+        let before = resumable?.resumptions.last
+        resumable = upload
+        if let resumption = upload.resumptions.last, resumption != before, var attempt = attempts.popLast() {
+            // The attempt goes on from the server's offset, as the detail view's list of attempts shows.
+            attempt.fromOffset = resumption.offset
+            attempts.append(attempt)
+        }
+        return []
+    }
+
     /// The manager could not make the attempt (an upload body whose file went away).
     func couldNotStart(serial: Int, _ failure: TransferFailure) -> [Effect]? {
         guard close(serial: serial) != nil else { return nil }
@@ -236,7 +251,8 @@ extension Transfer {
         if let upload = spec.upload {
             guard retryUploads else { return fail(failure.message) }
             guard upload.isRepeatable else { return fail(failure.message + " (standard input cannot be sent again)") }
-            idempotent = upload.method.uppercased() != "POST"
+            // A POST whose upload the server keeps at a location goes on there, not again at the endpoint.
+            idempotent = upload.method.uppercased() != "POST" || resumable?.location != nil
         }
         switch policy.decide(failure, retries: retries, dnsRetries: dnsRetries, idempotent: idempotent) {
         case .giveUp:

@@ -24,6 +24,7 @@ extension Transfer {
         rateLimit = stored.rateLimit
         batch = stored.batch
         response = stored.response
+        resumable = stored.resumable
         rank = stored.position
     }
 
@@ -62,6 +63,7 @@ extension Transfer {
             rateHistory: rateHistory, segments: liveSegments)
         snapshot.rateLimit = rateLimit
         snapshot.batch = batch
+        snapshot.resumable = resumable
         return snapshot
     }
 
@@ -80,6 +82,7 @@ extension Transfer {
         stored.rateLimit = rateLimit
         stored.batch = batch
         stored.response = response
+        stored.resumable = resumable
         return stored
     }
 }

@@ -33,6 +33,8 @@ final class Transfer {
         /// Check and publish the file (size, checksum, fsync, rename), then call `finished(token:_:)`. Without a
         /// handover the file is the ranges' preallocated `.part` file.
         case finish(FileHandover?, token: Int)
+        /// End a resumable upload's copy on the server (the item was cancelled); nothing waits for the answer.
+        case discardUpload(ResumableUpload)
     }
 
     /// One attempt at one range: `from..<end` of the file (`end` nil: to its end).
@@ -79,6 +81,8 @@ final class Transfer {
     var lastStatus: Int?
     var nextRetryAt: Date?
     var response: ServerResponse?
+    /// A resumable upload's place on the server (kept with the item; written at once when it changes).
+    var resumable: ResumableUpload?
     /// The item's own bandwidth limit (bytes per second), saved with it.
     var rateLimit: Int64?
     /// The batch (the command) that last asked for this item.
@@ -190,7 +194,13 @@ final class Transfer {
         if busy { stopIntent = .cancel }
         state = .cancelled
         lastError = "cancelled"
-        return stopEveryAttempt
+        // The server's copy of a resumable upload goes too (a retry starts over).
+        var discard: [Effect] = []
+        if let upload = resumable, upload.location != nil {
+            discard = [.discardUpload(upload)]
+            resumable = nil
+        }
+        return stopEveryAttempt + discard
     }
 
     /// A failed or cancelled transfer goes back in the queue with a fresh retry budget.
@@ -224,7 +234,8 @@ final class Transfer {
         stopIntent = nil
         nextRetryAt = nil
         if spec.direction == .upload {
-            begin(from: 0)
+            // A resumable upload the server holds goes on from the offset it last confirmed (asked again first).
+            begin(from: resumable?.location != nil ? resumable?.confirmedOffset ?? 0 : 0)
             return [.startUpload(serial: open(index: 0, bounded: false))]
         }
         if segments != nil, let effects = startRanges(partSize: partSize) { return effects }

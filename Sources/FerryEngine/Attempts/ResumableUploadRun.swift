@@ -1,0 +1,455 @@
+import FerryModel
+import FerryStorage
+import FerryTransport
+import Foundation
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+import Synchronization
+
+/// One attempt at a resumable upload: a sequence of requests, each a URLSession task of its own, that ends in
+/// one report. The first attempt creates the upload on the server (the IETF protocol: the upload itself,
+/// which a server that knows the protocol answers with `104` and the upload's location; tus: a `POST` to
+/// the creation endpoint, then a `PATCH` with the bytes). A later attempt asks the server for its offset
+/// (`HEAD`) and sends the rest (`PATCH`). What was sent and not confirmed is sent again, never assumed.
+///
+/// The protocols' words are `ResumableWire`'s; this type is the sequence. It never touches the store or
+/// the queue: where the upload stands on the server goes out through `changed` (the engine keeps it with
+/// the item, on disk before the bytes go on), the end through `finish`.
+final class ResumableUploadRun: TaskRun {
+    /// What the run needs from the engine.
+    struct Context: Sendable {
+        let spec: TransferSpec
+        let plan: BodyPlan
+        /// The file and its length (a resumable upload is one file, the whole body).
+        let path: String
+        let length: Int64
+        /// A request to `url` with the item's headers and the credentials for that URL's host.
+        let request: @Sendable (_ method: String, _ url: URL) -> URLRequest
+        /// The user's upload request (its method, headers, type and length).
+        let uploadRequest: URLRequest
+        /// Makes and starts a task for the request, routed to this run; `withBody`: an upload task whose body
+        /// the run makes (`makeBody`). Calls `cancelled` instead when the attempt was stopped first.
+        let issue: @Sendable (_ run: ResumableUploadRun, _ request: URLRequest, _ withBody: Bool,
+                              _ cancelled: @escaping @Sendable () -> Void) -> Void
+        /// Where the upload stands on the server changed; the engine keeps it (on disk, before this returns).
+        let changed: @Sendable (ResumableUpload) -> Void
+        let finish: @Sendable (AttemptReport) -> Void
+    }
+
+    private enum Step: Equatable {
+        /// The upload itself, offering the IETF protocol.
+        case create
+        /// tus: the creation request.
+        case tusCreate
+        /// The server's offset (HEAD on the location).
+        case query
+        /// The rest of the bytes from `from` (PATCH on the location).
+        case append(from: Int64)
+    }
+
+    private struct State {
+        var upload: ResumableUpload
+        var step: Step = .create
+        var answer = UploadAnswer()
+        /// 409s answered by asking for the offset again, and start-overs, in this attempt.
+        var conflicts = 0
+        var restarts = 0
+        var finished = false
+    }
+
+    private let context: Context
+    private let state: Mutex<State>
+    /// The offset the request under way sends from, and the bytes of it handed to the connection.
+    private let base = Atomic<Int64>(0)
+    private let sent = Atomic<Int64>(0)
+    /// Bytes sent in this attempt (all its requests): progress, for the retry budget.
+    private let sentInAttempt = Atomic<Int64>(0)
+
+    static let maxConflicts = 3
+
+    init(context: Context, upload: ResumableUpload) {
+        self.context = context
+        self.state = Mutex(State(upload: upload))
+        base.store(upload.location == nil ? 0 : upload.confirmedOffset, ordering: .relaxed)
+    }
+
+    /// What is confirmed plus what is in flight.
+    var bytesDone: Int64 { base.load(ordering: .relaxed) + sent.load(ordering: .relaxed) }
+    var bytesExpected: Int64? { context.length }
+
+    /// Starts the attempt's first request (off the caller's thread: a resumption first checks the file).
+    func start() {
+        DispatchQueue.global().async { [self] in
+            let first = state.withLock { s -> Result<Step, TransferFailure> in
+                if s.upload.location == nil { return .success(Self.creationStep(s.upload.kind)) }
+                if let changed = Self.fileChange(s.upload, path: context.path) {
+                    // The server's copy is of another file: it cannot be finished. A retry starts over.
+                    s.upload = Self.fresh(s.upload.kind, reason: nil)
+                    return .failure(.local(changed))
+                }
+                return .success(.query)
+            }
+            switch first {
+            case let .success(step): go(step)
+            case let .failure(failure):
+                context.changed(state.withLock { $0.upload })
+                end(.failed(failure, progressed: false))
+            }
+        }
+    }
+
+    // MARK: Requests
+
+    private static func creationStep(_ kind: ResumableProtocol) -> Step { kind == .tus ? .tusCreate : .create }
+
+    /// Makes the step's request and issues it.
+    private func go(_ step: Step) {
+        let (request, withBody) = state.withLock { s -> (URLRequest, Bool) in
+            s.step = step
+            s.answer = UploadAnswer()
+            // A new copy on the server is made from the file as it is now.
+            if step == .create || step == .tusCreate { s.upload = identified(s.upload) }
+            return makeRequest(step, s.upload)
+        }
+        switch step {
+        case .create, .tusCreate: base.store(0, ordering: .relaxed)
+        case let .append(from): base.store(from, ordering: .relaxed)
+        case .query: break
+        }
+        sent.store(0, ordering: .relaxed)
+        context.issue(self, request, withBody) { [self] in end(.stopped) }
+    }
+
+    private func makeRequest(_ step: Step, _ upload: ResumableUpload) -> (URLRequest, Bool) {
+        let wire = ResumableWire(kind: upload.kind)
+        let location = upload.location.flatMap(URL.init(string:)) ?? context.spec.url
+        switch step {
+        case .create:
+            return (wire.creation(context.uploadRequest), true)
+        case .tusCreate:
+            return (wire.tusCreation(context.request("POST", context.spec.url), length: context.length,
+                                     fileName: (context.path as NSString).lastPathComponent,
+                                     contentType: context.plan.contentType), false)
+        case .query:
+            return (wire.offsetRequest(context.request("HEAD", location)), false)
+        case let .append(from):
+            return (wire.append(context.request("PATCH", location), offset: from, length: context.length - from), true)
+        }
+    }
+
+    /// The upload with the file's identity as it is now (taken when the server's copy begins).
+    private func identified(_ upload: ResumableUpload) -> ResumableUpload {
+        var upload = upload
+        if let print = FileDigest.fingerprint(path: context.path) {
+            upload.fileSize = print.size
+            upload.fileModified = print.modified
+            upload.fileFingerprint = print.hash
+        }
+        return upload
+    }
+
+    /// Why the file is not the one the server's copy was made from, or nil.
+    static func fileChange(_ upload: ResumableUpload, path: String) -> String? {
+        let name = TerminalSafe.sanitize(path)
+        guard let now = FileDigest.fingerprint(path: path) else { return "\(name) cannot be read to resume its upload" }
+        if let size = upload.fileSize, size != now.size {
+            return "\(name) changed since its upload began (\(size) bytes then, \(now.size) now); retry to start it over"
+        }
+        if let modified = upload.fileModified, abs(modified - now.modified) > 0.000_001 {
+            return "\(name) changed since its upload began (modified since); retry to start it over"
+        }
+        if let hash = upload.fileFingerprint, hash != now.hash {
+            return "\(name) changed since its upload began (its first or last MiB differs); retry to start it over"
+        }
+        return nil
+    }
+
+    private static func fresh(_ kind: ResumableProtocol, reason: String?) -> ResumableUpload {
+        var upload = ResumableUpload(kind: kind)
+        upload.restartReason = reason
+        return upload
+    }
+
+    // MARK: TaskRun
+
+    /// The bytes of the upload (from the start) or of an append (from its offset); nil for the requests that
+    /// carry none (asked for every task: a HEAD given a body would go out chunked and wait for ever).
+    func makeBody() -> TransportBody? {
+        let from: Int64? = state.withLock { s in
+            switch s.step {
+            case .create: return 0
+            case let .append(from): return from
+            case .tusCreate, .query: return nil
+            }
+        }
+        return from.map { .stream(BodyStream(plan: context.plan, skipping: $0)) }
+    }
+
+    func didSend(bytes: Int64) {
+        sent.add(bytes, ordering: .relaxed)
+        sentInAttempt.add(bytes, ordering: .relaxed)
+    }
+
+    func didReceive(informational response: HTTPURLResponse) {
+        // 104 Upload Resumption Supported: the server keeps what arrives at this location.
+        guard response.statusCode == 104, let value = response.value(forHTTPHeaderField: "Location"),
+              let url = ResumableWire.resolve(value, against: response.url ?? context.spec.url) else { return }
+        let upload = state.withLock { s -> ResumableUpload? in
+            guard s.step == .create, s.upload.location != url.absoluteString else { return nil }
+            s.upload.location = url.absoluteString
+            s.upload.confirmedOffset = 0
+            return s.upload
+        }
+        if let upload { context.changed(upload) }
+    }
+
+    func didReceive(response: URLResponse, task: URLSessionTask) {
+        guard let http = response as? HTTPURLResponse else { return }
+        state.withLock { $0.answer.begin(http) }
+    }
+
+    func didReceive(data: Data) {
+        state.withLock { $0.answer.append(data) }
+    }
+
+    func didComplete(error: Error?) {
+        let (step, answer, upload) = state.withLock { ($0.step, $0.answer, $0.upload) }
+        let wire = ResumableWire(kind: upload.kind)
+        let progressed = sentInAttempt.load(ordering: .relaxed) > 0
+        if error != nil || answer.status == nil {
+            // Cut, stopped or unanswered: the next attempt asks the server where it stands.
+            return end(answer.outcome(error: error, progressed: progressed))
+        }
+        let status = answer.status!
+        switch step {
+        case .create:
+            end(answer.outcome(error: nil, progressed: progressed))
+        case .tusCreate:
+            guard (200..<300).contains(status) else { return end(answer.outcome(error: nil, progressed: false)) }
+            guard let value = answer.value("Location"), let url = ResumableWire.resolve(value, against: context.spec.url) else {
+                return end(.failed(.protocolViolation("the tus server made an upload without saying where (no Location)"), progressed: false))
+            }
+            let made = state.withLock { s -> ResumableUpload in
+                s.upload.location = url.absoluteString
+                s.upload.confirmedOffset = 0
+                return s.upload
+            }
+            context.changed(made)
+            go(.append(from: 0))
+        case .query:
+            if wire.forgotten(status) {
+                return startOver("the server no longer has the upload at \(upload.displayLocation ?? "its location") (HTTP \(status))")
+            }
+            guard (200..<300).contains(status) else { return end(answer.outcome(error: nil, progressed: progressed)) }
+            guard let offset = answer.value("Upload-Offset").flatMap(ResumableWire.integer) else {
+                return end(.failed(.protocolViolation("the server's answer about the upload has no Upload-Offset"), progressed: false))
+            }
+            if let length = answer.value("Upload-Length").flatMap(ResumableWire.integer), length != context.length {
+                return startOver("the server's upload is \(length) bytes long, the file \(context.length)")
+            }
+            guard offset <= context.length else {
+                return startOver("the server holds \(offset) bytes of a \(context.length)-byte file")
+            }
+            if offset == context.length, wire.complete(answer) {
+                // Everything arrived before the cut; the server's last answer to it was lost.
+                confirm(offset)
+                return end(.finished(nil))
+            }
+            confirm(offset)
+            go(.append(from: offset))
+        case let .append(from):
+            if wire.forgotten(status) {
+                return startOver("the server no longer has the upload at \(upload.displayLocation ?? "its location") (HTTP \(status))")
+            }
+            if status == 409 {
+                // The server's offset is not ours: ask again (a few times, then let the retry policy wait).
+                let again = state.withLock { s -> Bool in
+                    s.conflicts += 1
+                    return s.conflicts <= Self.maxConflicts
+                }
+                return again ? go(.query)
+                    : end(.failed(.http(status: 409, reason: "Conflict: the server's offset kept moving", retryAfter: nil), progressed: progressed))
+            }
+            guard (200..<300).contains(status) else { return end(answer.outcome(error: nil, progressed: progressed)) }
+            if upload.kind == .tus {
+                let offset = answer.value("Upload-Offset").flatMap(ResumableWire.integer) ?? from
+                confirm(offset)
+                // A tus server may take part of a PATCH: send the rest.
+                if offset < context.length {
+                    return offset > from ? go(.append(from: offset)) : go(.query)
+                }
+            } else {
+                confirm(context.length)
+            }
+            end(.finished(nil))
+        }
+    }
+
+    /// The server confirmed `offset`: kept (the detail view lists resumptions) and shown as done.
+    private func confirm(_ offset: Int64) {
+        let upload = state.withLock { s -> ResumableUpload in
+            if s.step == .query { s.upload.noteResumption(at: offset) } else { s.upload.confirmedOffset = offset }
+            return s.upload
+        }
+        base.store(offset, ordering: .relaxed)
+        sent.store(0, ordering: .relaxed)
+        context.changed(upload)
+    }
+
+    /// The server's copy is gone or unusable: from zero, once per attempt, with the reason kept.
+    private func startOver(_ reason: String) {
+        let again = state.withLock { s -> ResumableUpload? in
+            s.restarts += 1
+            guard s.restarts <= 1 else { return nil }
+            s.upload = Self.fresh(s.upload.kind, reason: TerminalSafe.sanitize(reason))
+            return s.upload
+        }
+        guard let upload = again else {
+            return end(.failed(.protocolViolation(TerminalSafe.sanitize(reason)), progressed: false))
+        }
+        context.changed(upload)
+        go(Self.creationStep(upload.kind))
+    }
+
+    private func end(_ outcome: AttemptOutcome) {
+        let (response, first) = state.withLock { s -> (ServerResponse?, Bool) in
+            defer { s.finished = true }
+            return (s.answer.response, !s.finished)
+        }
+        guard first else { return }
+        var done = bytesDone
+        if case .finished = outcome { done = context.length }
+        context.finish(AttemptReport(outcome: outcome, bytesDone: done, bytesExpected: context.length,
+                                     status: response?.status, response: response))
+    }
+}
+
+/// The requests of a resumable upload: the item's headers, and the credentials of the request's host only
+/// (a location on another host than the item's gets none of them, as a redirect would not).
+struct ResumableRequests: Sendable {
+    let spec: TransferSpec
+    let userAgent: String
+    let timeout: TimeInterval
+    let credentials: HostCredentials
+
+    func make(_ method: String, _ url: URL) -> URLRequest {
+        var target = spec
+        target.url = url
+        var request = RequestHeaders.request(for: target, method: method, userAgent: userAgent, timeout: timeout,
+                                             credentials: credentials)
+        if !RequestHeaders.sameOrigin(url, spec.url) {
+            request = RequestHeaders.forRedirect(request, previous: spec.url, credentials: credentials)
+        }
+        return request
+    }
+
+    /// The DELETE that ends the upload's copy on the server; nil when it has none.
+    func cancellation(_ upload: ResumableUpload) -> URLRequest? {
+        guard let location = upload.location.flatMap(URL.init(string:)) else { return nil }
+        return ResumableWire(kind: upload.kind).cancellation(make("DELETE", location))
+    }
+}
+
+/// The words of the two resumable protocols: which headers each request carries and what an answer means.
+struct ResumableWire {
+    let kind: ResumableProtocol
+
+    static let tusVersion = "1.0.0"
+    private var interop: String { String(ResumableProtocol.ietfInteropVersion) }
+
+    /// The upload itself, offering the IETF protocol (a server that does not know it sees a plain upload).
+    func creation(_ upload: URLRequest) -> URLRequest {
+        var request = upload
+        request.setValue(interop, forHTTPHeaderField: "Upload-Draft-Interop-Version")
+        request.setValue("?1", forHTTPHeaderField: "Upload-Complete")
+        return request
+    }
+
+    /// tus: an upload of `length` bytes made at the creation endpoint, named by its metadata.
+    func tusCreation(_ base: URLRequest, length: Int64, fileName: String, contentType: String) -> URLRequest {
+        var request = base
+        request.setValue(Self.tusVersion, forHTTPHeaderField: "Tus-Resumable")
+        request.setValue(String(length), forHTTPHeaderField: "Upload-Length")
+        request.setValue("0", forHTTPHeaderField: "Content-Length")
+        request.setValue(nil, forHTTPHeaderField: "Content-Type")
+        let metadata = [("filename", fileName), ("filetype", contentType)]
+            .map { "\($0.0) \(Data($0.1.utf8).base64EncodedString())" }.joined(separator: ",")
+        request.setValue(metadata, forHTTPHeaderField: "Upload-Metadata")
+        return request
+    }
+
+    /// The server's offset for the upload.
+    func offsetRequest(_ base: URLRequest) -> URLRequest {
+        var request = protocolHeaders(base)
+        request.setValue(nil, forHTTPHeaderField: "Content-Type")
+        return request
+    }
+
+    /// The rest of the bytes, `length` of them from `offset`.
+    func append(_ base: URLRequest, offset: Int64, length: Int64) -> URLRequest {
+        var request = protocolHeaders(base)
+        request.setValue(String(offset), forHTTPHeaderField: "Upload-Offset")
+        request.setValue(String(length), forHTTPHeaderField: "Content-Length")
+        switch kind {
+        case .ietf:
+            request.setValue("?1", forHTTPHeaderField: "Upload-Complete")
+            request.setValue("application/partial-upload", forHTTPHeaderField: "Content-Type")
+        case .tus:
+            request.setValue("application/offset+octet-stream", forHTTPHeaderField: "Content-Type")
+        }
+        return request
+    }
+
+    /// Ends the upload on the server (an upload cancelled in ferry).
+    func cancellation(_ base: URLRequest) -> URLRequest {
+        var request = protocolHeaders(base)
+        request.setValue(nil, forHTTPHeaderField: "Content-Type")
+        request.setValue("0", forHTTPHeaderField: "Content-Length")
+        return request
+    }
+
+    private func protocolHeaders(_ base: URLRequest) -> URLRequest {
+        var request = base
+        switch kind {
+        case .ietf: request.setValue(interop, forHTTPHeaderField: "Upload-Draft-Interop-Version")
+        case .tus: request.setValue(Self.tusVersion, forHTTPHeaderField: "Tus-Resumable")
+        }
+        return request
+    }
+
+    /// The server does not know the upload (any more).
+    func forgotten(_ status: Int) -> Bool {
+        status == 404 || status == 410 || (kind == .tus && status == 403)
+    }
+
+    /// The answer says every byte has arrived.
+    func complete(_ answer: UploadAnswer) -> Bool {
+        switch kind {
+        case .ietf:
+            if let value = answer.value("Upload-Complete") { return value.trimmingCharacters(in: .whitespaces) == "?1" }
+            // Interop version 3 said it the other way round.
+            return answer.value("Upload-Incomplete").map { $0.trimmingCharacters(in: .whitespaces) == "?0" } ?? false
+        case .tus:
+            return true  // tus has no separate flag: the offset reaching the length is the end
+        }
+    }
+
+    /// A non-negative integer header (a structured-field integer or plain digits).
+    static func integer(_ text: String) -> Int64? {
+        let trimmed = text.trimmingCharacters(in: .whitespaces)
+        guard !trimmed.isEmpty, trimmed.count <= 18, trimmed.allSatisfy(\.isASCIIDigit) else { return nil }
+        return Int64(trimmed)
+    }
+
+    /// A Location, relative or not, as an absolute http(s) URL.
+    static func resolve(_ value: String, against base: URL) -> URL? {
+        guard let url = URL(string: value.trimmingCharacters(in: .whitespaces), relativeTo: base)?.absoluteURL,
+              let scheme = url.scheme?.lowercased(), scheme == "http" || scheme == "https" else { return nil }
+        return url
+    }
+}
+
+private extension Character {
+    var isASCIIDigit: Bool { isASCII && isNumber }
+}

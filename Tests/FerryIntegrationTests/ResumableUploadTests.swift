@@ -1,0 +1,275 @@
+import FerryCore
+import Foundation
+import Testing
+import TestHTTPServer
+
+/// Uploads that resume: the IETF protocol against swift-nio-extras' server (NIOResumableUpload), tus 1.0
+/// against the tests' tus server, and the same upload against a server that knows neither. The servers count
+/// every body byte they receive: what was sent twice shows.
+@Suite struct ResumableUploadTests {
+    let dir: TempDir
+
+    init() throws {
+        dir = try TempDir()
+    }
+
+    func file(_ name: String, _ data: Data) -> String {
+        let path = dir.path + "/" + name
+        _ = FileManager.default.createFile(atPath: path, contents: data)
+        return path
+    }
+
+    func spec(_ path: String, _ url: URL, _ kind: ResumableProtocol?, method: String = "PUT") -> TransferSpec {
+        TransferSpec(upload: UploadSpec(method: method, body: .raw(.file(path: path), contentType: "application/octet-stream"),
+                                        resumable: kind), to: url)
+    }
+
+    /// The server's URL an upload of `kind` goes to (tus: its creation endpoint).
+    func target(_ server: TestUploadServer) -> URL {
+        server.kind == .tus ? server.url("/files") : server.url("/up/data.bin")
+    }
+
+    /// Where the finished upload is stored on the server.
+    func storedPath(_ server: TestUploadServer) -> String {
+        server.kind == .tus ? "/files/1" : "/up/data.bin"
+    }
+
+    func methods(_ server: TestUploadServer) -> [String] { server.requests.map(\.method) }
+
+    // MARK: A cut part-way
+
+    @Test(arguments: [TestUploadServer.Kind.ietf, .tus])
+    func anUploadCutPartWayGoesOnFromTheServersOffset(_ kind: TestUploadServer.Kind) async throws {
+        let server = try TestUploadServer(kind)
+        defer { server.shutdown() }
+        let body = Resource.randomBytes(count: 6 << 20, seed: 250)
+        let path = file("data.bin", body)
+        server.cutOnce(after: 2 << 20)
+        let manager = try TransferManager(configuration: testConfiguration(), store: InMemoryQueueStore())
+        defer { manager.shutdown() }
+        let id = manager.add(spec(path, target(server), kind == .tus ? .tus : .ietf))
+        try await finish(manager, [id])
+
+        let item = try #require(manager.snapshot(of: id))
+        #expect(item.state == .completed, "\(item.lastError ?? "")")
+        let stored = try #require(server.stored(storedPath(server)))
+        #expect(stored.data == body)
+        // Every byte the server received was kept: nothing was sent twice.
+        #expect(server.bodyBytes == Int64(body.count))
+        let resumable = try #require(item.resumable)
+        #expect(resumable.kind == (kind == .tus ? .tus : .ietf))
+        #expect(resumable.location?.hasPrefix("http://127.0.0.1:\(server.port)/") == true)
+        let resumption = try #require(resumable.resumptions.first)
+        #expect(resumption.offset > 1 << 20 && resumption.offset < 2 << 20)
+        // The PATCH went on from the offset the server gave.
+        let patch = try #require(server.requests.last { $0.method == "PATCH" })
+        #expect(patch.header("Upload-Offset") == String(resumption.offset))
+        #expect(patch.header("Content-Length") == String(Int64(body.count) - resumption.offset))
+        if kind == .ietf {
+            #expect(methods(server) == ["PUT", "HEAD", "PATCH"])
+            #expect(server.requests[0].header("Upload-Draft-Interop-Version") == "6")
+            #expect(server.requests[0].header("Upload-Complete") == "?1")
+            #expect(patch.header("Content-Type") == "application/partial-upload")
+            // The application's answer at the end, as the item's response.
+            #expect(item.response?.status == 201)
+            #expect(String(decoding: item.response?.body ?? Data(), as: UTF8.self) == "stored \(body.count) bytes\n")
+        } else {
+            #expect(methods(server) == ["POST", "PATCH", "HEAD", "PATCH"])
+            #expect(server.requests[0].header("Upload-Length") == String(body.count))
+            #expect(server.requests[0].header("Tus-Resumable") == "1.0.0")
+            #expect(patch.header("Content-Type") == "application/offset+octet-stream")
+        }
+        // The attempt after the cut shows where it went on from.
+        #expect(item.attempts.last?.fromOffset == resumption.offset)
+    }
+
+    // MARK: The engine stops and starts again
+
+    @Test(arguments: [TestUploadServer.Kind.ietf, .tus])
+    func aRestartedEngineGoesOnFromTheStoredLocation(_ kind: TestUploadServer.Kind) async throws {
+        let server = try TestUploadServer(kind)
+        defer { server.shutdown() }
+        let body = Resource.randomBytes(count: 4 << 20, seed: 251)
+        let path = file("data.bin", body)
+        server.holdOnce(after: 1 << 20)
+        let storePath = dir.path + "/queue.sqlite"
+        var id: TransferID
+        do {
+            let manager = try TransferManager(configuration: testConfiguration(), store: try SQLiteQueueStore(path: storePath))
+            id = try manager.addSaved([spec(path, target(server), kind == .tus ? .tus : .ietf)])[0]
+            try await eventually("the server holds the upload") { server.held == 1 }
+            try await eventually("the location is kept") { manager.snapshot(of: id)?.resumable?.location != nil }
+            manager.shutdown()
+        }
+        let before = try #require(try SQLiteQueueStore(path: storePath).loadAll().first)
+        #expect(before.resumable?.location != nil, "the location is in the store")
+        let received = server.bodyBytes
+
+        let manager = try TransferManager(configuration: testConfiguration(), store: try SQLiteQueueStore(path: storePath))
+        defer { manager.shutdown() }
+        try await finish(manager, [id])
+        let item = try #require(manager.snapshot(of: id))
+        #expect(item.state == .completed, "\(item.lastError ?? "")")
+        #expect(server.stored(storedPath(server))?.data == body)
+        #expect(server.bodyBytes == Int64(body.count), "the second engine sent only what the server did not have (\(received) before)")
+        #expect(item.resumable?.resumptions.first?.offset == received)
+        #expect(methods(server).suffix(2) == ["HEAD", "PATCH"])
+    }
+
+    // MARK: The server forgot the upload
+
+    @Test(arguments: [TestUploadServer.Kind.ietf, .tus])
+    func aLocationTheServerForgotStartsOverFromZero(_ kind: TestUploadServer.Kind) async throws {
+        let server = try TestUploadServer(kind)
+        defer { server.shutdown() }
+        let body = Resource.randomBytes(count: 3 << 20, seed: 252)
+        let path = file("data.bin", body)
+        server.holdOnce(after: 1 << 20)
+        let manager = try TransferManager(configuration: testConfiguration(), store: InMemoryQueueStore())
+        defer { manager.shutdown() }
+        let id = manager.add(spec(path, target(server), kind == .tus ? .tus : .ietf))
+        try await eventually("the server holds the upload") { server.held == 1 }
+        try await eventually("the location is kept") { manager.snapshot(of: id)?.resumable?.location != nil }
+        manager.pause(id)
+        try await eventually("paused") { manager.snapshot(of: id)?.state == .paused }
+        server.forgetUploads()
+        manager.resume(id)
+        try await finish(manager, [id])
+
+        let item = try #require(manager.snapshot(of: id))
+        #expect(item.state == .completed, "\(item.lastError ?? "")")
+        let reason = try #require(item.resumable?.restartReason)
+        #expect(reason.contains("no longer has the upload") && reason.contains("404"), "\(reason)")
+        let stored = try #require(server.storedPaths.last.flatMap(server.stored))
+        #expect(stored.data == body)
+        #expect(methods(server).contains("HEAD"))
+    }
+
+    // MARK: The file changed
+
+    @Test(arguments: [TestUploadServer.Kind.ietf, .tus])
+    func aFileThatChangedUnderTheUploadFailsWithThatReason(_ kind: TestUploadServer.Kind) async throws {
+        let server = try TestUploadServer(kind)
+        defer { server.shutdown() }
+        let body = Resource.randomBytes(count: 3 << 20, seed: 253)
+        let path = file("data.bin", body)
+        server.holdOnce(after: 1 << 20)
+        let manager = try TransferManager(configuration: testConfiguration(), store: InMemoryQueueStore())
+        defer { manager.shutdown() }
+        let id = manager.add(spec(path, target(server), kind == .tus ? .tus : .ietf))
+        try await eventually("the server holds the upload") { server.held == 1 }
+        try await eventually("the location is kept") { manager.snapshot(of: id)?.resumable?.location != nil }
+        manager.pause(id)
+        try await eventually("paused") { manager.snapshot(of: id)?.state == .paused }
+        // Same size, one byte different at the end: only the hash of the last MiB sees it (and the time).
+        var changed = body
+        changed[changed.count - 1] ^= 0xFF
+        try changed.write(to: URL(fileURLWithPath: path))
+        let requestsBefore = server.requests.count
+        manager.resume(id)
+        try await eventually("failed") { manager.snapshot(of: id)?.state == .failed }
+
+        let item = try #require(manager.snapshot(of: id))
+        #expect(item.lastError?.contains("changed since its upload began") == true, "\(item.lastError ?? "")")
+        #expect(server.requests.count == requestsBefore, "nothing more was sent")
+        #expect(item.resumable?.location == nil, "a retry starts over")
+        #expect(server.storedPaths.isEmpty)
+    }
+
+    // MARK: Cancel ends the upload on the server
+
+    @Test(arguments: [TestUploadServer.Kind.ietf, .tus])
+    func aCancelledUploadIsDeletedOnTheServer(_ kind: TestUploadServer.Kind) async throws {
+        let server = try TestUploadServer(kind)
+        defer { server.shutdown() }
+        let path = file("data.bin", Resource.randomBytes(count: 3 << 20, seed: 254))
+        server.holdOnce(after: 1 << 20)
+        let manager = try TransferManager(configuration: testConfiguration(), store: InMemoryQueueStore())
+        defer { manager.shutdown() }
+        let id = manager.add(spec(path, target(server), kind == .tus ? .tus : .ietf))
+        try await eventually("the server holds the upload") { server.held == 1 }
+        try await eventually("the location is kept") { manager.snapshot(of: id)?.resumable?.location != nil }
+        let location = try #require(manager.snapshot(of: id)?.resumable?.location)
+        manager.cancel(id)
+        try await eventually("a DELETE reached the server") { server.requests.contains { $0.method == "DELETE" } }
+        let delete = try #require(server.requests.first { $0.method == "DELETE" })
+        #expect(server.url(delete.uri).absoluteString == location)
+        if kind == .tus {
+            #expect(delete.header("Tus-Resumable") == "1.0.0")
+            try await eventually("the upload is gone") { server.tusOffset("/files/1") == nil }
+        } else {
+            #expect(delete.header("Upload-Draft-Interop-Version") == "6")
+        }
+        #expect(manager.snapshot(of: id)?.state == .cancelled)
+        #expect(manager.snapshot(of: id)?.resumable == nil)
+    }
+
+    // MARK: A server that does not know the protocol
+
+    @Test func anUploadOfferedTheProtocolAndNotTakenWorksAsBefore() async throws {
+        let server = try TestUploadServer(.plain)
+        defer { server.shutdown() }
+        let body = Resource.randomBytes(count: 2 << 20, seed: 255)
+        let path = file("data.bin", body)
+        let manager = try TransferManager(configuration: testConfiguration(), store: InMemoryQueueStore())
+        defer { manager.shutdown() }
+        let id = manager.add(spec(path, server.url("/up/data.bin"), .ietf))
+        try await finish(manager, [id])
+        let item = try #require(manager.snapshot(of: id))
+        #expect(item.state == .completed)
+        #expect(methods(server) == ["PUT"], "one request, no extra round trip")
+        #expect(server.requests[0].header("Upload-Draft-Interop-Version") == "6")
+        #expect(server.stored("/up/data.bin")?.data == body)
+        #expect(item.resumable?.location == nil)
+        #expect(item.response?.status == 201)
+    }
+
+    /// A cut upload the server did not offer to resume is sent again whole, as a plain upload always was.
+    @Test func aCutUploadToAServerWithoutTheProtocolIsSentAgainWhole() async throws {
+        let server = try TestUploadServer(.plain)
+        defer { server.shutdown() }
+        let body = Resource.randomBytes(count: 2 << 20, seed: 256)
+        let path = file("data.bin", body)
+        server.cutOnce(after: 1 << 20)
+        let manager = try TransferManager(configuration: testConfiguration(), store: InMemoryQueueStore())
+        defer { manager.shutdown() }
+        let id = manager.add(spec(path, server.url("/up/data.bin"), .ietf))
+        try await finish(manager, [id])
+        #expect(manager.snapshot(of: id)?.state == .completed)
+        #expect(methods(server) == ["PUT", "PUT"])
+        #expect(server.stored("/up/data.bin")?.data == body)
+    }
+
+    /// `[uploads] resumable = false`: the upload offers nothing.
+    @Test func turnedOffTheUploadOffersNothing() async throws {
+        let server = try TestUploadServer(.ietf)
+        defer { server.shutdown() }
+        let path = file("data.bin", Resource.randomBytes(count: 100_000, seed: 257))
+        var configuration = testConfiguration()
+        configuration.offerResumableUploads = false
+        let manager = try TransferManager(configuration: configuration, store: InMemoryQueueStore())
+        defer { manager.shutdown() }
+        let id = manager.add(spec(path, server.url("/up/data.bin"), .ietf))
+        try await finish(manager, [id])
+        #expect(manager.snapshot(of: id)?.state == .completed)
+        #expect(server.requests.first?.header("Upload-Draft-Interop-Version") == nil)
+        #expect(manager.snapshot(of: id)?.resumable == nil)
+    }
+
+    /// A POST resumes too (URLSession offers the protocol for every upload task).
+    @Test func aPostResumesWithTheIETFProtocol() async throws {
+        let server = try TestUploadServer(.ietf)
+        defer { server.shutdown() }
+        let body = Resource.randomBytes(count: 3 << 20, seed: 258)
+        let path = file("data.bin", body)
+        server.cutOnce(after: 1 << 20)
+        let manager = try TransferManager(configuration: testConfiguration(), store: InMemoryQueueStore())
+        defer { manager.shutdown() }
+        let id = manager.add(spec(path, server.url("/up/data.bin"), .ietf, method: "POST"))
+        try await finish(manager, [id])
+        #expect(manager.snapshot(of: id)?.state == .completed, "\(manager.snapshot(of: id)?.lastError ?? "")")
+        #expect(methods(server) == ["POST", "HEAD", "PATCH"])
+        #expect(server.stored("/up/data.bin")?.data == body)
+        #expect(server.bodyBytes == Int64(body.count))
+    }
+}

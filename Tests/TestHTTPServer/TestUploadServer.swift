@@ -1,0 +1,379 @@
+import Crypto
+import Foundation
+import HTTPTypes
+import NIOConcurrencyHelpers
+import NIOCore
+import NIOHTTP1
+import NIOHTTPTypes
+import NIOHTTPTypesHTTP1
+import NIOPosix
+import NIOResumableUpload
+
+/// An upload server on 127.0.0.1 that keeps what it receives: the IETF resumable-upload protocol as
+/// swift-nio-extras serves it (`NIOResumableUpload`, interop versions 3, 5 and 6, over an application that
+/// stores each PUT or POST), tus 1.0 (core, creation, termination; ours, after tus.io's text), or plain
+/// uploads. It counts every body byte it receives (what was sent twice shows), and can cut or hold a
+/// connection part-way, and forget its uploads, on purpose.
+public final class TestUploadServer: @unchecked Sendable {
+    public enum Kind: String, Sendable { case ietf, tus, plain }
+
+    /// One upload the server finished: its length, its SHA-256, and its bytes while they are few.
+    public struct Stored: Sendable {
+        public var length: Int64 = 0
+        public var sha256 = ""
+        public var data: Data?
+    }
+
+    public struct Request: Sendable {
+        public var method: String
+        public var uri: String
+        public var headers: [(name: String, value: String)]
+        public func header(_ name: String) -> String? {
+            headers.first { $0.name.caseInsensitiveCompare(name) == .orderedSame }?.value
+        }
+    }
+
+    /// Bytes of an upload kept in memory for a test to compare (above it, only the length and hash).
+    public static let keptBytes = 64 << 20
+
+    struct State {
+        var rawBytes: Int64 = 0
+        var bodyBytes: Int64 = 0
+        var requests: [Request] = []
+        var stored: [String: Stored] = [:]
+        /// Cut the next connection that has received this many bytes (once).
+        var cutAfter: Int64?
+        /// Stop reading the next connection that has received this many bytes (once).
+        var holdAfter: Int64?
+        var held = 0
+        var context: HTTPResumableUploadContext?
+        var tus: [Int: TusUpload] = [:]
+        var nextTus = 1
+    }
+
+    struct TusUpload {
+        var length: Int64
+        var offset: Int64 = 0
+        var hasher = SHA256()
+        var data: Data? = Data()
+        var metadata: String?
+    }
+
+    public let kind: Kind
+    public private(set) var port = 0
+    let state = NIOLockedValueBox(State())
+    private let group: MultiThreadedEventLoopGroup
+    private var channel: Channel?
+
+    public init(_ kind: Kind) throws {
+        self.kind = kind
+        group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
+        let bootstrap = ServerBootstrap(group: group)
+            .serverChannelOption(ChannelOptions.socketOption(.so_reuseaddr), value: 1)
+            .childChannelInitializer { [self] channel in
+                channel.eventLoop.makeCompletedFuture {
+                    let sync = channel.pipeline.syncOperations
+                    try sync.addHandler(ByteMeter(server: self))
+                    try sync.configureHTTPServerPipeline()
+                    try sync.addHandler(RequestMeter(server: self))
+                    switch kind {
+                    case .tus:
+                        try sync.addHandler(TusHandler(server: self))
+                    case .ietf, .plain:
+                        try sync.addHandler(HTTP1ToHTTPServerCodec(secure: false))
+                        if kind == .ietf, let context = state.withLockedValue({ $0.context }) {
+                            try sync.addHandler(HTTPResumableUploadHandler(context: context, channelConfigurator: { [self] upload in
+                                try? upload.pipeline.syncOperations.addHandler(UploadSink(server: self))
+                            }))
+                        } else {
+                            try sync.addHandler(UploadSink(server: self))
+                        }
+                    }
+                }
+            }
+        channel = try bootstrap.bind(host: "127.0.0.1", port: 0).wait()
+        port = channel?.localAddress?.port ?? 0
+        forgetUploads()
+    }
+
+    deinit { shutdown() }
+
+    public func shutdown() {
+        try? channel?.close().wait()
+        channel = nil
+        try? group.syncShutdownGracefully()
+    }
+
+    public func url(_ path: String) -> URL { URL(string: "http://127.0.0.1:\(port)\(path)")! }
+
+    /// Every upload in progress is forgotten (a HEAD or PATCH on its location gets 404).
+    public func forgetUploads() {
+        let origin = "http://127.0.0.1:\(port)"
+        state.withLockedValue {
+            $0.context = HTTPResumableUploadContext(origin: origin)
+            $0.tus = [:]
+        }
+    }
+
+    /// Closes the next connection that has received `bytes` bytes (request heads included), once.
+    public func cutOnce(after bytes: Int64) { state.withLockedValue { $0.cutAfter = bytes } }
+    /// Stops reading the next connection that has received `bytes` bytes, once: the client's writes stall.
+    public func holdOnce(after bytes: Int64) { state.withLockedValue { $0.holdAfter = bytes } }
+    /// Connections held so far.
+    public var held: Int { state.withLockedValue { $0.held } }
+
+    /// Body bytes received, over every request and connection.
+    public var bodyBytes: Int64 { state.withLockedValue { $0.bodyBytes } }
+    public var requests: [Request] { state.withLockedValue { $0.requests } }
+    public func stored(_ path: String) -> Stored? { state.withLockedValue { $0.stored[path] } }
+    public var storedPaths: [String] { state.withLockedValue { Array($0.stored.keys).sorted() } }
+    /// tus: the offset of the upload at `path`, while the server has it.
+    public func tusOffset(_ path: String) -> Int64? {
+        guard let id = Int(path.split(separator: "/").last ?? "") else { return nil }
+        return state.withLockedValue { $0.tus[id]?.offset }
+    }
+
+    /// What `GET /_stats` answers (for scripts): body bytes received and the uploads stored.
+    func statsJSON() -> Data {
+        let (body, raw, stored) = state.withLockedValue { ($0.bodyBytes, $0.rawBytes, $0.stored) }
+        var uploads: [String: [String: String]] = [:]
+        for (path, item) in stored { uploads[path] = ["length": String(item.length), "sha256": item.sha256] }
+        let object: [String: Any] = ["bodyBytes": body, "rawBytes": raw, "uploads": uploads]
+        return (try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys])) ?? Data("{}".utf8)
+    }
+
+    static func hex(_ digest: SHA256.Digest) -> String { digest.map { String(format: "%02x", $0) }.joined() }
+}
+
+/// Counts a connection's bytes and cuts or holds it when told to.
+private final class ByteMeter: ChannelInboundHandler {
+    typealias InboundIn = ByteBuffer
+    typealias InboundOut = ByteBuffer
+    let server: TestUploadServer
+    private var seen: Int64 = 0
+    private var holding = false
+
+    init(server: TestUploadServer) { self.server = server }
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        guard !holding else { return }  // read before the hold took effect: never reaches the server
+        var buffer = unwrapInboundIn(data)
+        let count = Int64(buffer.readableBytes)
+        enum Act { case pass, cut(Int64), hold(Int64) }
+        let act = server.state.withLockedValue { s -> Act in
+            if let limit = s.cutAfter, seen + count >= limit {
+                s.cutAfter = nil
+                return .cut(limit - seen)
+            }
+            if let limit = s.holdAfter, seen + count >= limit {
+                s.holdAfter = nil
+                s.held += 1
+                return .hold(limit - seen)
+            }
+            return .pass
+        }
+        var forward = count
+        switch act {
+        case .pass: break
+        case let .cut(keep), let .hold(keep): forward = max(0, keep)
+        }
+        if forward < count { buffer = buffer.getSlice(at: buffer.readerIndex, length: Int(forward)) ?? ByteBuffer() }
+        seen += forward
+        server.state.withLockedValue { $0.rawBytes += forward }
+        if forward > 0 { context.fireChannelRead(wrapInboundOut(buffer)) }
+        switch act {
+        case .pass: break
+        case .cut:
+            context.fireChannelReadComplete()
+            context.close(promise: nil)
+        case .hold:
+            holding = true
+            context.fireChannelReadComplete()
+            _ = context.channel.setOption(ChannelOptions.autoRead, value: false)
+        }
+    }
+}
+
+/// Records each request's head and counts body bytes as the HTTP decoder hands them on.
+private final class RequestMeter: ChannelInboundHandler {
+    typealias InboundIn = HTTPServerRequestPart
+    typealias InboundOut = HTTPServerRequestPart
+    let server: TestUploadServer
+
+    init(server: TestUploadServer) { self.server = server }
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        switch unwrapInboundIn(data) {
+        case let .head(head):
+            let request = TestUploadServer.Request(method: head.method.rawValue, uri: head.uri,
+                                                   headers: head.headers.map { ($0.name, $0.value) })
+            server.state.withLockedValue { $0.requests.append(request) }
+        case let .body(buffer):
+            server.state.withLockedValue { $0.bodyBytes += Int64(buffer.readableBytes) }
+        case .end:
+            break
+        }
+        context.fireChannelRead(data)
+    }
+}
+
+/// The application behind the resumable-upload handler (or alone, for plain uploads): stores each PUT or
+/// POST body under its path and answers 201 with "stored N bytes"; `GET /_stats` answers the counts.
+private final class UploadSink: ChannelInboundHandler {
+    typealias InboundIn = HTTPRequestPart
+    typealias OutboundOut = HTTPResponsePart
+    let server: TestUploadServer
+    private var path: String?
+    private var hasher = SHA256()
+    private var length: Int64 = 0
+    private var data: Data? = Data()
+
+    init(server: TestUploadServer) { self.server = server }
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        switch unwrapInboundIn(data) {
+        case let .head(request):
+            if request.method == .get, request.path == "/_stats" {
+                respond(context, status: .ok, body: server.statsJSON())
+                return
+            }
+            guard request.method == .put || request.method == .post else {
+                respond(context, status: .methodNotAllowed, body: Data())
+                return
+            }
+            path = request.path
+            hasher = SHA256()
+            length = 0
+            self.data = Data()
+        case let .body(buffer):
+            guard path != nil else { return }
+            buffer.withUnsafeReadableBytes { hasher.update(bufferPointer: $0) }
+            length += Int64(buffer.readableBytes)
+            if length <= Int64(TestUploadServer.keptBytes) { self.data?.append(contentsOf: buffer.readableBytesView) } else { self.data = nil }
+        case .end:
+            guard let path else { return }
+            let item = TestUploadServer.Stored(length: length, sha256: TestUploadServer.hex(hasher.finalize()), data: self.data)
+            server.state.withLockedValue { $0.stored[path] = item }
+            self.path = nil
+            respond(context, status: .created, body: Data("stored \(length) bytes\n".utf8))
+        }
+    }
+
+    private func respond(_ context: ChannelHandlerContext, status: HTTPResponse.Status, body: Data) {
+        var head = HTTPResponse(status: status)
+        head.headerFields[.contentLength] = String(body.count)
+        context.write(wrapOutboundOut(.head(head)), promise: nil)
+        if !body.isEmpty { context.write(wrapOutboundOut(.body(ByteBuffer(bytes: body))), promise: nil) }
+        context.writeAndFlush(wrapOutboundOut(.end(nil)), promise: nil)
+    }
+}
+
+/// tus 1.0, core with the creation and termination extensions: `POST /files` makes an upload, `HEAD` tells
+/// its offset, `PATCH` appends at exactly that offset (409 otherwise), `DELETE` ends it. Bytes of a PATCH
+/// count as they arrive, so a cut PATCH keeps what reached the server.
+private final class TusHandler: ChannelInboundHandler {
+    typealias InboundIn = HTTPServerRequestPart
+    typealias OutboundOut = HTTPServerResponsePart
+    let server: TestUploadServer
+    /// The upload a PATCH under way appends to.
+    private var appending: Int?
+    private var answered = false
+
+    init(server: TestUploadServer) { self.server = server }
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        switch unwrapInboundIn(data) {
+        case let .head(head):
+            appending = nil
+            answered = false
+            handle(head, context)
+        case let .body(buffer):
+            guard let id = appending else { return }
+            let overflow = server.state.withLockedValue { s -> Bool in
+                guard var upload = s.tus[id] else { return false }
+                guard upload.offset + Int64(buffer.readableBytes) <= upload.length else { return true }
+                buffer.withUnsafeReadableBytes { upload.hasher.update(bufferPointer: $0) }
+                upload.offset += Int64(buffer.readableBytes)
+                if upload.offset <= Int64(TestUploadServer.keptBytes) { upload.data?.append(contentsOf: buffer.readableBytesView) } else { upload.data = nil }
+                s.tus[id] = upload
+                return false
+            }
+            if overflow {
+                appending = nil
+                respond(context, .badRequest, [], body: "more bytes than Upload-Length")
+            }
+        case .end:
+            guard let id = appending, !answered else { return }
+            appending = nil
+            let offset = server.state.withLockedValue { s -> Int64? in
+                guard let upload = s.tus[id] else { return nil }
+                if upload.offset == upload.length {
+                    s.stored["/files/\(id)"] = TestUploadServer.Stored(length: upload.length,
+                                                                      sha256: TestUploadServer.hex(upload.hasher.finalize()),
+                                                                      data: upload.data)
+                }
+                return upload.offset
+            }
+            guard let offset else { return respond(context, .notFound, []) }
+            respond(context, .noContent, [("Upload-Offset", String(offset))])
+        }
+    }
+
+    private func handle(_ head: HTTPRequestHead, _ context: ChannelHandlerContext) {
+        let path = head.uri.split(separator: "?").first.map(String.init) ?? head.uri
+        if head.method == .GET, path == "/_stats" {
+            return respond(context, .ok, [("Content-Type", "application/json")], body: String(decoding: server.statsJSON(), as: UTF8.self))
+        }
+        if head.method == .OPTIONS {
+            return respond(context, .noContent, [("Tus-Version", "1.0.0"), ("Tus-Extension", "creation,termination")])
+        }
+        guard head.headers["Tus-Resumable"].first == "1.0.0" else {
+            return respond(context, .preconditionFailed, [("Tus-Version", "1.0.0")])
+        }
+        if head.method == .POST, path == "/files" {
+            guard let length = head.headers["Upload-Length"].first.flatMap(Int64.init), length >= 0 else {
+                return respond(context, .badRequest, [], body: "no Upload-Length")
+            }
+            let id = server.state.withLockedValue { s -> Int in
+                defer { s.nextTus += 1 }
+                s.tus[s.nextTus] = TestUploadServer.TusUpload(length: length, metadata: head.headers["Upload-Metadata"].first)
+                return s.nextTus
+            }
+            // A relative location, as tusd may send: the client resolves it.
+            return respond(context, .created, [("Location", "/files/\(id)")])
+        }
+        guard path.hasPrefix("/files/"), let id = Int(path.dropFirst("/files/".count)) else {
+            return respond(context, .notFound, [])
+        }
+        let upload = server.state.withLockedValue { $0.tus[id] }
+        guard let upload else { return respond(context, .notFound, []) }
+        switch head.method {
+        case .HEAD:
+            respond(context, .ok, [("Upload-Offset", String(upload.offset)), ("Upload-Length", String(upload.length)),
+                                   ("Cache-Control", "no-store")])
+        case .PATCH:
+            guard head.headers["Content-Type"].first == "application/offset+octet-stream" else {
+                return respond(context, .unsupportedMediaType, [])
+            }
+            guard head.headers["Upload-Offset"].first.flatMap(Int64.init) == upload.offset else {
+                return respond(context, .conflict, [("Upload-Offset", String(upload.offset))])
+            }
+            appending = id
+        case .DELETE:
+            server.state.withLockedValue { _ = $0.tus.removeValue(forKey: id) }
+            respond(context, .noContent, [])
+        default:
+            respond(context, .methodNotAllowed, [])
+        }
+    }
+
+    private func respond(_ context: ChannelHandlerContext, _ status: HTTPResponseStatus, _ headers: [(String, String)], body: String = "") {
+        answered = true
+        var fields = HTTPHeaders(headers)
+        fields.add(name: "Tus-Resumable", value: "1.0.0")
+        fields.add(name: "Content-Length", value: String(body.utf8.count))
+        context.write(wrapOutboundOut(.head(HTTPResponseHead(version: .http1_1, status: status, headers: fields))), promise: nil)
+        if !body.isEmpty { context.write(wrapOutboundOut(.body(.byteBuffer(ByteBuffer(string: body)))), promise: nil) }
+        context.writeAndFlush(wrapOutboundOut(.end(nil)), promise: nil)
+    }
+}
