@@ -56,13 +56,18 @@ public struct ResumableUpload: Sendable, Codable, Equatable {
         self.kind = kind
     }
 
-    /// The location without user information (what the screen and listings show).
+    /// The location without user information (what the screen and listings show), terminal-safe.
     public var displayLocation: String? {
         guard let location else { return nil }
-        guard var parts = URLComponents(string: location) else { return TerminalSafe.sanitize(location) }
-        parts.user = nil
-        parts.password = nil
-        return TerminalSafe.sanitize(parts.string ?? location)
+        var text = Substring(location)
+        if let scheme = text.range(of: "://") {
+            let rest = text[scheme.upperBound...]
+            let authorityEnd = rest.firstIndex { $0 == "/" || $0 == "?" || $0 == "#" } ?? rest.endIndex
+            if let at = rest[..<authorityEnd].lastIndex(of: "@") {
+                text = text[..<scheme.upperBound] + rest[rest.index(after: at)...]
+            }
+        }
+        return TerminalSafe.sanitize(String(text))
     }
 
     public mutating func noteResumption(at offset: Int64, now: Date = Date()) {

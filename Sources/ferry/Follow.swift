@@ -9,6 +9,7 @@ enum Follow {
         var state: TransferState
         var attempts: Int
         var retries: Int
+        var resumable: Reporter.ResumableShown?
     }
 
     /// Waits until every one of `ids` has ended (or left the queue); the exit status.
@@ -37,7 +38,8 @@ enum Follow {
             try client.subscribe(view: QueueView(ids: ids.map(\.rawValue)), onUpdate: { snapshot in
                 var open = ids
                 for item in snapshot.items where ids.contains(item.id) {
-                    let now = Seen(state: item.state, attempts: item.attempts.count, retries: item.retries)
+                    let now = Seen(state: item.state, attempts: item.attempts.count, retries: item.retries,
+                                   resumable: item.resumable.map(Reporter.ResumableShown.init))
                     if seen.withLock({ $0.updateValue(now, forKey: item.id) }) != now { reporter.stateChanged(item) }
                     if item.state.isTerminal { open.remove(item.id) }
                 }

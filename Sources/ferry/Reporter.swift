@@ -11,6 +11,8 @@ import Synchronization
 final class Reporter: Sendable {
     private let lastPrinted = Mutex<[TransferID: Int64]>([:])
     private let lastAttemptShown = Mutex<[TransferID: Int]>([:])
+    /// Resumable uploads: the resumptions and the start-over reason already said.
+    private let lastResumableShown = Mutex<[TransferID: ResumableShown]>([:])
     let output = DispatchQueue(label: "ferry.output")
     /// State lines, in order on `output`; those that come while it writes go out in one write.
     private let lines: BatchedDelivery<String>
@@ -28,9 +30,20 @@ final class Reporter: Sendable {
         showsIDs ? "\(id) \(name)" : name
     }
 
-    /// A line for the item's new state (once per attempt while it runs).
+    /// A line for the item's new state (once per attempt while it runs), and for a resumable upload a line
+    /// when it goes on from the server's offset or starts over (with the reason).
     func stateChanged(_ item: TransferSnapshot) {
         let name = label(item.id, TerminalSafe.sanitize(item.displayName))
+        if let upload = item.resumable {
+            let now = ResumableShown(upload)
+            let before = lastResumableShown.withLock { $0.updateValue(now, forKey: item.id) } ?? ResumableShown()
+            if let reason = upload.restartReason, reason != before.restartReason {
+                lines.send(["\(name): starting over from zero: \(TerminalSafe.sanitize(reason))"])
+            }
+            if now.lastResumption != before.lastResumption, let offset = upload.resumptions.last?.offset {
+                lines.send(["\(name): the server has \(ByteFormat.bytes(offset)); sending the rest"])
+            }
+        }
         let line: String
         switch item.state {
         case .running:
@@ -56,6 +69,17 @@ final class Reporter: Sendable {
             line = "\(name): \(item.state.rawValue)"
         }
         lines.send([line])
+    }
+
+    /// What was said of a resumable upload.
+    struct ResumableShown: Equatable {
+        var lastResumption: Date?
+        var restartReason: String?
+        init() {}
+        init(_ upload: ResumableUpload) {
+            lastResumption = upload.resumptions.last?.at
+            restartReason = upload.restartReason
+        }
     }
 
     /// A line for each spec of the command that found its transfer in the queue already (nothing for new items).

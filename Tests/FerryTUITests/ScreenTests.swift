@@ -138,6 +138,37 @@ import Testing
         #expect(!canvas.text.contains("s3cret"))
     }
 
+    /// Issue 25: a resumable upload's details say its protocol, where the server keeps it (no credentials, no
+    /// escapes from the server's Location), what the server confirmed, each resumption and why it started over.
+    @Test func detailOfAResumableUpload() {
+        var queue = Fixtures.queue()
+        var upload = Fixtures.item(2, "photos.zip", .running, done: 12 * Fixtures.mib, total: 20 * Fixtures.mib, upload: true)
+        upload.spec.upload?.resumable = .tus
+        var resumable = ResumableUpload(kind: .tus)
+        resumable.location = "https://me:s3cret@upload.example.com/files/7\u{1B}]0;owned\u{07}"
+        resumable.noteResumption(at: 4 * Fixtures.mib, now: Fixtures.now.addingTimeInterval(-90))
+        resumable.noteResumption(at: 9 * Fixtures.mib, now: Fixtures.now.addingTimeInterval(-30))
+        resumable.restartReason = "the server no longer has the upload at https://upload.example.com/files/3 (HTTP 404)"
+        upload.resumable = resumable
+        queue.items[1] = upload
+        var state = Fixtures.state(width: 120, height: 30)
+        state.screen = .detail(TransferID(2))
+        let text = Fixtures.render(state, queue).text
+        #expect(text.contains("Resumable    tus 1.0\n"), "\(text)")
+        #expect(text.contains("Location     https://upload.example.com/files/7"))
+        #expect(!text.contains("s3cret") && !text.contains("\u{1B}"))
+        #expect(text.contains("Confirmed    9.0 MiB on the server"))
+        #expect(text.contains("Resumed      at 4.0 MiB, 1m30s ago"))
+        #expect(text.contains("Resumed      at 9.0 MiB, 30s ago"))
+        #expect(text.contains("Started over the server no longer has the upload at https://upload.example.com/files/3 (HTTP 404)"))
+
+        // Offered to a server that did not take it (yet).
+        var plain = Fixtures.item(2, "photos.zip", .completed, done: 20 * Fixtures.mib, total: 20 * Fixtures.mib, upload: true)
+        plain.spec.upload?.resumable = .ietf
+        queue.items[1] = plain
+        #expect(Fixtures.render(state, queue).text.contains("Resumable    offered (IETF draft); the server has not taken it"))
+    }
+
     /// Issue 24, bug 8: what a failed upload's row, a failed download's details and a running item's details say.
     @Test func rowsAndDetailsSayWhatTheyMean() {
         var queue = Fixtures.queue()

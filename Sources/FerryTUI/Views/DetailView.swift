@@ -33,6 +33,19 @@ enum DetailView {
                 field("Source", "standard input")
             }
             field("Method", context.outside(upload.method))
+            if let resumable = item.resumable {
+                // The protocol, where the server keeps the upload (no credentials), what it confirmed, each
+                // resumption with the offset it went on from, and why it last started over.
+                field("Resumable", resumable.kind.title)
+                field("Location", resumable.displayLocation.map(context.outside) ?? "none yet (the server has not made one)")
+                if resumable.location != nil { field("Confirmed", ByteFormat.bytes(resumable.confirmedOffset) + " on the server") }
+                for resumption in resumable.resumptions.suffix(5) {
+                    field("Resumed", "at \(ByteFormat.bytes(resumption.offset)), \(ago(resumption.at, context.now))")
+                }
+                if let reason = resumable.restartReason { field("Started over", context.outside(reason)) }
+            } else if upload.resumable == .ietf {
+                field("Resumable", "offered (IETF draft); the server has not taken it")
+            }
         } else {
             if let name = item.savedPath ?? item.fileName.map({ (item.spec.directory as NSString).appendingPathComponent($0) })
                 ?? item.spec.fileName.map({ (item.spec.directory as NSString).appendingPathComponent($0) }) {
