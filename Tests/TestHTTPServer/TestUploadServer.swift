@@ -249,7 +249,11 @@ private final class UploadSink: ChannelInboundHandler {
             guard path != nil else { return }
             buffer.withUnsafeReadableBytes { hasher.update(bufferPointer: $0) }
             length += Int64(buffer.readableBytes)
-            if length <= Int64(TestUploadServer.keptBytes) { self.data?.append(contentsOf: buffer.readableBytesView) } else { self.data = nil }
+            if length <= Int64(TestUploadServer.keptBytes) {
+                buffer.withUnsafeReadableBytes { self.data?.append(contentsOf: $0) }
+            } else {
+                self.data = nil
+            }
         case .end:
             guard let path else { return }
             let item = TestUploadServer.Stored(length: length, sha256: TestUploadServer.hex(hasher.finalize()), data: self.data)
@@ -294,7 +298,11 @@ private final class TusHandler: ChannelInboundHandler {
                 guard upload.offset + Int64(buffer.readableBytes) <= upload.length else { return true }
                 buffer.withUnsafeReadableBytes { upload.hasher.update(bufferPointer: $0) }
                 upload.offset += Int64(buffer.readableBytes)
-                if upload.offset <= Int64(TestUploadServer.keptBytes) { upload.data?.append(contentsOf: buffer.readableBytesView) } else { upload.data = nil }
+                if upload.offset <= Int64(TestUploadServer.keptBytes) {
+                    buffer.withUnsafeReadableBytes { upload.data?.append(contentsOf: $0) }
+                } else {
+                    upload.data = nil
+                }
                 s.tus[id] = upload
                 return false
             }

@@ -3,6 +3,21 @@ import TestHTTPServer
 
 // A local server for scripts/tui-e2e: throttled files so progress bars visibly move.
 // Prints "PORT <n>", then a line per request, and serves until killed. Not shipped.
+//
+// With `--upload ietf|tus|plain [--cut-after BYTES]`: an upload server for scripts/torture and scripts/bench
+// instead (TestUploadServer: swift-nio-extras' IETF resumable uploads, tus 1.0, or plain PUTs), which cuts
+// the first connection that reaches BYTES; `GET /_stats` answers the body bytes it received and the uploads
+// it stored with their SHA-256. Prints "PORT <n>" and serves until killed.
+if let flag = CommandLine.arguments.firstIndex(of: "--upload"), flag + 1 < CommandLine.arguments.count,
+   let kind = TestUploadServer.Kind(rawValue: CommandLine.arguments[flag + 1]) {
+    let uploads = try TestUploadServer(kind)
+    if let cut = CommandLine.arguments.firstIndex(of: "--cut-after"), cut + 1 < CommandLine.arguments.count,
+       let bytes = Int64(CommandLine.arguments[cut + 1]) {
+        uploads.cutOnce(after: bytes)
+    }
+    FileHandle.standardOutput.write(Data("PORT \(uploads.port)\n".utf8))
+    while true { sleep(60) }
+}
 let server = try TestHTTPServer()
 let mib = 1 << 20
 for (index, rate) in [64, 96, 128, 160, 192].enumerated() {

@@ -228,7 +228,8 @@ final class ResumableUploadRun: TaskRun {
         case .tusCreate:
             guard (200..<300).contains(status) else { return end(answer.outcome(error: nil, progressed: false)) }
             guard let value = answer.value("Location"), let url = ResumableWire.resolve(value, against: context.spec.url) else {
-                return end(.failed(.protocolViolation("the tus server made an upload without saying where (no Location)"), progressed: false))
+                return end(.failed(.protocolViolation("\(TerminalSafe.sanitize(context.spec.url.absoluteString)) does not speak tus: "
+                    + "its answer (HTTP \(status)) to the creation request says nowhere to send the bytes (no Location)"), progressed: false))
             }
             let made = state.withLock { s -> ResumableUpload in
                 s.upload.location = url.absoluteString
