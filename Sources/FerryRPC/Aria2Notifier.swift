@@ -17,12 +17,17 @@ public final class Aria2Notifier: Sendable {
 
     /// The engine's event listener (on its event queue, in order).
     public func observe(_ event: TransferEvent) {
+        // Only the id and the state go into the lock's closure. A `defer` there that read the whole event (a
+        // large struct, with its snapshot) crashed the test process at random: a return to address 0, right
+        // after the defer's frame had zeroed its copy of the event (Swift 6.3, debug build; issue 25's note).
+        let (id, state) = (event.id, event.state)
         let before = states.withLock { states -> TransferState? in
-            defer { if event.state.isTerminal { states[event.id] = nil } else { states[event.id] = event.state } }
-            return states[event.id]
+            let before = states[id]
+            states[id] = state.isTerminal ? nil : state
+            return before
         }
-        guard before != event.state, let method = Self.method(for: event.state) else { return }
-        notify(method, gid: Aria2RPC.gid(event.id))
+        guard before != state, let method = Self.method(for: state) else { return }
+        notify(method, gid: Aria2RPC.gid(id))
     }
 
     static func method(for state: TransferState) -> String? {

@@ -95,6 +95,6 @@ struct BackgroundEngine: AsyncParsableCommand {
 
     private static func log(_ line: String) {
         let stamp = ISO8601DateFormatter().string(from: Date())
-        FileHandle.standardError.write(Data("\(stamp) \(line)\n".utf8))
+        Output.error("\(stamp) \(line)\n")
     }
 }

@@ -76,16 +76,16 @@ struct Ferry: AsyncParsableCommand {
             }
         } catch {
             if let message = userMessage(error) {
-                FileHandle.standardError.write(Data("ferry: \(message)\n".utf8))
+                Output.error("ferry: \(message)\n")
                 Foundation.exit(2)
             }
             if let error = error as? ControlError {
-                FileHandle.standardError.write(Data("ferry: \(error.description)\n".utf8))
+                Output.error("ferry: \(error.description)\n")
                 Foundation.exit(1)
             }
             let code = exitCode(for: error)
             if code == .validationFailure {
-                FileHandle.standardError.write(Data((fullMessage(for: error) + "\n").utf8))
+                Output.error(fullMessage(for: error) + "\n")
                 Foundation.exit(2)
             }
             exit(withError: error)

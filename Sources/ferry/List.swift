@@ -26,7 +26,7 @@ struct List: ParsableCommand {
         let view = QueueView(states: try states.map { (text: String) throws(UsageError) in try Selection.states(text) }, batch: batch)
         // A header naming the columns for a person at a terminal; none for a script reading a pipe.
         let stream = QueueListing.Stream(json: json, header: isatty(STDOUT_FILENO) != 0, lastID: QueueListing.lastID(in: directory)) {
-            FileHandle.standardOutput.write($0)
+            Output.out($0)
         }
         try QueueListing.items(of: view, in: directory) { stream.add($0) }
         stream.finish()

@@ -104,9 +104,10 @@ final class Reporter: Sendable {
     /// Progress of the running items among `items` (call once a second, on the output queue).
     func progress(_ items: [TransferSnapshot]) {
         for item in items where item.state == .running {
+            // The id and the count only into the closure (no `defer` reading the whole snapshot: Aria2Notifier).
+            let (id, done) = (item.id, item.bytesDone)
             let changed = lastPrinted.withLock { last -> Bool in
-                defer { last[item.id] = item.bytesDone }
-                return last[item.id] != item.bytesDone
+                last.updateValue(done, forKey: id) != done
             }
             guard changed else { continue }
             var line = label(item.id, TerminalSafe.sanitize(item.displayName)) + ": "
@@ -151,9 +152,9 @@ final class Reporter: Sendable {
     private func writeResponseBody(_ response: ServerResponse?) {
         guard let response, !response.body.isEmpty else { return }
         if isatty(STDOUT_FILENO) != 0 {
-            FileHandle.standardOutput.write(Data(TerminalSafe.sanitize(bytes: response.body, allowNewlines: true).utf8))
+            Output.out(Data(TerminalSafe.sanitize(bytes: response.body, allowNewlines: true).utf8))
         } else {
-            FileHandle.standardOutput.write(response.body)
+            Output.out(response.body)
         }
         if response.truncated {
             printError("the response body was cut at \(ByteFormat.bytes(Int64(response.body.count))) of \(ByteFormat.bytes(response.bodyLength))")
@@ -168,5 +169,5 @@ func printError(_ line: String) {
 /// Lines on stderr, each as `ferry: LINE`, in one write.
 func printErrors(_ lines: [String]) {
     guard !lines.isEmpty else { return }
-    FileHandle.standardError.write(Data(lines.map { "ferry: " + $0 + "\n" }.joined().utf8))
+    Output.error(lines.map { "ferry: " + $0 + "\n" }.joined())
 }

@@ -15,7 +15,7 @@ struct Run: AsyncParsableCommand {
         switch try EngineStartup.begin(common.stateDirectory) {
         case let .running(client):
             let pid = (try? client.request(ControlRequest(id: 0, verb: .list)))?.pid
-            FileHandle.standardError.write(Data("ferry: the queue is already being worked on\(pid.map { " (pid \($0))" } ?? ""); `ferry` shows it\n".utf8))
+            Output.error("ferry: the queue is already being worked on\(pid.map { " (pid \($0))" } ?? ""); `ferry` shows it\n")
             throw ExitCode.success
         case let .engine(lock, store):
             let exitCode = await common.headlessRun(config)

@@ -36,6 +36,8 @@ import Testing
             max_delay = 10
             max_retry_after = 30.0
             uploads = false
+            [uploads]
+            resumable = false
             [network]
             idle_timeout = 5.0
             user_agent = "test/1"
@@ -55,6 +57,7 @@ import Testing
         #expect(config.hosts == [HostHeaders(match: "*.example.com", headers: [
             HTTPHeader(name: "Authorization", value: "Bearer s3cret"), HTTPHeader(name: "X-Team", value: "a")])])
         #expect(config.engine.retry.maxRetries == 2)
+        #expect(!config.resumableUploads && !config.engine.offerResumableUploads)
     }
 
     func message(_ text: String) -> String {
@@ -129,7 +132,8 @@ import Testing
                       "user_agent": "\"a\"", "ca_file": "\"/etc/hostname\"", "download": "\"1M\"", "upload": "\"1M\"",
                       "schedule": "\"08:00,1M\"", "linger": "3", "on_done": "\"true\"", "on_failed": "\"true\"", "timeout": "3",
                       "refresh_hz": "3", "ascii": "\"auto\"", "color": "\"auto\"", "bell": "true", "enable": "true",
-                      "listen": "\"127.0.0.1\"", "port": "6800", "secret": "\"s\"", "allow_origin": "\"https://a.example\""]
+                      "listen": "\"127.0.0.1\"", "port": "6800", "secret": "\"s\"", "allow_origin": "\"https://a.example\"",
+                      "resumable": "false"]
         for (table, keys) in Config.knownKeys where table != "" && table != "hosts" {
             for key in keys {
                 let value = try #require(values[key], "\(table).\(key)")

@@ -145,6 +145,26 @@ import TestHTTPServer
         #expect(methods(server).contains("HEAD"))
     }
 
+    // MARK: An offset conflict
+
+    /// A 409 to a PATCH (the server's offset is not the one sent) is met by asking for the offset again.
+    @Test func anOffsetConflictAsksForTheOffsetAgain() async throws {
+        let server = try TestUploadServer(.tus)
+        defer { server.shutdown() }
+        let body = Resource.randomBytes(count: 1 << 20, seed: 259)
+        let path = file("data.bin", body)
+        server.conflictOnce()
+        let manager = try TransferManager(configuration: testConfiguration(), store: InMemoryQueueStore())
+        defer { manager.shutdown() }
+        let id = manager.add(spec(path, target(server), .tus))
+        try await finish(manager, [id])
+        let item = try #require(manager.snapshot(of: id))
+        #expect(item.state == .completed, "\(item.lastError ?? "")")
+        #expect(methods(server) == ["POST", "PATCH", "HEAD", "PATCH"])
+        #expect(item.attempts.count == 1, "within the same attempt: no retry spent")
+        #expect(server.stored("/files/1")?.data == body)
+    }
+
     // MARK: The file changed
 
     @Test(arguments: [TestUploadServer.Kind.ietf, .tus])

@@ -367,8 +367,9 @@ import Testing
         #expect(asked.prompt?.label(folder: "") == "Upload to URL (PUT; Tab: POST): ")
         #expect(press([.character("u")] + type("notes.txt") + [.enter, .tab, .tab]).0.prompt?.label(folder: "") == "Upload to URL (POST form; Tab: PUT): ")
         let path = dir + "/notes.txt"
-        #expect(upload(tabs: 0).1 == UploadSpec(method: "PUT", body: .raw(.file(path: path), contentType: "text/plain")))
-        #expect(upload(tabs: 1).1 == UploadSpec(method: "POST", body: .raw(.file(path: path), contentType: "text/plain")))
+        // A raw file's upload offers the IETF resumable-upload protocol, as `ferry put` does; a form does not.
+        #expect(upload(tabs: 0).1 == UploadSpec(method: "PUT", body: .raw(.file(path: path), contentType: "text/plain"), resumable: .ietf))
+        #expect(upload(tabs: 1).1 == UploadSpec(method: "POST", body: .raw(.file(path: path), contentType: "text/plain"), resumable: .ietf))
         #expect(upload(tabs: 2).1 == UploadSpec(method: "POST", body: .multipart([.file(name: "file", source: .file(path: path), fileName: "notes.txt",
                                                                                             contentType: "text/plain")])))
         #expect(upload(tabs: 3).1?.method == "PUT")

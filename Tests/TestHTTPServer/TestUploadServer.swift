@@ -49,6 +49,9 @@ public final class TestUploadServer: @unchecked Sendable {
         var context: HTTPResumableUploadContext?
         var tus: [Int: TusUpload] = [:]
         var nextTus = 1
+        var keepsBytes = true
+        /// tus: answer the next PATCH with 409 (an offset conflict), once.
+        var conflictOnce = false
     }
 
     struct TusUpload {
@@ -119,6 +122,14 @@ public final class TestUploadServer: @unchecked Sendable {
     public func cutOnce(after bytes: Int64) { state.withLockedValue { $0.cutAfter = bytes } }
     /// Stops reading the next connection that has received `bytes` bytes, once: the client's writes stall.
     public func holdOnce(after bytes: Int64) { state.withLockedValue { $0.holdAfter = bytes } }
+    /// tus: the next PATCH is answered 409 Conflict whatever its offset, once.
+    public func conflictOnce() { state.withLockedValue { $0.conflictOnce = true } }
+
+    /// Whether finished uploads keep their first `keptBytes` (a benchmark's server keeps only lengths and hashes).
+    public var keepsBytes: Bool {
+        get { state.withLockedValue { $0.keepsBytes } }
+        set { state.withLockedValue { $0.keepsBytes = newValue } }
+    }
     /// Connections held so far.
     public var held: Int { state.withLockedValue { $0.held } }
 
@@ -244,7 +255,7 @@ private final class UploadSink: ChannelInboundHandler {
             path = request.path
             hasher = SHA256()
             length = 0
-            self.data = Data()
+            self.data = server.keepsBytes ? Data() : nil
         case let .body(buffer):
             guard path != nil else { return }
             buffer.withUnsafeReadableBytes { hasher.update(bufferPointer: $0) }
@@ -344,7 +355,8 @@ private final class TusHandler: ChannelInboundHandler {
             }
             let id = server.state.withLockedValue { s -> Int in
                 defer { s.nextTus += 1 }
-                s.tus[s.nextTus] = TestUploadServer.TusUpload(length: length, metadata: head.headers["Upload-Metadata"].first)
+                s.tus[s.nextTus] = TestUploadServer.TusUpload(length: length, data: s.keepsBytes ? Data() : nil,
+                                                              metadata: head.headers["Upload-Metadata"].first)
                 return s.nextTus
             }
             // A relative location, as tusd may send: the client resolves it.
@@ -363,7 +375,11 @@ private final class TusHandler: ChannelInboundHandler {
             guard head.headers["Content-Type"].first == "application/offset+octet-stream" else {
                 return respond(context, .unsupportedMediaType, [])
             }
-            guard head.headers["Upload-Offset"].first.flatMap(Int64.init) == upload.offset else {
+            let conflict = server.state.withLockedValue { s -> Bool in
+                defer { s.conflictOnce = false }
+                return s.conflictOnce
+            }
+            guard !conflict, head.headers["Upload-Offset"].first.flatMap(Int64.init) == upload.offset else {
                 return respond(context, .conflict, [("Upload-Offset", String(upload.offset))])
             }
             appending = id

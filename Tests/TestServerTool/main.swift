@@ -11,6 +11,7 @@ import TestHTTPServer
 if let flag = CommandLine.arguments.firstIndex(of: "--upload"), flag + 1 < CommandLine.arguments.count,
    let kind = TestUploadServer.Kind(rawValue: CommandLine.arguments[flag + 1]) {
     let uploads = try TestUploadServer(kind)
+    uploads.keepsBytes = false
     if let cut = CommandLine.arguments.firstIndex(of: "--cut-after"), cut + 1 < CommandLine.arguments.count,
        let bytes = Int64(CommandLine.arguments[cut + 1]) {
         uploads.cutOnce(after: bytes)

@@ -183,6 +183,8 @@ extension TransferManager {
             core.queue = kept
             var effects: [Effect] = []
             var partsOf: [(directory: String, name: String)] = []
+            // Unfinished resumable uploads the server keeps: ended there too.
+            var discards: [(TransferSpec, ResumableUpload)] = []
             // Unloaded unfinished items: their names (claimed, and their `.part` files') come from the store.
             let unloaded = records(of: gone.filter { core.items[$0.id] == nil && $0.state != .completed }.map(\.id))
             for entry in gone {
@@ -196,8 +198,10 @@ extension TransferManager {
                     let tasks = transfer.tasks
                     if !tasks.isEmpty { effects.append { tasks.forEach { $0.cancel() } } }
                     if let name = transfer.fileName, transfer.state != .completed { partsOf.append((transfer.spec.directory, name)) }
-                } else if let record = unloaded[id], let name = record.fileName {
-                    partsOf.append((record.spec.directory, name))
+                    if transfer.state != .completed, let upload = transfer.resumable { discards.append((transfer.spec, upload)) }
+                } else if let record = unloaded[id] {
+                    if let name = record.fileName { partsOf.append((record.spec.directory, name)) }
+                    if let upload = record.resumable { discards.append((record.spec, upload)) }
                 }
             }
             storeWriter.remove(gone.map(\.id))
@@ -205,6 +209,7 @@ extension TransferManager {
                 names.release(directory: directory, name: name)
                 if deletePartial { effects.append { _ = unlink(PartialFile.path(directory: directory, name: name)) } }
             }
+            for (spec, upload) in discards { effects += discardOnServer(upload, of: spec) }
             core.settledPrefix = 0
             core.version &+= 1
             return (gone.map(\.id), effects + self.pump(&core))

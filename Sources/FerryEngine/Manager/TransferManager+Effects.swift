@@ -76,9 +76,7 @@ extension TransferManager {
                     }
                 }
             case let .discardUpload(upload):
-                if let request = resumableRequests(for: transfer.spec).cancellation(upload) {
-                    out.append { [session] in _ = SessionTask.make({ session.dataTask(with: request) }) { $0.resume() } }
-                }
+                out += discardOnServer(upload, of: transfer.spec)
             case let .finish(handover, token):
                 let spec = transfer.spec
                 let file = handover ?? segmentsHandover(transfer)
@@ -193,6 +191,13 @@ extension TransferManager {
         let run = ResumableUploadRun(context: context, upload: upload)
         transfer.attach(serial: serial, run: run, task: handle)
         run.start()
+    }
+
+    /// Ends a resumable upload's copy on the server (a DELETE nothing waits for; the server's own expiry
+    /// covers one that does not arrive). Nothing when the server made none.
+    func discardOnServer(_ upload: ResumableUpload, of spec: TransferSpec) -> [Effect] {
+        guard let request = resumableRequests(for: spec).cancellation(upload) else { return [] }
+        return [{ [session] in _ = SessionTask.make({ session.dataTask(with: request) }) { $0.resume() } }]
     }
 
     /// The requests of a resumable upload to its location, with the item's headers and the credentials of

@@ -284,9 +284,9 @@ public final class TerminalApp {
                 line = "\(reason.map { "\($0): " } ?? "")detached; \(running) transfer\(running == 1 ? " goes" : "s go") on (`ferry` shows them, `ferry stop` stops them)"
             }
         }
-        if let line { FileHandle.standardError.write(Data("ferry: \(line)\n".utf8)) }
+        if let line { try? FileHandle.standardError.write(contentsOf: Data("ferry: \(line)\n".utf8)) }
         if ProcessInfo.processInfo.environment["FERRY_TUI_STATS"] != nil {
-            FileHandle.standardError.write(Data("ferry: \(frames) frames drawn\n".utf8))
+            try? FileHandle.standardError.write(contentsOf: Data("ferry: \(frames) frames drawn\n".utf8))
         }
         exit(code)
     }
