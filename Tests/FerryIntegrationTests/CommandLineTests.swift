@@ -25,6 +25,20 @@ import TestHTTPServer
         #expect(!result.stderr.contains("\u{1B}"))
     }
 
+    /// Foundation's `FileHandle.write(_: Data)` traps on EPIPE: ferry died (SIGILL) at its first line when its
+    /// stderr's reader had gone (`ferry get ... 2>&1 | head`, a parent that died). The lines are dropped now
+    /// and the download finishes.
+    @Test func aReaderThatWentAwayCostsTheLinesNotTheDownload() async throws {
+        let body = Resource.randomBytes(count: 1 << 20, seed: 21)
+        server.route("/files/piped.bin", .serve(Resource(body: body)))
+        let scratch = try TempDir()
+        let script = "\"$1\" get --no-tui --state-dir \"$2/state\" -o \"$2\" \"$3\" 2>&1 >/dev/null | true; echo \"${PIPESTATUS[0]}\""
+        let status = try await runProgram("/bin/bash", ["-c", script, "bash", ferryExecutable().path, scratch.path,
+                                                       server.url("/files/piped.bin").absoluteString])
+        #expect(status.trimmingCharacters(in: .whitespacesAndNewlines) == "0")
+        #expect(scratch.contents("piped.bin") == body)
+    }
+
     @Test(arguments: [["--version"], ["version"]])
     func versionSaysTheVersionTheSwiftAndTheTransport(_ arguments: [String]) async throws {
         let result = try await runFerry(arguments)
