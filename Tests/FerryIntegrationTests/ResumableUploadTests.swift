@@ -36,6 +36,37 @@ import TestHTTPServer
 
     func methods(_ server: TestUploadServer) -> [String] { server.requests.map(\.method) }
 
+    /// An upload the server holds part-way (it stopped reading after 1 MiB), its location known to the item.
+    struct Held {
+        let server: TestUploadServer
+        let manager: TransferManager
+        let id: TransferID
+        let path: String
+        let body: Data
+        func shutdown() {
+            manager.shutdown()
+            server.shutdown()
+        }
+    }
+
+    func held(_ kind: TestUploadServer.Kind, seed: UInt64) async throws -> Held {
+        let server = try TestUploadServer(kind)
+        let body = Resource.randomBytes(count: 3 << 20, seed: seed)
+        let path = file("data.bin", body)
+        server.holdOnce(after: 1 << 20)
+        let manager = try TransferManager(configuration: testConfiguration(), store: InMemoryQueueStore())
+        let id = manager.add(spec(path, target(server), kind == .tus ? .tus : .ietf))
+        try await eventually("the server holds the upload") { server.held == 1 }
+        try await eventually("the location is kept") { manager.snapshot(of: id)?.resumable?.location != nil }
+        return Held(server: server, manager: manager, id: id, path: path, body: body)
+    }
+
+    /// Pauses the held upload and waits until its attempt has stopped.
+    func pause(_ held: Held) async throws {
+        held.manager.pause(held.id)
+        try await eventually("paused") { held.manager.snapshot(of: held.id)?.state == .paused }
+    }
+
     // MARK: A cut part-way
 
     @Test(arguments: [TestUploadServer.Kind.ietf, .tus])
@@ -120,18 +151,10 @@ import TestHTTPServer
 
     @Test(arguments: [TestUploadServer.Kind.ietf, .tus])
     func aLocationTheServerForgotStartsOverFromZero(_ kind: TestUploadServer.Kind) async throws {
-        let server = try TestUploadServer(kind)
-        defer { server.shutdown() }
-        let body = Resource.randomBytes(count: 3 << 20, seed: 252)
-        let path = file("data.bin", body)
-        server.holdOnce(after: 1 << 20)
-        let manager = try TransferManager(configuration: testConfiguration(), store: InMemoryQueueStore())
-        defer { manager.shutdown() }
-        let id = manager.add(spec(path, target(server), kind == .tus ? .tus : .ietf))
-        try await eventually("the server holds the upload") { server.held == 1 }
-        try await eventually("the location is kept") { manager.snapshot(of: id)?.resumable?.location != nil }
-        manager.pause(id)
-        try await eventually("paused") { manager.snapshot(of: id)?.state == .paused }
+        let held = try await held(kind, seed: 252)
+        defer { held.shutdown() }
+        let (server, manager, id) = (held.server, held.manager, held.id)
+        try await pause(held)
         server.forgetUploads()
         manager.resume(id)
         try await finish(manager, [id])
@@ -141,7 +164,7 @@ import TestHTTPServer
         let reason = try #require(item.resumable?.restartReason)
         #expect(reason.contains("no longer has the upload") && reason.contains("404"), "\(reason)")
         let stored = try #require(server.storedPaths.last.flatMap(server.stored))
-        #expect(stored.data == body)
+        #expect(stored.data == held.body)
         #expect(methods(server).contains("HEAD"))
     }
 
@@ -169,22 +192,14 @@ import TestHTTPServer
 
     @Test(arguments: [TestUploadServer.Kind.ietf, .tus])
     func aFileThatChangedUnderTheUploadFailsWithThatReason(_ kind: TestUploadServer.Kind) async throws {
-        let server = try TestUploadServer(kind)
-        defer { server.shutdown() }
-        let body = Resource.randomBytes(count: 3 << 20, seed: 253)
-        let path = file("data.bin", body)
-        server.holdOnce(after: 1 << 20)
-        let manager = try TransferManager(configuration: testConfiguration(), store: InMemoryQueueStore())
-        defer { manager.shutdown() }
-        let id = manager.add(spec(path, target(server), kind == .tus ? .tus : .ietf))
-        try await eventually("the server holds the upload") { server.held == 1 }
-        try await eventually("the location is kept") { manager.snapshot(of: id)?.resumable?.location != nil }
-        manager.pause(id)
-        try await eventually("paused") { manager.snapshot(of: id)?.state == .paused }
+        let held = try await held(kind, seed: 253)
+        defer { held.shutdown() }
+        let (server, manager, id) = (held.server, held.manager, held.id)
+        try await pause(held)
         // Same size, one byte different at the end: only the hash of the last MiB sees it (and the time).
-        var changed = body
+        var changed = held.body
         changed[changed.count - 1] ^= 0xFF
-        try changed.write(to: URL(fileURLWithPath: path))
+        try changed.write(to: URL(fileURLWithPath: held.path))
         let requestsBefore = server.requests.count
         manager.resume(id)
         try await eventually("failed") { manager.snapshot(of: id)?.state == .failed }
@@ -200,15 +215,9 @@ import TestHTTPServer
 
     @Test(arguments: [TestUploadServer.Kind.ietf, .tus])
     func aCancelledUploadIsDeletedOnTheServer(_ kind: TestUploadServer.Kind) async throws {
-        let server = try TestUploadServer(kind)
-        defer { server.shutdown() }
-        let path = file("data.bin", Resource.randomBytes(count: 3 << 20, seed: 254))
-        server.holdOnce(after: 1 << 20)
-        let manager = try TransferManager(configuration: testConfiguration(), store: InMemoryQueueStore())
-        defer { manager.shutdown() }
-        let id = manager.add(spec(path, target(server), kind == .tus ? .tus : .ietf))
-        try await eventually("the server holds the upload") { server.held == 1 }
-        try await eventually("the location is kept") { manager.snapshot(of: id)?.resumable?.location != nil }
+        let held = try await held(kind, seed: 254)
+        defer { held.shutdown() }
+        let (server, manager, id) = (held.server, held.manager, held.id)
         let location = try #require(manager.snapshot(of: id)?.resumable?.location)
         manager.cancel(id)
         try await eventually("a DELETE reached the server") { server.requests.contains { $0.method == "DELETE" } }
@@ -222,6 +231,16 @@ import TestHTTPServer
         }
         #expect(manager.snapshot(of: id)?.state == .cancelled)
         #expect(manager.snapshot(of: id)?.resumable == nil)
+    }
+
+    /// Removing a paused upload from the queue ends its copy on the server too.
+    @Test func aRemovedPausedUploadIsDeletedOnTheServer() async throws {
+        let held = try await held(.tus, seed: 260)
+        defer { held.shutdown() }
+        try await pause(held)
+        #expect(held.manager.remove(held.id))
+        try await eventually("a DELETE reached the server") { held.server.requests.contains { $0.method == "DELETE" } }
+        try await eventually("the upload is gone") { held.server.tusOffset("/files/1") == nil }
     }
 
     // MARK: A server that does not know the protocol
