@@ -263,6 +263,25 @@ import TestHTTPServer
         #expect(item.response?.status == 201)
     }
 
+    /// A server of another version of the draft refuses ours with 400: the upload goes again plain, at once.
+    @Test func aServerOfAnotherVersionOfTheDraftGetsAPlainUpload() async throws {
+        let server = try TestUploadServer(.ietf3)
+        defer { server.shutdown() }
+        let body = Resource.randomBytes(count: 1 << 20, seed: 261)
+        let path = file("data.bin", body)
+        let manager = try TransferManager(configuration: testConfiguration(), store: InMemoryQueueStore())
+        defer { manager.shutdown() }
+        let id = manager.add(spec(path, server.url("/up/data.bin"), .ietf))
+        try await finish(manager, [id])
+        let item = try #require(manager.snapshot(of: id))
+        #expect(item.state == .completed, "\(item.lastError ?? "")")
+        try #require(methods(server) == ["PUT", "PUT"])
+        #expect(server.requests[1].header("Upload-Draft-Interop-Version") == nil)
+        #expect(item.attempts.count == 1, "within the same attempt")
+        #expect(server.stored("/up/data.bin")?.data == body)
+        #expect(item.resumable == nil)
+    }
+
     /// A cut upload the server did not offer to resume is sent again whole, as a plain upload always was.
     @Test func aCutUploadToAServerWithoutTheProtocolIsSentAgainWhole() async throws {
         let server = try TestUploadServer(.plain)

@@ -15,7 +15,11 @@ import NIOResumableUpload
 /// uploads. It counts every body byte it receives (what was sent twice shows), and can cut or hold a
 /// connection part-way, and forget its uploads, on purpose.
 public final class TestUploadServer: @unchecked Sendable {
-    public enum Kind: String, Sendable { case ietf, tus, plain }
+    public enum Kind: String, Sendable {
+        case ietf, tus, plain
+        /// A server of interop version 3 only (iOS 17's): any other version is refused with 400.
+        case ietf3
+    }
 
     /// One upload the server finished: its length, its SHA-256, and its bytes while they are few.
     public struct Stored: Sendable {
@@ -82,9 +86,10 @@ public final class TestUploadServer: @unchecked Sendable {
                     switch kind {
                     case .tus:
                         try sync.addHandler(TusHandler(server: self))
-                    case .ietf, .plain:
+                    case .ietf, .plain, .ietf3:
+                        if kind == .ietf3 { try sync.addHandler(VersionGate(accepted: "3")) }
                         try sync.addHandler(HTTP1ToHTTPServerCodec(secure: false))
-                        if kind == .ietf, let context = state.withLockedValue({ $0.context }) {
+                        if kind != .plain, let context = state.withLockedValue({ $0.context }) {
                             try sync.addHandler(HTTPResumableUploadHandler(context: context, channelConfigurator: { [self] upload in
                                 try? upload.pipeline.syncOperations.addHandler(UploadSink(server: self))
                             }))
@@ -201,6 +206,33 @@ private final class ByteMeter: ChannelInboundHandler {
             holding = true
             context.fireChannelReadComplete()
             _ = context.channel.setOption(ChannelOptions.autoRead, value: false)
+        }
+    }
+}
+
+/// Refuses requests of another interop version of the resumable-upload draft with 400, naming its own, as
+/// a server of one version does.
+private final class VersionGate: ChannelInboundHandler {
+    typealias InboundIn = HTTPServerRequestPart
+    typealias InboundOut = HTTPServerRequestPart
+    typealias OutboundOut = HTTPServerResponsePart
+    let accepted: String
+    private var refusing = false
+
+    init(accepted: String) { self.accepted = accepted }
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        switch unwrapInboundIn(data) {
+        case let .head(head):
+            refusing = head.headers["Upload-Draft-Interop-Version"].first.map { $0 != accepted } ?? false
+            guard refusing else { return context.fireChannelRead(data) }
+            let fields = HTTPHeaders([("Upload-Draft-Interop-Version", accepted), ("Content-Length", "0")])
+            context.write(wrapOutboundOut(.head(HTTPResponseHead(version: .http1_1, status: .badRequest, headers: fields))), promise: nil)
+            context.writeAndFlush(wrapOutboundOut(.end(nil)), promise: nil)
+        case .body:
+            if !refusing { context.fireChannelRead(data) }
+        case .end:
+            if refusing { refusing = false } else { context.fireChannelRead(data) }
         }
     }
 }

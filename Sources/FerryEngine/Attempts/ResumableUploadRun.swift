@@ -46,6 +46,8 @@ final class ResumableUploadRun: TaskRun {
         case query
         /// The rest of the bytes from `from` (PATCH on the location).
         case append(from: Int64)
+        /// The upload without the protocol's headers: the server speaks another version of the draft.
+        case plain
     }
 
     private struct State {
@@ -113,7 +115,7 @@ final class ResumableUploadRun: TaskRun {
             return makeRequest(step, s.upload)
         }
         switch step {
-        case .create, .tusCreate: base.store(0, ordering: .relaxed)
+        case .create, .tusCreate, .plain: base.store(0, ordering: .relaxed)
         case let .append(from): base.store(from, ordering: .relaxed)
         case .query: break
         }
@@ -135,6 +137,8 @@ final class ResumableUploadRun: TaskRun {
             return (wire.offsetRequest(context.request("HEAD", location)), false)
         case let .append(from):
             return (wire.append(context.request("PATCH", location), offset: from, length: context.length - from), true)
+        case .plain:
+            return (context.uploadRequest, true)
         }
     }
 
@@ -178,7 +182,7 @@ final class ResumableUploadRun: TaskRun {
     func makeBody() -> TransportBody? {
         let from: Int64? = state.withLock { s in
             switch s.step {
-            case .create: return 0
+            case .create, .plain: return 0
             case let .append(from): return from
             case .tusCreate, .query: return nil
             }
@@ -224,6 +228,14 @@ final class ResumableUploadRun: TaskRun {
         let status = answer.status!
         switch step {
         case .create:
+            if status == 400, let version = answer.value("Upload-Draft-Interop-Version"),
+               version.trimmingCharacters(in: .whitespaces) != String(ResumableProtocol.ietfInteropVersion) {
+                // A server of another version of the draft refused ours (swift-nio-extras answers an unknown
+                // version so): the upload goes again without the protocol, as it would to any other server.
+                return go(.plain)
+            }
+            end(answer.outcome(error: nil, progressed: progressed))
+        case .plain:
             end(answer.outcome(error: nil, progressed: progressed))
         case .tusCreate:
             guard (200..<300).contains(status) else { return end(answer.outcome(error: nil, progressed: false)) }

@@ -13,7 +13,8 @@ import Synchronization
 struct UploadAnswer {
     /// The headers of the server's answer kept for the detail view.
     static let keptHeaders = ["Content-Type", "Content-Length", "Location", "ETag", "Last-Modified", "Retry-After", "Server",
-                              "Date", "Upload-Offset", "Upload-Complete", "Upload-Length", "Tus-Resumable"]
+                              "Date", "Upload-Offset", "Upload-Complete", "Upload-Incomplete", "Upload-Length", "Tus-Resumable",
+                              "Upload-Draft-Interop-Version"]
 
     var status: Int?
     var headers: [HTTPHeader] = []
