@@ -33,6 +33,12 @@ import Testing
         let upload = TransferSpec(upload: UploadSpec(method: "PUT", body: .raw(.file(path: "/src/a\"b"), contentType: "x/y")),
                                   to: URL(string: "http://u:secret@h/up")!)
         items.append(StoredTransfer(id: TransferID(99), position: 99, spec: upload))
+        // A resumable upload: its protocol, its location without credentials or escapes, the confirmed offset.
+        var resumable = StoredTransfer(id: TransferID(100), position: 100, spec: upload)
+        resumable.resumable = ResumableUpload(kind: .tus)
+        resumable.resumable?.location = "https://me:pw@tus.example/files/7\u{1B}[2J"
+        resumable.resumable?.confirmedOffset = 4096
+        items.append(resumable)
 
         let objects = try listed(items)
         #expect(objects.count == items.count)
@@ -56,6 +62,11 @@ import Testing
         }
         // A URL's credentials never appear.
         #expect(objects.last?["url"] as? String == "http://h/up")
+        #expect(objects.last?["resumable"] as? String == "tus")
+        #expect(objects.last?["location"] as? String == TerminalSafe.sanitize("https://tus.example/files/7\u{1B}[2J"))
+        #expect((objects.last?["location"] as? String)?.contains("\u{1B}") == false)
+        #expect(objects.last?["confirmed"] as? Int64 == 4096)
+        #expect(objects.dropLast().allSatisfy { $0["resumable"] == nil && $0["location"] == nil && $0["confirmed"] == nil })
     }
 
     @Test func theLayoutIsAPrettyPrintedArrayWithSortedKeys() throws {

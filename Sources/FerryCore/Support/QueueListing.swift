@@ -21,6 +21,11 @@ public enum QueueListing {
         var lastError: String?
         var headers: [String]
         var batch: Int64?
+        /// A resumable upload: its protocol (ietf, tus), where the server keeps it (no credentials) and the
+        /// offset the server last confirmed.
+        var resumable: String?
+        var location: String?
+        var confirmed: Int64?
     }
 
     static func entry(_ item: StoredTransfer) -> Entry {
@@ -37,7 +42,9 @@ public enum QueueListing {
                      source: source.map { TerminalSafe.sanitize($0) }, state: item.state.rawValue,
                      bytes: item.bytesDone, total: item.total, attempts: item.attempts.count, retries: item.retries,
                      lastError: item.lastError.map { TerminalSafe.sanitize($0) },
-                     headers: item.spec.headers.map { $0.name }, batch: item.batch)
+                     headers: item.spec.headers.map { $0.name }, batch: item.batch,
+                     resumable: item.resumable?.kind.rawValue, location: item.resumable?.displayLocation,
+                     confirmed: item.resumable?.location == nil ? nil : item.resumable?.confirmedOffset)
     }
 
     /// The table's columns: id, direction, state (the words the UI uses), batch and size aligned, then the URL,
@@ -83,13 +90,16 @@ public enum QueueListing {
         field("attempts", String(entry.attempts))
         if let batch = entry.batch { field("batch", String(batch)) }
         field("bytes", String(entry.bytes))
+        if let confirmed = entry.confirmed { field("confirmed", String(confirmed)) }
         if let destination = entry.destination { field("destination", jsonString(destination)) }
         field("direction", jsonString(entry.direction))
         field("headers", entry.headers.isEmpty
             ? "[\n\n    ]" : "[\n" + entry.headers.map { "      " + jsonString($0) }.joined(separator: ",\n") + "\n    ]")
         field("id", String(entry.id))
         if let lastError = entry.lastError { field("lastError", jsonString(lastError)) }
+        if let location = entry.location { field("location", jsonString(location)) }
         if let method = entry.method { field("method", jsonString(method)) }
+        if let resumable = entry.resumable { field("resumable", jsonString(resumable)) }
         field("retries", String(entry.retries))
         if let source = entry.source { field("source", jsonString(source)) }
         field("state", jsonString(entry.state))
