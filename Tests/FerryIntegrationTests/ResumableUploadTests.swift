@@ -254,16 +254,22 @@ import TestHTTPServer
 
     // MARK: A server that does not know the protocol
 
-    @Test func anUploadOfferedTheProtocolAndNotTakenWorksAsBefore() async throws {
-        let server = try TestUploadServer(.plain)
-        defer { server.shutdown() }
-        let body = Resource.randomBytes(count: 2 << 20, seed: 255)
+    /// A PUT of `count` random bytes to the server's /up/data.bin offering the IETF protocol, to its end.
+    func uploaded(to server: TestUploadServer, count: Int, seed: UInt64,
+                  configuration: EngineConfiguration = testConfiguration()) async throws -> (item: TransferSnapshot, body: Data) {
+        let body = Resource.randomBytes(count: count, seed: seed)
         let path = file("data.bin", body)
-        let manager = try TransferManager(configuration: testConfiguration(), store: InMemoryQueueStore())
+        let manager = try TransferManager(configuration: configuration, store: InMemoryQueueStore())
         defer { manager.shutdown() }
         let id = manager.add(spec(path, server.url("/up/data.bin"), .ietf))
         try await finish(manager, [id])
-        let item = try #require(manager.snapshot(of: id))
+        return (try #require(manager.snapshot(of: id)), body)
+    }
+
+    @Test func anUploadOfferedTheProtocolAndNotTakenWorksAsBefore() async throws {
+        let server = try TestUploadServer(.plain)
+        defer { server.shutdown() }
+        let (item, body) = try await uploaded(to: server, count: 2 << 20, seed: 255)
         #expect(item.state == .completed)
         #expect(methods(server) == ["PUT"], "one request, no extra round trip")
         #expect(server.requests[0].header("Upload-Draft-Interop-Version") == "6")
@@ -276,13 +282,7 @@ import TestHTTPServer
     @Test func aServerOfAnotherVersionOfTheDraftGetsAPlainUpload() async throws {
         let server = try TestUploadServer(.ietf3)
         defer { server.shutdown() }
-        let body = Resource.randomBytes(count: 1 << 20, seed: 261)
-        let path = file("data.bin", body)
-        let manager = try TransferManager(configuration: testConfiguration(), store: InMemoryQueueStore())
-        defer { manager.shutdown() }
-        let id = manager.add(spec(path, server.url("/up/data.bin"), .ietf))
-        try await finish(manager, [id])
-        let item = try #require(manager.snapshot(of: id))
+        let (item, body) = try await uploaded(to: server, count: 1 << 20, seed: 261)
         #expect(item.state == .completed, "\(item.lastError ?? "")")
         try #require(methods(server) == ["PUT", "PUT"])
         #expect(server.requests[1].header("Upload-Draft-Interop-Version") == nil)
@@ -295,14 +295,9 @@ import TestHTTPServer
     @Test func aCutUploadToAServerWithoutTheProtocolIsSentAgainWhole() async throws {
         let server = try TestUploadServer(.plain)
         defer { server.shutdown() }
-        let body = Resource.randomBytes(count: 2 << 20, seed: 256)
-        let path = file("data.bin", body)
         server.cutOnce(after: 1 << 20)
-        let manager = try TransferManager(configuration: testConfiguration(), store: InMemoryQueueStore())
-        defer { manager.shutdown() }
-        let id = manager.add(spec(path, server.url("/up/data.bin"), .ietf))
-        try await finish(manager, [id])
-        #expect(manager.snapshot(of: id)?.state == .completed)
+        let (item, body) = try await uploaded(to: server, count: 2 << 20, seed: 256)
+        #expect(item.state == .completed)
         #expect(methods(server) == ["PUT", "PUT"])
         #expect(server.stored("/up/data.bin")?.data == body)
     }
@@ -311,16 +306,12 @@ import TestHTTPServer
     @Test func turnedOffTheUploadOffersNothing() async throws {
         let server = try TestUploadServer(.ietf)
         defer { server.shutdown() }
-        let path = file("data.bin", Resource.randomBytes(count: 100_000, seed: 257))
         var configuration = testConfiguration()
         configuration.offerResumableUploads = false
-        let manager = try TransferManager(configuration: configuration, store: InMemoryQueueStore())
-        defer { manager.shutdown() }
-        let id = manager.add(spec(path, server.url("/up/data.bin"), .ietf))
-        try await finish(manager, [id])
-        #expect(manager.snapshot(of: id)?.state == .completed)
+        let (item, _) = try await uploaded(to: server, count: 100_000, seed: 257, configuration: configuration)
+        #expect(item.state == .completed)
         #expect(server.requests.first?.header("Upload-Draft-Interop-Version") == nil)
-        #expect(manager.snapshot(of: id)?.resumable == nil)
+        #expect(item.resumable == nil)
     }
 
     /// A POST resumes too (URLSession offers the protocol for every upload task).
