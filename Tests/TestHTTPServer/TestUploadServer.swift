@@ -397,6 +397,10 @@ private final class TusHandler: ChannelInboundHandler {
             return respond(context, .preconditionFailed, [("Tus-Version", "1.0.0")])
         }
         if head.method == .POST, path == "/files" {
+            // A POST without a length is refused, as nginx in front of a tus server refuses it (411).
+            guard head.headers["Content-Length"].first != nil || head.headers["Transfer-Encoding"].first != nil else {
+                return respond(context, .lengthRequired, [])
+            }
             guard let length = head.headers["Upload-Length"].first.flatMap(Int64.init), length >= 0 else {
                 return respond(context, .badRequest, [], body: "no Upload-Length")
             }
