@@ -34,9 +34,11 @@ final class Reporter: Sendable {
     /// when it goes on from the server's offset or starts over (with the reason).
     func stateChanged(_ item: TransferSnapshot) {
         let name = label(item.id, TerminalSafe.sanitize(item.displayName))
+        // The lock's closures take the id, never the whole snapshot (see Aria2Notifier.observe).
+        let id = item.id
         if let upload = item.resumable {
             let now = ResumableShown(upload)
-            let before = lastResumableShown.withLock { $0.updateValue(now, forKey: item.id) } ?? ResumableShown()
+            let before = lastResumableShown.withLock { $0.updateValue(now, forKey: id) } ?? ResumableShown()
             if let reason = upload.restartReason, reason != before.restartReason {
                 lines.send(["\(name): starting over from zero: \(TerminalSafe.sanitize(reason))"])
             }
@@ -48,8 +50,8 @@ final class Reporter: Sendable {
         switch item.state {
         case .running:
             // One line per attempt: the engine also reports `running` while it checks and renames a finished file.
-            guard let attempt = item.attempts.last,
-                  lastAttemptShown.withLock({ $0.updateValue(attempt.number, forKey: item.id) }) != attempt.number
+            guard let attempt = item.attempts.last, case let number = attempt.number,
+                  lastAttemptShown.withLock({ $0.updateValue(number, forKey: id) }) != number
             else { return }
             line = attempt.fromOffset > 0
                 ? "\(name): resuming at \(ByteFormat.bytes(attempt.fromOffset)) (attempt \(attempt.number))"

@@ -2,8 +2,12 @@ import Foundation
 
 /// The tests of every target run in one process. A test that changes the process's environment (setenv, or
 /// CursesTerminal's unsetenv of LINES and COLUMNS) while another starts a child (Foundation's Process.run
-/// reads the environment) crashed the run now and then: memmove past a freed page in Process.run. Both hold
-/// this lock.
+/// reads the environment) would race it: both hold this lock.
+/// (The "memmove past a freed page in Process.run" that now and then crashes the test process, about 1 full
+/// run in 10 here, is not that race: Foundation's `findMaximumOpenFromProcSelfFD` copies 256 bytes of each
+/// dirent past the end of glibc's directory buffer, swift-corelibs-foundation PR #5472, not in Swift 6.3.1.
+/// Setting malloc's mmap threshold to give that buffer a mapping of its own was tried and made the suite die
+/// elsewhere; ferry itself never uses Process, it spawns with posix_spawn.)
 public enum ProcessEnvironment {
     public static let lock = NSLock()
 

@@ -117,19 +117,18 @@ public final class HookRunner: Sendable {
 
     /// Feeds one engine event (from the manager's serial event queue).
     public func observe(_ event: TransferEvent) {
-        let job: Job? = state.withLock { state in
-            let before = state.lastState.updateValue(event.state, forKey: event.id)
-            guard before != event.state else { return nil }
-            let name: String, command: [String]?
-            switch event.state {
-            case .completed: (name, command) = ("on_done", settings.onDone)
-            case .failed: (name, command) = ("on_failed", settings.onFailed)
-            default: return nil
-            }
-            guard let command else { return nil }
-            return Job(name: name, command: command, environment: Self.environment(for: event.snapshot), id: event.id)
+        // Only the id and the state go into the lock's closure, not the whole event (see Aria2Notifier.observe).
+        let (id, newState) = (event.id, event.state)
+        let changed = state.withLock { state in state.lastState.updateValue(newState, forKey: id) != newState }
+        guard changed else { return }
+        let name: String, command: [String]?
+        switch newState {
+        case .completed: (name, command) = ("on_done", settings.onDone)
+        case .failed: (name, command) = ("on_failed", settings.onFailed)
+        default: return
         }
-        guard let job else { return }
+        guard let command else { return }
+        let job = Job(name: name, command: command, environment: Self.environment(for: event.snapshot), id: id)
         let start: Job? = state.withLock { state in
             guard state.running < Self.parallel else {
                 state.pending.append(job)
