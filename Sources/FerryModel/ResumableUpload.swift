@@ -77,16 +77,3 @@ public struct ResumableUpload: Sendable, Codable, Equatable {
     }
 }
 
-extension ResumableUpload {
-    /// A resumable upload held by reference (8 bytes in the struct that holds it), compared and coded as its value.
-    public final class Box: Sendable, Codable, Equatable {
-        public let value: ResumableUpload
-        public init(_ value: ResumableUpload) { self.value = value }
-        public init(from decoder: any Decoder) throws { value = try decoder.singleValueContainer().decode(ResumableUpload.self) }
-        public func encode(to encoder: any Encoder) throws {
-            var container = encoder.singleValueContainer()
-            try container.encode(value)
-        }
-        public static func == (a: Box, b: Box) -> Bool { a.value == b.value }
-    }
-}

@@ -34,13 +34,8 @@ public struct TransferSnapshot: Sendable, Identifiable, Equatable, Codable {
     public var rateLimit: Int64?
     /// The batch (the command) that last asked for the item.
     public var batch: Int64?
-    /// A resumable upload's protocol, location, confirmed offset and resumptions. Boxed: every event carries a
-    /// snapshot by value, and the snapshot keeps the size it had (Aria2Notifier.observe says why that matters).
-    public var resumable: ResumableUpload? {
-        get { resumableBox?.value }
-        set { resumableBox = newValue.map(ResumableUpload.Box.init) }
-    }
-    private var resumableBox: ResumableUpload.Box?
+    /// A resumable upload's protocol, location, confirmed offset and resumptions.
+    public var resumable: ResumableUpload?
 
     public init(
         id: TransferID, spec: TransferSpec, state: TransferState, bytesDone: Int64 = 0, bytesExpected: Int64? = nil,
