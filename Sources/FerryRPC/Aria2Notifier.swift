@@ -17,9 +17,7 @@ public final class Aria2Notifier: Sendable {
 
     /// The engine's event listener (on its event queue, in order).
     public func observe(_ event: TransferEvent) {
-        // Only the id and the state go into the lock's closure. A `defer` there that read the whole event (a
-        // large struct, with its snapshot) crashed the test process at random: a return to address 0, right
-        // after the defer's frame had zeroed its copy of the event (Swift 6.3, debug build; issue 25's note).
+        // Only the id and the state go into the lock's closure (the event, with its snapshot, is large).
         let (id, state) = (event.id, event.state)
         let before = states.withLock { states -> TransferState? in
             let before = states[id]

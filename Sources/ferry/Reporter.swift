@@ -34,7 +34,7 @@ final class Reporter: Sendable {
     /// when it goes on from the server's offset or starts over (with the reason).
     func stateChanged(_ item: TransferSnapshot) {
         let name = label(item.id, TerminalSafe.sanitize(item.displayName))
-        // The lock's closures take the id, never the whole snapshot (see Aria2Notifier.observe).
+        // The lock's closures take the id, not the whole snapshot.
         let id = item.id
         if let upload = item.resumable {
             let now = ResumableShown(upload)
@@ -106,7 +106,7 @@ final class Reporter: Sendable {
     /// Progress of the running items among `items` (call once a second, on the output queue).
     func progress(_ items: [TransferSnapshot]) {
         for item in items where item.state == .running {
-            // The id and the count only into the closure (no `defer` reading the whole snapshot: Aria2Notifier).
+            // The id and the count only into the closure, not the whole snapshot.
             let (id, done) = (item.id, item.bytesDone)
             let changed = lastPrinted.withLock { last -> Bool in
                 last.updateValue(done, forKey: id) != done

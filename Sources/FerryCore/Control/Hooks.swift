@@ -117,7 +117,7 @@ public final class HookRunner: Sendable {
 
     /// Feeds one engine event (from the manager's serial event queue).
     public func observe(_ event: TransferEvent) {
-        // Only the id and the state go into the lock's closure, not the whole event (see Aria2Notifier.observe).
+        // Only the id and the state go into the lock's closure, not the whole event.
         let (id, newState) = (event.id, event.state)
         let changed = state.withLock { state in state.lastState.updateValue(newState, forKey: id) != newState }
         guard changed else { return }
