@@ -58,16 +58,7 @@ public struct ResumableUpload: Sendable, Codable, Equatable {
 
     /// The location without user information (what the screen and listings show), terminal-safe.
     public var displayLocation: String? {
-        guard let location else { return nil }
-        var text = Substring(location)
-        if let scheme = text.range(of: "://") {
-            let rest = text[scheme.upperBound...]
-            let authorityEnd = rest.firstIndex { $0 == "/" || $0 == "?" || $0 == "#" } ?? rest.endIndex
-            if let at = rest[..<authorityEnd].lastIndex(of: "@") {
-                text = text[..<scheme.upperBound] + rest[rest.index(after: at)...]
-            }
-        }
-        return TerminalSafe.sanitize(String(text))
+        location.map { TerminalSafe.sanitize(TerminalSafe.removingUserInfo($0)) }
     }
 
     public mutating func noteResumption(at offset: Int64, now: Date = Date()) {
