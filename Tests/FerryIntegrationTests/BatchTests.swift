@@ -80,13 +80,13 @@ import TestHTTPServer
         // The first answer stalls after 1 MiB: the command is interrupted there.
         server.route("/same.bin", [.serve(resource, ServeOptions(stallAfter: 1 << 20)), .serve(resource)])
         let arguments = ["get", "--no-tui", "-o", downloads, server.url("/same.bin").absoluteString]
-        let first = Process()
+        let first = ChildProcess()
         first.executableURL = ferryExecutable()
         first.arguments = arguments
         first.environment = isolatedEnvironment(stateDir: state, configHome: dir.path + "/config")
         first.standardOutput = FileHandle.nullDevice
         first.standardError = FileHandle.nullDevice
-        try ProcessEnvironment.run(first)
+        try first.run()
         let part = downloads + "/same.bin.part"
         try await eventually("the .part file has the first MiB") { size(part) == 1 << 20 }
         kill(first.processIdentifier, SIGINT)

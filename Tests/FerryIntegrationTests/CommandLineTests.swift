@@ -258,13 +258,13 @@ import TestHTTPServer
     @Test func sigtermStopsCleanlyAndKeepsThePartFile() async throws {
         let body = Resource.randomBytes(count: 8 << 20, seed: 21)
         server.route("/slow.bin", .serve(Resource(body: body, etag: "\"s\""), ServeOptions(stallAfter: 3 << 20)))
-        let process = Process()
+        let process = ChildProcess()
         process.executableURL = ferryExecutable()
         process.arguments = ["get", "-o", dir.path, server.url("/slow.bin").absoluteString]
         process.environment = isolatedEnvironment(stateDir: dir.path + "/.state", configHome: dir.path + "/.config")
         process.standardOutput = FileHandle.nullDevice
         process.standardError = FileHandle.nullDevice
-        try ProcessEnvironment.run(process)
+        try process.run()
         let partPath = dir.path + "/slow.bin.part"
         try await eventually("the .part file has the first 3 MiB") {
             ((try? FileManager.default.attributesOfItem(atPath: partPath)[.size] as? Int) ?? 0) == 3 << 20

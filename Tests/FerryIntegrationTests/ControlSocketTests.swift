@@ -129,7 +129,7 @@ import Glibc
         }
         let downloads = dir.path + "/dl"
         try FileManager.default.createDirectory(atPath: downloads, withIntermediateDirectories: true)
-        let engine = Process()
+        let engine = ChildProcess()
         engine.executableURL = ferryExecutable()
         engine.arguments = ["get", "--no-tui", "-j", "8", "-o", downloads] + (0..<8).map { server.url("/f\($0)").absoluteString }
         engine.environment = isolatedEnvironment(stateDir: directory.path, configHome: dir.path + "/config")
@@ -138,7 +138,7 @@ import Glibc
         let log = dir.path + "/engine.err"
         _ = FileManager.default.createFile(atPath: log, contents: nil)
         engine.standardError = FileHandle(forWritingAtPath: log)
-        try ProcessEnvironment.run(engine)
+        try engine.run()
         defer { if engine.isRunning { engine.terminate() } }
         // Watched from a thread of its own: the engine lives about 12 s, and the test pool may be busy with
         // other tests for a while (it has a thread per core).

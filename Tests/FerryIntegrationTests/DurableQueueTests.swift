@@ -17,14 +17,14 @@ import TestHTTPServer
         try FileManager.default.createDirectory(atPath: dir.path + "/downloads", withIntermediateDirectories: true)
     }
 
-    func start(_ arguments: [String], environment extra: [String: String] = [:]) throws -> Process {
-        let process = Process()
+    func start(_ arguments: [String], environment extra: [String: String] = [:]) throws -> ChildProcess {
+        let process = ChildProcess()
         process.executableURL = ferryExecutable()
         process.arguments = arguments
         process.environment = isolatedEnvironment(stateDir: state, configHome: dir.path + "/config").merging(extra) { $1 }
         process.standardOutput = FileHandle.nullDevice
         process.standardError = FileHandle.nullDevice
-        try ProcessEnvironment.run(process)
+        try process.run()
         return process
     }
 

@@ -61,13 +61,13 @@ import TestHTTPServer
             let body = Resource.randomBytes(count: 6 << 20, seed: name == "a" ? 81 : 82)
             server.route("/\(name).bin", .serve(Resource(body: body, etag: "\"\(name)\""), ServeOptions(bytesPerSecond: 256 << 10)))
         }
-        let engine = Process()
+        let engine = ChildProcess()
         engine.executableURL = ferryExecutable()
         engine.arguments = ["get", "--no-tui", "-j", "1", "-o", downloads, server.url("/a.bin").absoluteString, server.url("/b.bin").absoluteString]
         engine.environment = isolatedEnvironment(stateDir: state, configHome: dir.path + "/config")
         engine.standardOutput = FileHandle.nullDevice
         engine.standardError = FileHandle.nullDevice
-        try ProcessEnvironment.run(engine)
+        try engine.run()
         defer { if engine.isRunning { engine.terminate() } }
         try await until("the engine listens") { ControlClient.connect(StateDirectory(option: state)) != nil }
         try await until("#1 runs") { try await state(of: 1) == "running" }

@@ -98,7 +98,7 @@ func runFerry(
     environment extra: [String: String] = [:], feed: (@Sendable (FileHandle) -> Void)? = nil,
     executable: String = "ferry"
 ) async throws -> CommandResult {
-    let process = Process()
+    let process = ChildProcess()
     process.executableURL = builtExecutable(executable)
     process.arguments = arguments
     // Never the user's own queue or config: a private state directory unless the test shares one.
@@ -119,7 +119,7 @@ func runFerry(
     process.standardInput = feed == nil ? FileHandle.nullDevice : input
     let exited = AsyncStream<Void>.makeStream()
     process.terminationHandler = { _ in exited.continuation.finish() }
-    try ProcessEnvironment.run(process)
+    try process.run()
     if let feed {
         let writer = input.fileHandleForWriting
         Thread.detachNewThread { feed(writer) }
@@ -195,7 +195,7 @@ func ferryExecutable() -> URL { builtExecutable("ferry") }
 
 /// Waits for `process` to exit on a thread of its own: Swift Testing runs tests on a pool with a thread
 /// per core, and two tests blocked in waitUntilExit (an engine may run for half a minute) stall all others.
-func exited(_ process: Process) async {
+func exited(_ process: ChildProcess) async {
     await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
         Thread.detachNewThread {
             process.waitUntilExit()
@@ -233,12 +233,12 @@ func runProgram(_ path: String, _ arguments: [String]) async throws -> String {
     let outputPath = scratch.path + "/stdout"
     _ = FileManager.default.createFile(atPath: outputPath, contents: nil)
     let output = try FileHandle(forWritingTo: URL(fileURLWithPath: outputPath))
-    let process = Process()
+    let process = ChildProcess()
     process.executableURL = URL(fileURLWithPath: path)
     process.arguments = arguments
     process.standardOutput = output
     process.standardInput = FileHandle.nullDevice
-    try ProcessEnvironment.run(process)
+    try process.run()
     await exited(process)
     try output.close()
     return (try? String(contentsOfFile: outputPath, encoding: .utf8)) ?? ""

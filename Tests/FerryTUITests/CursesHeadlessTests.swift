@@ -24,7 +24,7 @@ import Glibc
         let input = try #require(fopen("/dev/null", "r"))
         defer { fclose(output); fclose(input) }
         // LINES is ignored on purpose: CursesTerminal unsets it; the file has no size, so 24x80. (Under the lock
-        // that other tests start children with: a change of the environment during Process.run crashed it.)
+        // that other tests start children with: a change of the environment while a child is spawned with it races the spawn.)
         let terminal = try ProcessEnvironment.lock.withLock {
             setenv("LINES", "30", 1)
             return try CursesTerminal(term: "xterm-256color", output: output, input: input, colorAllowed: true, guardFD: nil)
