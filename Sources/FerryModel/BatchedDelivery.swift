@@ -8,9 +8,12 @@ public final class BatchedDelivery<Item: Sendable>: Sendable {
     private let queue: DispatchQueue
     private let deliver: @Sendable ([Item]) -> Void
     private let waiting = Mutex<(items: [Item], scheduled: Bool)>(([], false))
+    private let gathering: DispatchTimeInterval?
 
-    public init(queue: DispatchQueue, deliver: @escaping @Sendable ([Item]) -> Void) {
+    /// - Parameter gathering: how long a delivery waits for more items after the first (nil: it goes at once).
+    public init(queue: DispatchQueue, gathering: DispatchTimeInterval? = nil, deliver: @escaping @Sendable ([Item]) -> Void) {
         self.queue = queue
+        self.gathering = gathering
         self.deliver = deliver
     }
 
@@ -23,12 +26,25 @@ public final class BatchedDelivery<Item: Sendable>: Sendable {
             return !waiting.scheduled
         }
         guard schedule else { return }
-        queue.async { [self] in
-            let items = waiting.withLock { waiting -> [Item] in
-                defer { waiting = ([], false) }
-                return waiting.items
-            }
-            deliver(items)
+        if let gathering {
+            queue.asyncAfter(deadline: .now() + gathering) { [self] in deliverWaiting() }
+        } else {
+            queue.async { [self] in deliverWaiting() }
         }
+    }
+
+    /// Delivers what waits now, on the queue, and returns after it (and after everything queued before).
+    public func flush() {
+        queue.sync { deliverWaiting() }
+    }
+
+    /// Each delivery takes everything waiting: a gathered one that comes after a flush finds nothing, or the
+    /// items sent since.
+    private func deliverWaiting() {
+        let items = waiting.withLock { waiting -> [Item] in
+            defer { waiting = ([], false) }
+            return waiting.items
+        }
+        if !items.isEmpty { deliver(items) }
     }
 }
