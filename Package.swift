@@ -72,10 +72,12 @@ let package = Package(
             .product(name: "NIOWebSocket", package: "swift-nio"),
         ]),
         // The executable only parses arguments and wires FerryCore to a front end.
+        // Process-wide settings made before main (malloc's arenas); linked by the executable alone.
+        .target(name: "CFerryProcess"),
         .executableTarget(
             name: "ferry",
             dependencies: [
-                "FerryCore", "FerryTUI", "FerryRPC",
+                "FerryCore", "FerryTUI", "FerryRPC", "CFerryProcess",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),
