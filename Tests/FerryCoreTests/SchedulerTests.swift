@@ -54,4 +54,56 @@ import Testing
         #expect(ConcurrencyCaps(global: 4).streams == ConcurrencyCaps.minimumStreams)
         #expect(ConcurrencyCaps(global: 64).streams == 64)
     }
+
+    // The walk of a long queue: with `waiting` (queued items per host) it ends once no host with items ahead
+    // can take one.
+
+    /// `count` ready items of `host` after the running ones, counting how many the walk looked at.
+    final class Walk: @unchecked Sendable { var looked = 0 }
+    func walk(_ ready: [(TransferID, String)], _ walk: Walk) -> LazyMapSequence<[(TransferID, String)], (TransferID, String)> {
+        ready.lazy.map { walk.looked += 1; return $0 }
+    }
+
+    @Test func aFullMultiplexedConnectionEndsTheWalkBeforeItBegins() {
+        let running = Array(repeating: "h2", count: 64)
+        let queued = (1...10_000).map { (TransferID(Int64($0)), "h2") }
+        let counted = Walk()
+        let picked = Scheduler.pick(slotHolders: running, ready: walk(queued, counted), maxConcurrent: 64, maxPerHost: 64,
+                                    waiting: ["h2": queued.count]) { _ in 64 }
+        #expect(picked.isEmpty)
+        #expect(counted.looked == 0)
+        // Without the counts it looks at every item (what the engine did before).
+        let uncounted = Walk()
+        _ = Scheduler.pick(slotHolders: running, ready: walk(queued, uncounted), maxConcurrent: 64, maxPerHost: 64) { _ in 64 }
+        #expect(uncounted.looked == queued.count)
+    }
+
+    @Test func aStreamThatEndedStartsOneMoreAndTheWalkStopsThere() {
+        let running = Array(repeating: "h2", count: 63)
+        let queued = (1...10_000).map { (TransferID(Int64($0)), "h2") }
+        let counted = Walk()
+        let picked = Scheduler.pick(slotHolders: running, ready: walk(queued, counted), maxConcurrent: 64, maxPerHost: 64,
+                                    waiting: ["h2": queued.count]) { _ in 64 }
+        #expect(picked == [TransferID(1)])
+        #expect(counted.looked == 1)
+    }
+
+    @Test func anotherHostsItemFarBehindAFullConnectionStillStarts() {
+        let running = Array(repeating: "h2", count: 64)
+        let queued = (1...500).map { (TransferID(Int64($0)), "h2") } + [(TransferID(501), "b")]
+        let counted = Walk()
+        let picked = Scheduler.pick(slotHolders: running, ready: walk(queued, counted), maxConcurrent: 64, maxPerHost: 64,
+                                    waiting: ["h2": 500, "b": 1]) { $0 == "h2" ? 64 : nil }
+        #expect(picked == [TransferID(501)])
+        #expect(counted.looked == 501)
+    }
+
+    @Test func itemsCountedButNotReadyNeverStopTheWalkEarly() {
+        // `waiting` may count more than `ready` holds (queued items busy or not this engine's): the walk then
+        // goes on, as it did without the counts.
+        let queued = [(TransferID(1), "a"), (TransferID(2), "b")]
+        let picked = Scheduler.pick(slotHolders: [String](), ready: queued, maxConcurrent: 4, maxPerHost: 1,
+                                    waiting: ["a": 5, "b": 1])
+        #expect(picked == [TransferID(1), TransferID(2)])
+    }
 }

@@ -189,7 +189,7 @@ extension TransferManager {
             let unloaded = records(of: gone.filter { core.items[$0.id] == nil && $0.state != .completed }.map(\.id))
             for entry in gone {
                 let id = entry.id
-                core.counts[entry.state, default: 0] -= 1
+                core.count(entry, entry.state, -1)
                 core.removedNow.insert(id)
                 core.textMatches?.remove(id)
                 core.storedSortKeys[id] = nil

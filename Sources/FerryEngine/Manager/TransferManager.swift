@@ -111,6 +111,15 @@ public final class TransferManager: Sendable {
         /// Items per state, kept from `changed` like `slotHolders` (syncStates): a front end's counts and a
         /// window of the whole queue cost no walk over it.
         var counts: [TransferState: Int] = [:]
+        /// Queued items per host (Entry.host), kept with `counts`: the scheduler's walk stops once no host
+        /// with queued items ahead can take one (Scheduler.pick's `waiting`).
+        var queuedPerHost: [Int32: Int] = [:]
+
+        /// `counts` and `queuedPerHost` for an entry that goes (-1) or comes (+1) in `state`.
+        mutating func count(_ entry: Entry, _ state: TransferState, _ delta: Int) {
+            counts[state, default: 0] += delta
+            if state == .queued { queuedPerHost[entry.host, default: 0] += delta }
+        }
 
         /// Where `id` is in `queue`, found by its rank (nil: not in the queue).
         func position(of id: TransferID, rank: Int) -> Int? {
@@ -144,12 +153,15 @@ public final class TransferManager: Sendable {
                 guard let item = items[id], let at = position(of: id, rank: item.rank) else { continue }
                 queue[at].batch = item.batch
                 guard queue[at].state != item.state else { continue }
-                counts[queue[at].state, default: 0] -= 1
-                counts[item.state, default: 0] += 1
+                count(queue[at], queue[at].state, -1)
+                count(queue[at], item.state, +1)
                 queue[at].state = item.state
             }
             assert(queue.count > 2_000 || counts.filter { $0.value != 0 } == Dictionary(grouping: queue, by: \.state).mapValues(\.count),
                    "counts are out of step with the queue")
+            assert(queue.count > 2_000 || queuedPerHost.filter { $0.value != 0 }
+                   == Dictionary(grouping: queue.filter { $0.state == .queued }, by: \.host).mapValues(\.count),
+                   "queuedPerHost is out of step with the queue")
         }
 
         /// After changes (`changed`, `removedNow`): `slotHolders` follows the items that changed.
@@ -183,7 +195,7 @@ public final class TransferManager: Sendable {
             let state: TransferState = row.state == .running || row.state == .waiting ? .queued : row.state
             assert(queue.last.map { $0.precedes(rank: row.position, id: row.id) } ?? true, "an item appended out of order")
             queue.append(Entry(rank: row.position, id: row.id, batch: row.batch, state: state, host: hostID(row.host)))
-            counts[state, default: 0] += 1
+            count(queue[queue.count - 1], state, +1)
             nextID = max(nextID, row.id.rawValue + 1)
         }
 
@@ -489,21 +501,26 @@ public final class TransferManager: Sendable {
         while core.settledPrefix < core.queue.count, core.settled(core.queue[core.settledPrefix]) {
             core.settledPrefix += 1
         }
-        let open = core.queue[core.settledPrefix...]
         core.syncSlotHolders()
+        // The entries' states (and so queuedPerHost) as the loaded items have them now, not at the end of the change.
+        core.syncStates()
+        let open = core.queue[core.settledPrefix...]
         assert(core.slotHolders == Dictionary(uniqueKeysWithValues: core.items.values.lazy.filter { $0.holdsSlot || $0.finishing }
                                                 .map { ($0.id, $0.host) }),
                "slotHolders is out of step with the queue: an item changed without touch")
         let runnable = core.runnable
-        let hosts = core.hosts
         let items = core.items
         let ready = open.lazy.filter { entry in
             // A loaded item's own state: the index follows it only once the change is over (syncStates).
             (items[entry.id]?.startable ?? (entry.state == .queued)) && runnable?.contains(entry.id) ?? true
-        }.map { ($0.id, hosts[Int($0.host)]) }
+        }.map { ($0.id, $0.host) }
         let streams = core.caps.streams
-        return Scheduler.pick(slotHolders: core.slotHolders.values, ready: ready, maxConcurrent: core.caps.global,
-                              maxPerHost: core.caps.perHost) { multiplexed.contains($0) ? streams : nil }
+        let holders = Array(core.slotHolders.values).map { core.hostID($0) }
+        let hostIDs = core.hostIDs
+        let multiplexedIDs = Set(multiplexed.compactMap { hostIDs[$0] })
+        return Scheduler.pick(slotHolders: holders, ready: ready,
+                              maxConcurrent: core.caps.global, maxPerHost: core.caps.perHost,
+                              waiting: core.queuedPerHost) { multiplexedIDs.contains($0) ? streams : nil }
     }
 
     /// During shutdown: signals once nothing is in flight or finishing.
