@@ -150,6 +150,9 @@ public protocol QueueStore: Sendable {
     /// The name a download is about to claim (before its `.part` file exists) and what the server said of
     /// the file, so that a restart after a crash finds its `.part` file (or the finished file) by name.
     func recordClaim(_ id: TransferID, fileName: String, validators: Validators) throws
+    /// Whether a claim is kept apart from the rows until a batch of records holds it (SQLiteQueueStore's
+    /// journal): it then need not wait for a batch being written, which may still hold an older record.
+    var claimsAreJournaled: Bool { get }
     /// A resumable upload's location and confirmed offset, written at once (a crash must not lose the upload
     /// the server holds).
     func recordResumable(_ id: TransferID, _ resumable: ResumableUpload?) throws
@@ -159,6 +162,8 @@ public protocol QueueStore: Sendable {
 }
 
 extension QueueStore {
+    public var claimsAreJournaled: Bool { false }
+
     /// New items, always (no batch, no reuse).
     public func add(_ specs: [TransferSpec]) throws -> [StoredTransfer] {
         try add(specs, batch: nil, reuse: false).map(\.item)

@@ -31,6 +31,8 @@ public final class SQLiteQueueStore: QueueStore {
     private let encoder = JSONEncoder()
 
     private let path: String
+    /// The engine's claims (journalClaims); nil: each claim is a transaction of its own.
+    private let claims = Mutex<ClaimJournal?>(nil)
 
     /// Opens (creating and migrating as needed) the queue database at `path`.
     public init(path: String) throws(StateError) {
@@ -388,6 +390,7 @@ public final class SQLiteQueueStore: QueueStore {
                 }
             }
         }
+        claims.withLock { $0?.confirm(items) }
     }
 
     /// An item this process has not written yet (another process added it): read what its row holds.
@@ -424,15 +427,48 @@ public final class SQLiteQueueStore: QueueStore {
         }
     }
 
+    /// Into the journal when the engine keeps one (journalClaims), else a transaction of its own; one that the
+    /// journal cannot take (a full disk) goes into the rows the same way.
     public func recordClaim(_ id: TransferID, fileName: String, validators: Validators) throws {
-        try writing { db in
-            try db.cachedStatement(sql: """
-                UPDATE transfer SET fileName = ?, etag = ?, lastModified = ?, totalLength = ?, updatedAt = ?
-                WHERE id = ? AND state IN ('running', 'queued', 'waiting', 'paused')
-                """).execute(arguments: [fileName, validators.etag, validators.lastModified, validators.totalLength,
-                                         Date().timeIntervalSince1970, id.rawValue])
+        let journaled = claims.withLock { journal -> Bool in
+            guard let journal else { return false }
+            do throws(StateError) {
+                try journal.append(ClaimJournal.Entry(id, fileName: fileName, validators: validators))
+                return true
+            } catch {
+                return false
+            }
         }
+        if journaled { return }
+        try writing { db in try Self.writeClaim(db, ClaimJournal.Entry(id, fileName: fileName, validators: validators)) }
     }
+
+    private static func writeClaim(_ db: Database, _ claim: ClaimJournal.Entry) throws {
+        try db.cachedStatement(sql: """
+            UPDATE transfer SET fileName = ?, etag = ?, lastModified = ?, totalLength = ?, updatedAt = ?
+            WHERE id = ? AND state IN ('running', 'queued', 'waiting', 'paused')
+            """).execute(arguments: [claim.fileName, claim.etag, claim.lastModified, claim.totalLength,
+                                     Date().timeIntervalSince1970, claim.id])
+    }
+
+    /// Where the claims of this store's engine are journaled (beside the database).
+    public var claimJournalPath: String { path + "-claims" }
+
+    /// From now on claims go to the journal (ClaimJournal), not each into a transaction: for the process that
+    /// holds the engine lock only. What a crashed engine left in the journal goes into the rows first, in one
+    /// transaction.
+    public func journalClaims() throws(StateError) {
+        let left = ClaimJournal.replay(path: claimJournalPath)
+        if !left.isEmpty {
+            try writing { db in
+                for claim in left { try Self.writeClaim(db, claim) }
+            }
+        }
+        let journal = try ClaimJournal(path: claimJournalPath)
+        claims.withLock { $0 = journal }
+    }
+
+    public var claimsAreJournaled: Bool { claims.withLock { $0 != nil } }
 
     /// A resumable upload's place on the server, written at once (not with the next batch): after a crash a
     /// restart asks the server for this upload's offset instead of making a second one.
@@ -460,6 +496,7 @@ public final class SQLiteQueueStore: QueueStore {
         known.withLock { known in
             for id in ids { known[id.rawValue] = nil }
         }
+        claims.withLock { $0?.forget(ids) }
     }
 
     /// Every item in queue order, one row at a time (a cursor: memory stays flat whatever the queue's length).

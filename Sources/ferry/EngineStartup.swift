@@ -22,6 +22,8 @@ enum EngineStartup {
         while true {
             switch try EngineLock.acquire(directory) {
             case let .acquired(lock):
+                // The lock's holder alone journals claims, after replaying what a crashed engine left.
+                try store.journalClaims()
                 return .engine(lock, store)
             case let .heldBy(pid):
                 if let client = ControlClient.connect(directory) { return .running(client) }

@@ -94,13 +94,14 @@ final class StoreWriter: Sendable {
         queue.async { try? store.remove(ids) }
     }
 
-    /// Records a download's name before its `.part` file is created. Blocks until written, in a transaction
-    /// of its own: the changes queued meanwhile wait for their interval, as others do (writing them all first
-    /// made two transactions for every small file). An older record of the item still waiting takes the
-    /// name too, so that written later it does not take it back; one being written is done first (the queue
-    /// is serial).
+    /// Records a download's name before its `.part` file is created; durable when this returns. An older record
+    /// of the item still waiting takes the name too, so that written later it does not take it back. Into the
+    /// store's claim journal where it keeps one (at once, without waiting for a batch being written: the journal
+    /// keeps the claim until a committed batch holds it); otherwise in a transaction of its own on the store's
+    /// queue, after the batch being written (which may hold an older record). The changes queued meanwhile wait
+    /// for their interval either way (writing them all first made two transactions for every small file).
     func recordClaim(_ id: TransferID, fileName: String, validators: Validators) {
-        queue.sync {
+        let write = { [self] in
             pending.withLock { pending in
                 guard pending.records[id] != nil else { return }
                 pending.records[id]!.fileName = fileName
@@ -108,6 +109,7 @@ final class StoreWriter: Sendable {
             }
             try? store.recordClaim(id, fileName: fileName, validators: validators)
         }
+        if store.claimsAreJournaled { write() } else { queue.sync(execute: write) }
     }
 
     /// A resumable upload's place on the server, written before this returns (as a claim is).

@@ -1,0 +1,116 @@
+import Foundation
+import Testing
+@testable import FerryModel
+@testable import FerryStorage
+
+/// The engine's download claims go to a journal beside the database before each `.part` file exists; a claim
+/// must reach the rows after a crash, and the journal must not grow while the engine runs.
+@Suite struct ClaimJournalTests {
+    let dir: String
+    var path: String { dir + "/q.sqlite" }
+    init() throws {
+        dir = FileManager.default.temporaryDirectory.appendingPathComponent("ferry-claims-\(UUID().uuidString)").path
+        try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
+    }
+
+    func cleanup() { try? FileManager.default.removeItem(atPath: dir) }
+
+    func spec(_ n: Int) -> TransferSpec {
+        TransferSpec(download: URL(string: "http://example.com/\(n).bin")!, directory: "/tmp")
+    }
+
+    func journalSize(_ store: SQLiteQueueStore) -> Int {
+        (try? FileManager.default.attributesOfItem(atPath: store.claimJournalPath)[.size] as? Int) ?? -1
+    }
+
+    let validators = Validators(etag: "\"e1\"", lastModified: "Mon, 02 Jan 2006 15:04:05 GMT", totalLength: 65536)
+
+    @Test func aClaimNoBatchHeldReachesTheRowsWhenTheNextEngineStarts() throws {
+        defer { cleanup() }
+        let id: TransferID
+        do {
+            let engine = try SQLiteQueueStore(path: path)
+            id = try engine.add([spec(1)])[0].id
+            try engine.journalClaims()
+            #expect(engine.claimsAreJournaled)
+            try engine.recordClaim(id, fileName: "1.bin", validators: validators)
+            // Not in the rows yet (the batch that would have held it never came: kill -9).
+            #expect(try engine.load([id]).first?.fileName == nil)
+            #expect(journalSize(engine) > 0)
+        }
+        let next = try SQLiteQueueStore(path: path)
+        #expect(!next.claimsAreJournaled)
+        try next.journalClaims()
+        let row = try #require(try next.load([id]).first)
+        #expect(row.fileName == "1.bin")
+        #expect(row.validators == validators)
+        #expect(journalSize(next) == 0, "replayed, then emptied")
+    }
+
+    @Test func aCommittedBatchHoldingTheClaimEmptiesTheJournalAnOlderRecordDoesNot() throws {
+        defer { cleanup() }
+        let store = try SQLiteQueueStore(path: path)
+        var item = try store.add([spec(1)])[0]
+        try store.journalClaims()
+        try store.recordClaim(item.id, fileName: "1.bin", validators: validators)
+        // A record taken before the claim (a batch under way when it was made): the claim still waits.
+        item.state = .running
+        try store.save([item])
+        #expect(journalSize(store) > 0)
+        #expect(try store.load([item.id]).first?.fileName == nil)
+        item.fileName = "1.bin"
+        item.validators = validators
+        try store.save([item])
+        #expect(journalSize(store) == 0)
+    }
+
+    @Test func removedItemsLeaveTheJournal() throws {
+        defer { cleanup() }
+        let store = try SQLiteQueueStore(path: path)
+        let id = try store.add([spec(1)])[0].id
+        try store.journalClaims()
+        try store.recordClaim(id, fileName: "1.bin", validators: validators)
+        try store.remove([id])
+        #expect(journalSize(store) == 0)
+    }
+
+    @Test func aLongJournalIsRewrittenWithWhatStillWaits() throws {
+        defer { cleanup() }
+        let store = try SQLiteQueueStore(path: path)
+        let items = try store.add([spec(1), spec(2)])
+        try store.journalClaims()
+        // The first item's claim waits for ever (its record never comes); the second's are confirmed one by one.
+        try store.recordClaim(items[0].id, fileName: "1.bin", validators: validators)
+        var second = items[1]
+        for n in 0..<(ClaimJournal.rewriteAfter + 10) {
+            second.fileName = "2-\(n).bin"
+            try store.recordClaim(second.id, fileName: second.fileName!, validators: Validators())
+            try store.save([second])
+        }
+        let lines = try String(contentsOfFile: store.claimJournalPath, encoding: .utf8).split(separator: "\n")
+        #expect(lines.count < 20, "rewritten: \(lines.count) lines")
+        #expect(lines.contains { $0.contains("1.bin") }, "the waiting claim is kept")
+        // And it still reaches the rows after a crash.
+        let next = try SQLiteQueueStore(path: path)
+        try next.journalClaims()
+        #expect(try next.load([items[0].id]).first?.fileName == "1.bin")
+    }
+
+    @Test func aLineCutShortByTheCrashIsSkipped() throws {
+        defer { cleanup() }
+        let id: TransferID
+        do {
+            let engine = try SQLiteQueueStore(path: path)
+            id = try engine.add([spec(1)])[0].id
+            try engine.journalClaims()
+            try engine.recordClaim(id, fileName: "1.bin", validators: validators)
+        }
+        let handle = try #require(FileHandle(forWritingAtPath: path + "-claims"))
+        handle.seekToEndOfFile()
+        handle.write(Data("{\"id\":1,\"fileNa".utf8))
+        try handle.close()
+        let next = try SQLiteQueueStore(path: path)
+        try next.journalClaims()
+        #expect(try next.load([id]).first?.fileName == "1.bin")
+    }
+}
