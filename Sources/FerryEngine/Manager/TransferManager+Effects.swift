@@ -27,15 +27,23 @@ extension TransferManager {
     }
 
     /// A download whose `.part` file is gone while its final file is there, at the size the server gave and
-    /// written since its last attempt began: the engine stopped (a crash, kill -9) between the rename and
+    /// written since its first attempt began: the engine stopped (a crash, kill -9) between the rename and
     /// the store's record of it. Its size, or nil when that is not the case.
+    ///
+    /// The store may know the item's name (its claim) and not yet its attempts: a small file is claimed,
+    /// fetched and renamed between two batches of records. The name was free when it was claimed (a claim
+    /// never takes a name that exists), so a file of that name and of exactly the size the server gave is
+    /// this item's, attempt or not; without this, `ferry run` after a `kill -9` fetched such files again as
+    /// "name (1)" (40 of 1,000 small files, in 14 of 25 tries).
     private static func finishedBeforeACrash(_ transfer: Transfer) -> Int64? {
         guard transfer.spec.direction == .download, let name = transfer.fileName,
-              let total = transfer.validators.totalLength, let started = transfer.attempts.first?.startedAt else { return nil }
+              let total = transfer.validators.totalLength else { return nil }
         var st = stat()
         guard stat(transfer.spec.directory + "/" + name, &st) == 0, st.st_mode & S_IFMT == S_IFREG,
-              Int64(st.st_size) == total,
-              Double(st.st_mtim.tv_sec) >= started.timeIntervalSince1970 - 2 else { return nil }
+              Int64(st.st_size) == total else { return nil }
+        if let started = transfer.attempts.first?.startedAt, Double(st.st_mtim.tv_sec) < started.timeIntervalSince1970 - 2 {
+            return nil
+        }
         return total
     }
 

@@ -480,11 +480,22 @@ public final class TransferManager: Sendable {
     // MARK: Scheduling
 
     /// Starts whatever the caps allow, in queue order.
+    ///
+    /// An item may end as it is launched, holding no slot: its file was found finished (a crash came between
+    /// the rename and the store's record) or it could not start. Nothing else would then start the next ones
+    /// (no transfer runs to end later and pump again): after a `kill -9`, `ferry run` of 1,000 small files found
+    /// its first four finished and then waited for ever. So the walk goes on until what it launched holds
+    /// its slots, each item launched once.
     func pump(_ core: inout Core) -> [Effect] {
         guard !core.shuttingDown else { return [] }
         var effects: [Effect] = []
-        for id in Self.startable(&core, multiplexed: delegate.multiplexed.current) {
-            effects += launch(id, &core)
+        var launched = Set<TransferID>()
+        while true {
+            let picked = Self.startable(&core, multiplexed: delegate.multiplexed.current).filter { !launched.contains($0) }
+            for id in picked { effects += launch(id, &core) }
+            launched.formUnion(picked)
+            let slotFreed = picked.contains { id in core.items[id].map { !$0.holdsSlot && !$0.finishing } ?? true }
+            if !slotFreed { break }
         }
         if core.sampler == nil, core.items.values.contains(where: { $0.state == .running }) {
             core.sampler = startSampler()
