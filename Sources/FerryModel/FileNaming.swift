@@ -250,11 +250,21 @@ public enum FileNaming {
     /// the name is not a plausible file name ("", ".", "..", NUL, "/" or "\\", more than 255 bytes), or when an entry of
     /// that name already exists and is a symbolic link (writing through it could land anywhere).
     public static func resolvesInside(directory: String, name: String) -> Bool {
+        guard let dir = resolvedDirectory(directory) else { return false }
+        return resolvesInside(resolvedDirectory: dir, name: name)
+    }
+
+    /// The directory with its symlinks resolved, when it exists and is a directory.
+    public static func resolvedDirectory(_ directory: String) -> String? {
+        guard !directory.isEmpty, !directory.unicodeScalars.contains("\0"), let dir = realPath(directory), isDirectory(dir)
+        else { return nil }
+        return dir
+    }
+
+    /// `resolvesInside` for a directory already resolved (`resolvedDirectory`): what a claim checks for each name.
+    public static func resolvesInside(resolvedDirectory dir: String, name: String) -> Bool {
         guard !name.isEmpty, name != ".", name != "..", name.utf8.count <= maxNameBytes,
               !name.unicodeScalars.contains(where: { $0 == "/" || $0 == "\\" || $0 == "\0" })
-        else { return false }
-        guard !directory.isEmpty, !directory.unicodeScalars.contains("\0"),
-              let dir = realPath(directory), isDirectory(dir)
         else { return false }
         let candidate = dir == "/" ? "/" + name : dir + "/" + name
         if isSymbolicLink(candidate) { return false }

@@ -10,6 +10,10 @@ import Synchronization
 /// and the final name is taken with link(2), which fails rather than replace a file.
 public final class NameClaims: Sendable {
     private let claimed = Mutex<Set<String>>([])
+    /// Each download directory resolved once (FileNaming.resolvedDirectory: a realpath and a stat, a dozen
+    /// system calls per claim before). A directory removed or replaced meanwhile shows when its `.part` file
+    /// cannot be created; the path written is the directory as given, as before.
+    private let resolved = Mutex<[String: String]>([:])
     package static let maxAttempts = 10_000
 
     public init() {}
@@ -20,9 +24,11 @@ public final class NameClaims: Sendable {
     /// record the name first: a crash can then never leave a `.part` file the queue does not know).
     package func claim(directory: String, name: String,
                beforeCreating: (String) -> Void = { _ in }) throws(TransferFailure) -> (name: String, fd: Int32) {
+        let dir = resolved.withLock { $0[directory] } ?? FileNaming.resolvedDirectory(directory)
+        if let dir { resolved.withLock { $0[directory] = dir } }
         for n in 0..<Self.maxAttempts {
             let candidate = n == 0 ? name : FileNaming.numbered(name, n)
-            guard FileNaming.resolvesInside(directory: directory, name: candidate) else {
+            guard let dir, FileNaming.resolvesInside(resolvedDirectory: dir, name: candidate) else {
                 throw .local("refusing file name \(TerminalSafe.sanitize(candidate)): it leaves \(directory)")
             }
             let finalPath = directory + "/" + candidate
