@@ -25,19 +25,22 @@ import Testing
 
     let validators = Validators(etag: "\"e1\"", lastModified: "Mon, 02 Jan 2006 15:04:05 GMT", totalLength: 65536)
 
+    /// An engine's store that journals, an item claimed "1.bin", and then the engine gone (kill -9: the batch
+    /// that would have held the claim never came).
+    func claimedThenKilled() throws -> TransferID {
+        let engine = try SQLiteQueueStore(path: path)
+        let id = try engine.add([spec(1)])[0].id
+        try engine.journalClaims()
+        #expect(engine.claimsAreJournaled)
+        try engine.recordClaim(id, fileName: "1.bin", validators: validators)
+        #expect(try engine.load([id]).first?.fileName == nil, "not in the rows yet")
+        #expect(journalSize(engine) > 0)
+        return id
+    }
+
     @Test func aClaimNoBatchHeldReachesTheRowsWhenTheNextEngineStarts() throws {
         defer { cleanup() }
-        let id: TransferID
-        do {
-            let engine = try SQLiteQueueStore(path: path)
-            id = try engine.add([spec(1)])[0].id
-            try engine.journalClaims()
-            #expect(engine.claimsAreJournaled)
-            try engine.recordClaim(id, fileName: "1.bin", validators: validators)
-            // Not in the rows yet (the batch that would have held it never came: kill -9).
-            #expect(try engine.load([id]).first?.fileName == nil)
-            #expect(journalSize(engine) > 0)
-        }
+        let id = try claimedThenKilled()
         let next = try SQLiteQueueStore(path: path)
         #expect(!next.claimsAreJournaled)
         try next.journalClaims()
@@ -98,13 +101,7 @@ import Testing
 
     @Test func aLineCutShortByTheCrashIsSkipped() throws {
         defer { cleanup() }
-        let id: TransferID
-        do {
-            let engine = try SQLiteQueueStore(path: path)
-            id = try engine.add([spec(1)])[0].id
-            try engine.journalClaims()
-            try engine.recordClaim(id, fileName: "1.bin", validators: validators)
-        }
+        let id = try claimedThenKilled()
         let handle = try #require(FileHandle(forWritingAtPath: path + "-claims"))
         handle.seekToEndOfFile()
         handle.write(Data("{\"id\":1,\"fileNa".utf8))

@@ -58,34 +58,34 @@ import Testing
     // The walk of a long queue: with `waiting` (queued items per host) it ends once no host with items ahead
     // can take one.
 
-    /// `count` ready items of `host` after the running ones, counting how many the walk looked at.
+    /// Counts how many items a walk looked at.
     final class Walk: @unchecked Sendable { var looked = 0 }
     func walk(_ ready: [(TransferID, String)], _ walk: Walk) -> LazyMapSequence<[(TransferID, String)], (TransferID, String)> {
         ready.lazy.map { walk.looked += 1; return $0 }
     }
 
-    @Test func aFullMultiplexedConnectionEndsTheWalkBeforeItBegins() {
-        let running = Array(repeating: "h2", count: 64)
+    /// 10,000 items of one HTTP/2 host (64 streams a connection) queued behind `running` of its streams: what was
+    /// picked and how many items the walk looked at (with the queued counts, or without them).
+    func pickBehind(running: Int, counted: Bool = true) -> (picked: [TransferID], looked: Int) {
         let queued = (1...10_000).map { (TransferID(Int64($0)), "h2") }
-        let counted = Walk()
-        let picked = Scheduler.pick(slotHolders: running, ready: walk(queued, counted), maxConcurrent: 64, maxPerHost: 64,
-                                    waiting: ["h2": queued.count]) { _ in 64 }
-        #expect(picked.isEmpty)
-        #expect(counted.looked == 0)
+        let looked = Walk()
+        let picked = Scheduler.pick(slotHolders: Array(repeating: "h2", count: running), ready: walk(queued, looked),
+                                    maxConcurrent: 64, maxPerHost: 64, waiting: counted ? ["h2": queued.count] : nil) { _ in 64 }
+        return (picked, looked.looked)
+    }
+
+    @Test func aFullMultiplexedConnectionEndsTheWalkBeforeItBegins() {
+        let full = pickBehind(running: 64)
+        #expect(full.picked.isEmpty)
+        #expect(full.looked == 0)
         // Without the counts it looks at every item (what the engine did before).
-        let uncounted = Walk()
-        _ = Scheduler.pick(slotHolders: running, ready: walk(queued, uncounted), maxConcurrent: 64, maxPerHost: 64) { _ in 64 }
-        #expect(uncounted.looked == queued.count)
+        #expect(pickBehind(running: 64, counted: false).looked == 10_000)
     }
 
     @Test func aStreamThatEndedStartsOneMoreAndTheWalkStopsThere() {
-        let running = Array(repeating: "h2", count: 63)
-        let queued = (1...10_000).map { (TransferID(Int64($0)), "h2") }
-        let counted = Walk()
-        let picked = Scheduler.pick(slotHolders: running, ready: walk(queued, counted), maxConcurrent: 64, maxPerHost: 64,
-                                    waiting: ["h2": queued.count]) { _ in 64 }
-        #expect(picked == [TransferID(1)])
-        #expect(counted.looked == 1)
+        let oneFree = pickBehind(running: 63)
+        #expect(oneFree.picked == [TransferID(1)])
+        #expect(oneFree.looked == 1)
     }
 
     @Test func anotherHostsItemFarBehindAFullConnectionStillStarts() {
