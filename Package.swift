@@ -1,6 +1,19 @@
 // swift-tools-version:6.0
 import PackageDescription
 
+// Release builds of the programs link Swift's runtime and Foundation into the binary (`-static-stdlib`): the
+// binary runs where no Swift toolchain is installed (it needs libc, libcurl, libsqlite3 and libncursesw), and
+// starts and runs faster (no relocation of a dozen Swift libraries: see docs/performance.md). Foundation's static
+// networking library names `-lcurl`; Support/link holds a linker script that resolves it to the runtime library.
+// Debug builds (the tests) link dynamically, as before.
+let packageDirectory = String(#filePath.dropLast("/Package.swift".count))
+/// On the executables' own sources too: compiled so, they name the static libraries Foundation needs (CoreFoundation, ...).
+let staticInReleaseSources: [SwiftSetting] = [.unsafeFlags(["-static-stdlib"], .when(platforms: [.linux], configuration: .release))]
+let staticInRelease: [LinkerSetting] = [
+    .unsafeFlags(["-static-stdlib", "-Xlinker", "-L" + packageDirectory + "/Support/link"],
+                 .when(platforms: [.linux], configuration: .release)),
+]
+
 let package = Package(
     name: "ferry",
     products: [
@@ -79,7 +92,9 @@ let package = Package(
             dependencies: [
                 "FerryCore", "FerryTUI", "FerryRPC", "CFerryProcess",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
-            ]
+            ],
+            swiftSettings: staticInReleaseSources,
+            linkerSettings: staticInRelease
         ),
         // A real HTTP/1.1 (and, over TLS, HTTP/2) server for tests, started in-process on 127.0.0.1, that can misbehave on
         // purpose; and upload servers that resume (swift-nio-extras' IETF one, a tus one).
@@ -107,7 +122,8 @@ let package = Package(
         .executableTarget(name: "RenderBench", dependencies: ["FerryTUI", "FerryCore"], path: "Tests/RenderBench"),
         // URLSession alone, every byte discarded: the floor scripts/bench compares ferry with.
         // With FLOOR_TRANSPORT=ferry, URLSession over ferry's transport alone: the floor of what the engine adds.
-        .executableTarget(name: "URLSessionFloor", dependencies: ["FerryTransport"], path: "Tests/URLSessionFloor"),
+        .executableTarget(name: "URLSessionFloor", dependencies: ["FerryTransport"], path: "Tests/URLSessionFloor",
+                         swiftSettings: staticInReleaseSources, linkerSettings: staticInRelease),
         // Runs a URLSession with ferry's delegate queue alone in a process, as ferry does (DelegateQueueTests).
         .executableTarget(name: "DelegateQueueProbe", dependencies: ["FerryCore"], path: "Tests/DelegateQueueProbe"),
         .testTarget(name: "FerryCoreTests", dependencies: [
