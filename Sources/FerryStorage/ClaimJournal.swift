@@ -32,6 +32,53 @@ final class ClaimJournal: @unchecked Sendable {
             lastModified = validators.lastModified
             totalLength = validators.totalLength
         }
+
+        /// The entry as one line of JSON, as JSONEncoder would write it (nil fields left out), written by hand:
+        /// JSONEncoder was 3 % of the CPU of 1,000 small downloads, one claim each. `replay` reads it back with
+        /// JSONDecoder.
+        var line: [UInt8] {
+            var out: [UInt8] = []
+            out.reserveCapacity(64 + fileName.utf8.count + (etag?.utf8.count ?? 0) + (lastModified?.utf8.count ?? 0))
+            out += #"{"id":"#.utf8
+            out += String(id).utf8
+            out += #","fileName":"#.utf8
+            Self.appendString(fileName, to: &out)
+            if let etag {
+                out += #","etag":"#.utf8
+                Self.appendString(etag, to: &out)
+            }
+            if let lastModified {
+                out += #","lastModified":"#.utf8
+                Self.appendString(lastModified, to: &out)
+            }
+            if let totalLength {
+                out += #","totalLength":"#.utf8
+                out += String(totalLength).utf8
+            }
+            out += "}\n".utf8
+            return out
+        }
+
+        /// A JSON string: quoted, with the quote, the backslash and the control characters escaped, the rest as
+        /// its UTF-8.
+        private static func appendString(_ string: String, to out: inout [UInt8]) {
+            out.append(UInt8(ascii: "\""))
+            for byte in string.utf8 {
+                switch byte {
+                case UInt8(ascii: "\""), UInt8(ascii: "\\"):
+                    out.append(UInt8(ascii: "\\"))
+                    out.append(byte)
+                case 0..<0x20:
+                    out += #"\u00"#.utf8
+                    let low = byte & 0xf
+                    out.append(UInt8(ascii: "0") + (byte >> 4))
+                    out.append(low < 10 ? UInt8(ascii: "0") + low : UInt8(ascii: "a") + (low - 10))
+                default:
+                    out.append(byte)
+                }
+            }
+            out.append(UInt8(ascii: "\""))
+        }
     }
 
     let path: String
@@ -40,7 +87,6 @@ final class ClaimJournal: @unchecked Sendable {
     private var waiting: [Int64: Entry] = [:]
     /// Lines in the file (the confirmed ones too, until it is emptied or rewritten).
     private var lines = 0
-    private let encoder = JSONEncoder()
 
     /// A file with more lines than this and some still waiting is rewritten with the waiting ones only.
     static let rewriteAfter = 4_096
@@ -65,10 +111,7 @@ final class ClaimJournal: @unchecked Sendable {
 
     /// Appends a claim; durable against the death of the process once this returns.
     func append(_ entry: Entry) throws(StateError) {
-        var line: Data
-        do { line = try encoder.encode(entry) } catch { throw StateError("cannot encode a claim: \(error)") }
-        line.append(UInt8(ascii: "\n"))
-        try write(line)
+        try write(entry.line)
         waiting[entry.id] = entry
         lines += 1
     }
@@ -106,12 +149,8 @@ final class ClaimJournal: @unchecked Sendable {
         let fresh = path + ".new"
         let out = open(fresh, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o600)
         guard out >= 0 else { return }
-        var data = Data()
-        for entry in waiting.values.sorted(by: { $0.id < $1.id }) {
-            guard let line = try? encoder.encode(entry) else { continue }
-            data.append(line)
-            data.append(UInt8(ascii: "\n"))
-        }
+        var data: [UInt8] = []
+        for entry in waiting.values.sorted(by: { $0.id < $1.id }) { data += entry.line }
         let written = data.withUnsafeBytes { Glibc.write(out, $0.baseAddress, $0.count) }
         guard written == data.count, rename(fresh, path) == 0 else {
             close(out)
@@ -126,7 +165,7 @@ final class ClaimJournal: @unchecked Sendable {
         lines = waiting.count
     }
 
-    private func write(_ data: Data) throws(StateError) {
+    private func write(_ data: [UInt8]) throws(StateError) {
         let result = data.withUnsafeBytes { Glibc.write(fd, $0.baseAddress, $0.count) }
         guard result == data.count else {
             let reason = result < 0 ? String(cString: strerror(errno)) : "a short write"

@@ -110,4 +110,23 @@ import Testing
         try next.journalClaims()
         #expect(try next.load([id]).first?.fileName == "1.bin")
     }
+
+    /// The journal's lines are written by hand, not by JSONEncoder: whatever a server may name a file or send
+    /// as validators reads back the same (with JSONDecoder, as `replay` reads it), on one line.
+    @Test(arguments: [
+        "plain.bin", "quote\"and\\backslash.bin", "new\nline\r\ttab\u{1}\u{1f}.bin", "caf\u{e9} \u{1F600} \u{7f}.bin",
+        "{\"id\":9}", "",
+    ])
+    func aLineReadsBackAsItWasWhateverTheNameHolds(name: String) throws {
+        let entries = [
+            ClaimJournal.Entry(TransferID(7), fileName: name, validators: Validators(etag: "W/\"\(name)\"",
+                               lastModified: name, totalLength: Int64.max)),
+            ClaimJournal.Entry(TransferID(-1), fileName: name, validators: Validators()),
+        ]
+        for entry in entries {
+            let decoded = try JSONDecoder().decode(ClaimJournal.Entry.self, from: Data(entry.line.dropLast()))
+            #expect(decoded == entry)
+            #expect(entry.line.last == UInt8(ascii: "\n") && entry.line.dropLast().allSatisfy { $0 != UInt8(ascii: "\n") })
+        }
+    }
 }
