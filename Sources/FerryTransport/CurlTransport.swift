@@ -19,11 +19,11 @@ package final class CurlTransport: @unchecked Sendable {
 
     /// libcurl reads the socket this much at a time (it still hands data over 16 KiB per callback:
     /// CurlTransfer gathers it into larger pieces): 256 KiB for a transfer alone, less as more run beside
-    /// it, down to 64 KiB from eight on (a quarter of its in-flight bound; libcurl keeps one such buffer per
-    /// transfer: 64 HTTP/2 streams held 16 MiB of them, 8 ranges 2 MiB).
+    /// it, a quarter of its in-flight bound: 64 KiB at eight, 32 KiB from sixteen on (libcurl keeps one such
+    /// buffer per transfer: 64 HTTP/2 streams held 16 MiB of them at 256 KiB, 4 MiB at 64 KiB; 2 at 32 KiB).
     static let receiveBufferSize = 256 << 10
     var receiveBufferSize: Int {
-        min(Self.receiveBufferSize, max(64 << 10, inFlightBound.load(ordering: .relaxed) / 4))
+        min(Self.receiveBufferSize, max(32 << 10, inFlightBound.load(ordering: .relaxed) / 4))
     }
     /// And sends at most this much per read of the body.
     static let sendBufferSize = 512 << 10
