@@ -106,4 +106,19 @@ import Testing
                                     waiting: ["a": 5, "b": 1])
         #expect(picked == [TransferID(1), TransferID(2)])
     }
+
+    /// Review finding: the counts made each change scan every host with queued items (`streams`, asked of each
+    /// host a scan looks at, counts them): a list over 100,000 hosts scanned 100,000 at every change.
+    @Test(arguments: [8, 7])
+    func aQueueOverManyHostsCostsWhatTheCapsRuleOutNotItsHosts(busy: Int) {
+        let hosts = (0..<10_000).map { "h\($0)" }
+        let ready = hosts.enumerated().map { (TransferID(Int64($0.offset)), $0.element) }
+        var asked = 0
+        let picked = Scheduler.pick(slotHolders: (0..<busy).map { "busy\($0)" }, ready: ready, maxConcurrent: 8,
+                                    maxPerHost: 1, waiting: Dictionary(uniqueKeysWithValues: hosts.map { ($0, 1) }),
+                                    streams: { _ in asked += 1; return nil })
+        #expect(picked == (busy == 8 ? [] : [TransferID(0)]))
+        #expect(asked < 100, "\(asked) hosts asked")
+    }
 }
+

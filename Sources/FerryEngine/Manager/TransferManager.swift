@@ -118,7 +118,11 @@ public final class TransferManager: Sendable {
         /// `counts` and `queuedPerHost` for an entry that goes (-1) or comes (+1) in `state`.
         mutating func count(_ entry: Entry, _ state: TransferState, _ delta: Int) {
             counts[state, default: 0] += delta
-            if state == .queued { queuedPerHost[entry.host, default: 0] += delta }
+            if state == .queued {
+                // A host with none queued leaves the table (the scheduler scans it: a queue over 100,000 hosts).
+                let now = queuedPerHost[entry.host, default: 0] + delta
+                queuedPerHost[entry.host] = now == 0 ? nil : now
+            }
         }
 
         /// Where `id` is in `queue`, found by its rank (nil: not in the queue).

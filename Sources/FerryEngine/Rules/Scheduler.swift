@@ -39,8 +39,8 @@ public enum Scheduler {
     /// connection of its own; for a host over HTTP/2 it is how many of its items may run at once, all as
     /// streams of one connection, which takes one slot of `maxConcurrent` (and of `maxPerHost`).
     ///
-    /// `waiting`, when given, is at least how many items of each host `ready` holds: the walk stops once no
-    /// host with items still ahead can take one. Without it a host over HTTP/2 whose connection is full let
+    /// `waiting`, when given, is at least how many items of each host `ready` holds (hosts with none left out):
+    /// the walk stops once no host with items still ahead can take one. Without it a host over HTTP/2 whose connection is full let
     /// the walk go on to the end of the queue looking for other hosts' items (it takes one slot of the
     /// global cap, so the cap is never reached): 1,000 items of one host walked 1,000 entries per change,
     /// a quarter of the engine's time; a million queued would have walked a million.
@@ -67,8 +67,19 @@ public enum Scheduler {
             if let cap = streams(host) { return count < cap && (count > 0 || running < maxConcurrent) }
             return count < maxPerHost && running < maxConcurrent
         }
-        var left = waiting ?? [:]
-        func anyHostCanTakeWhatIsLeft() -> Bool { left.contains { $0.value > 0 && takes($0.key) } }
+        // The items of each host the walk has passed: what `waiting` still holds ahead is the difference.
+        var passed: [Host: Int] = [:]
+        func ahead(_ host: Host) -> Int { (waiting?[host] ?? 0) - passed[host, default: 0] }
+        // Costs what can be ruled out, not the number of hosts: with the slots full only an HTTP/2 connection
+        // already open can take more, and those hosts hold slots; with a slot free every host with items
+        // ahead can take one but those at their own cap (a few) and those the walk has passed (as many as it
+        // has walked), so the scan stops soon (a queue of 100,000 hosts scanned them all at every change).
+        func anyHostCanTakeWhatIsLeft() -> Bool {
+            if running >= maxConcurrent {
+                return open > 0 && perHost.keys.contains { ahead($0) > 0 && takes($0) }
+            }
+            return waiting!.contains { host, _ in ahead(host) > 0 && takes(host) }
+        }
         if waiting != nil, !anyHostCanTakeWhatIsLeft() { return [] }
         var picked: [TransferID] = []
         var pastCaps = 0
@@ -79,8 +90,8 @@ public enum Scheduler {
             }
             var changed = false
             if waiting != nil {
-                left[host, default: 0] -= 1
-                changed = left[host]! <= 0
+                passed[host, default: 0] += 1
+                changed = ahead(host) <= 0
             }
             let count = perHost[host, default: 0]
             if takes(host) {
