@@ -87,8 +87,11 @@ final class ClaimJournal: @unchecked Sendable {
     private var waiting: [Int64: Entry] = [:]
     /// Lines in the file (the confirmed ones too, until it is emptied or rewritten).
     private var lines = 0
+    /// Bytes in the file: a write that fails is cut back to it (a torn line would swallow the next claim's).
+    private var size: off_t = 0
 
-    /// A file with more lines than this and some still waiting is rewritten with the waiting ones only.
+    /// A file with more lines than this, and more than twice the claims still waiting, is rewritten with the
+    /// waiting ones only (so rewrites cost as much as the appends they follow, however many wait).
     static let rewriteAfter = 4_096
 
     /// Opens (creating) the journal at `path` for appending; what it held must have been replayed first.
@@ -116,15 +119,16 @@ final class ClaimJournal: @unchecked Sendable {
         lines += 1
     }
 
-    /// A batch of rows committed: the claims they hold (the same name and validators) wait no more. An empty
-    /// journal is emptied on disk too; a long one with claims still waiting is rewritten with those.
+    /// A batch of rows committed: a row with a name holds its item's claim or what came of it (a name, once an
+    /// item has one, is never taken away: a later row has the same name or the one the file was published
+    /// under, and validators as new or newer), so that claim waits no more. A record taken before the claim has
+    /// no name and confirms nothing. (Matching the claim exactly, as before, kept for good the claims of files
+    /// that finished within one batch with validators the claim did not have, such as a body of no stated
+    /// length, or that were published under another name: review finding.) An empty journal is emptied on disk
+    /// too; a long one with claims still waiting is rewritten with those.
     func confirm(_ committed: [StoredTransfer]) {
         guard !waiting.isEmpty else { return }
-        for item in committed {
-            guard let entry = waiting[item.id.rawValue], entry == Entry(item.id, fileName: item.fileName ?? "", validators: item.validators)
-            else { continue }
-            waiting[item.id.rawValue] = nil
-        }
+        for item in committed where item.fileName != nil { waiting[item.id.rawValue] = nil }
         compact()
     }
 
@@ -137,8 +141,11 @@ final class ClaimJournal: @unchecked Sendable {
 
     private func compact() {
         if waiting.isEmpty {
-            if lines > 0, ftruncate(fd, 0) == 0 { lines = 0 }
-        } else if lines > Self.rewriteAfter {
+            if lines > 0, ftruncate(fd, 0) == 0 {
+                lines = 0
+                size = 0
+            }
+        } else if lines > Self.rewriteAfter, lines > 2 * waiting.count {
             rewrite()
         }
     }
@@ -163,13 +170,16 @@ final class ClaimJournal: @unchecked Sendable {
         // O_APPEND again for the appends that follow.
         _ = fcntl(fd, F_SETFL, O_APPEND)
         lines = waiting.count
+        size = off_t(data.count)
     }
 
     private func write(_ data: [UInt8]) throws(StateError) {
         let result = data.withUnsafeBytes { Glibc.write(fd, $0.baseAddress, $0.count) }
         guard result == data.count else {
             let reason = result < 0 ? String(cString: strerror(errno)) : "a short write"
+            _ = ftruncate(fd, size)
             throw StateError("cannot write \(path): \(reason)")
         }
+        size += off_t(data.count)
     }
 }

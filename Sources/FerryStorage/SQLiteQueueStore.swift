@@ -427,28 +427,39 @@ public final class SQLiteQueueStore: QueueStore {
         }
     }
 
-    /// Into the journal when the engine keeps one (journalClaims), else a transaction of its own; one that the
-    /// journal cannot take (a full disk) goes into the rows the same way.
+    /// Into the journal when the engine keeps one (journalClaims), else a transaction of its own. When the
+    /// journal cannot take a claim (a full disk) this throws and journals no more: the claim, and those after it,
+    /// then go into the rows as where there is no journal, each after the batch being written (StoreWriter;
+    /// written here at once it could be undone by an older record of that batch, committed after it).
     public func recordClaim(_ id: TransferID, fileName: String, validators: Validators) throws {
-        let journaled = claims.withLock { journal -> Bool in
-            guard let journal else { return false }
+        let claim = ClaimJournal.Entry(id, fileName: fileName, validators: validators)
+        let journaled = claims.withLock { journal -> Bool? in
+            guard let current = journal else { return nil }
             do throws(StateError) {
-                try journal.append(ClaimJournal.Entry(id, fileName: fileName, validators: validators))
+                try current.append(claim)
                 return true
             } catch {
+                journal = nil
                 return false
             }
         }
-        if journaled { return }
-        try writing { db in try Self.writeClaim(db, ClaimJournal.Entry(id, fileName: fileName, validators: validators)) }
+        switch journaled {
+        case true?: return
+        case false?: throw StateError("the claim journal \(claimJournalPath) cannot be written: claims go into the queue itself")
+        case nil: try writing { db in try Self.writeClaim(db, claim, replayed: false) }
+        }
     }
 
-    private static func writeClaim(_ db: Database, _ claim: ClaimJournal.Entry) throws {
+    /// A claim into its item's row; a replayed one only into a row with no name yet (a row with one has been
+    /// written since the claim, with the same name or the one the file was published under and newer
+    /// validators, which the claim must not take back).
+    private static func writeClaim(_ db: Database, _ claim: ClaimJournal.Entry, replayed: Bool) throws {
         try db.cachedStatement(sql: """
             UPDATE transfer SET fileName = ?, etag = ?, lastModified = ?, totalLength = ?, updatedAt = ?
             WHERE id = ? AND state IN ('running', 'queued', 'waiting', 'paused')
-            """).execute(arguments: [claim.fileName, claim.etag, claim.lastModified, claim.totalLength,
-                                     Date().timeIntervalSince1970, claim.id])
+            """ + (replayed ? " AND fileName IS NULL" : "")).execute(arguments: [
+                claim.fileName, claim.etag, claim.lastModified, claim.totalLength, Date().timeIntervalSince1970, claim.id,
+            ])
     }
 
     /// Where the claims of this store's engine are journaled (beside the database).
@@ -461,7 +472,7 @@ public final class SQLiteQueueStore: QueueStore {
         let left = ClaimJournal.replay(path: claimJournalPath)
         if !left.isEmpty {
             try writing { db in
-                for claim in left { try Self.writeClaim(db, claim) }
+                for claim in left { try Self.writeClaim(db, claim, replayed: true) }
             }
         }
         let journal = try ClaimJournal(path: claimJournalPath)

@@ -67,6 +67,46 @@ import Testing
         #expect(journalSize(store) == 0)
     }
 
+    /// Review finding: a claim was confirmed only by a row equal to it, so the claim of a file that finished
+    /// within one batch with validators the claim did not have (a body of no stated length: the size is known at
+    /// the end), or that was published under another name, stayed in the journal for the engine's life.
+    @Test(arguments: [("1.bin", Validators(etag: "\"e1\"", totalLength: 65536)), ("1 (1).bin", Validators())])
+    func aRowWithTheItemsNameConfirmsItsClaimWhateverCameOfIt(name: String, committed: Validators) throws {
+        defer { cleanup() }
+        let store = try SQLiteQueueStore(path: path)
+        var item = try store.add([spec(1)])[0]
+        try store.journalClaims()
+        try store.recordClaim(item.id, fileName: "1.bin", validators: Validators(etag: "\"e1\""))
+        item.state = .completed
+        item.fileName = name
+        item.validators = committed
+        try store.save([item])
+        #expect(journalSize(store) == 0)
+    }
+
+    /// Review finding: a replay put a claim's validators back into a row written since (with newer ones), so a
+    /// resume after the next crash sent a stale If-Range. A replay now only names rows that have no name.
+    @Test func aReplayNeverTakesBackWhatARowWrittenSinceHolds() throws {
+        defer { cleanup() }
+        let store = try SQLiteQueueStore(path: path)
+        var items = try store.add([spec(1), spec(2)])
+        try store.journalClaims()
+        try store.recordClaim(items[0].id, fileName: "1.bin", validators: Validators(etag: "\"old\""))
+        try store.recordClaim(items[1].id, fileName: "2.bin", validators: validators)
+        // The first item's row is written with newer validators; the second's claim still waits, so the journal
+        // keeps both lines when the engine is killed.
+        items[0].state = .running
+        items[0].fileName = "1.bin"
+        items[0].validators = Validators(etag: "\"new\"")
+        try store.save([items[0]])
+        #expect(journalSize(store) > 0)
+        let next = try SQLiteQueueStore(path: path)
+        try next.journalClaims()
+        let rows = try next.load([items[0].id, items[1].id])
+        #expect(rows.first { $0.id == items[0].id }?.validators.etag == "\"new\"")
+        #expect(rows.first { $0.id == items[1].id }?.fileName == "2.bin")
+    }
+
     @Test func removedItemsLeaveTheJournal() throws {
         defer { cleanup() }
         let store = try SQLiteQueueStore(path: path)

@@ -97,19 +97,21 @@ final class StoreWriter: Sendable {
     /// Records a download's name before its `.part` file is created; durable when this returns. An older record
     /// of the item still waiting takes the name too, so that written later it does not take it back. Into the
     /// store's claim journal where it keeps one (at once, without waiting for a batch being written: the journal
-    /// keeps the claim until a committed batch holds it); otherwise in a transaction of its own on the store's
-    /// queue, after the batch being written (which may hold an older record). The changes queued meanwhile wait
-    /// for their interval either way (writing them all first made two transactions for every small file).
+    /// keeps the claim until a committed batch holds it); otherwise, or when the journal cannot take it, in a
+    /// transaction of its own on the store's queue, after the batch being written (which may hold an older
+    /// record). The changes queued meanwhile wait for their interval either way (writing them all first made two
+    /// transactions for every small file).
     func recordClaim(_ id: TransferID, fileName: String, validators: Validators) {
-        let write = { [self] in
+        let write = { [self] () -> Bool in
             pending.withLock { pending in
                 guard pending.records[id] != nil else { return }
                 pending.records[id]!.fileName = fileName
                 pending.records[id]!.validators = validators
             }
-            try? store.recordClaim(id, fileName: fileName, validators: validators)
+            return (try? store.recordClaim(id, fileName: fileName, validators: validators)) != nil
         }
-        if store.claimsAreJournaled { write() } else { queue.sync(execute: write) }
+        if store.claimsAreJournaled, write() { return }
+        queue.sync { _ = write() }
     }
 
     /// A resumable upload's place on the server, written before this returns (as a claim is).
