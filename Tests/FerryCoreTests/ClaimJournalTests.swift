@@ -25,6 +25,14 @@ import Testing
 
     let validators = Validators(etag: "\"e1\"", lastModified: "Mon, 02 Jan 2006 15:04:05 GMT", totalLength: 65536)
 
+    /// An engine's store that journals its claims, with `count` items queued.
+    func journaling(_ count: Int) throws -> (store: SQLiteQueueStore, items: [StoredTransfer]) {
+        let store = try SQLiteQueueStore(path: path)
+        let items = try store.add((1...count).map(spec))
+        try store.journalClaims()
+        return (store, items)
+    }
+
     /// An engine's store that journals, an item claimed "1.bin", and then the engine gone (kill -9: the batch
     /// that would have held the claim never came).
     func claimedThenKilled() throws -> TransferID {
@@ -52,9 +60,8 @@ import Testing
 
     @Test func aCommittedBatchHoldingTheClaimEmptiesTheJournalAnOlderRecordDoesNot() throws {
         defer { cleanup() }
-        let store = try SQLiteQueueStore(path: path)
-        var item = try store.add([spec(1)])[0]
-        try store.journalClaims()
+        var (store, items) = try journaling(1)
+        var item = items.removeFirst()
         try store.recordClaim(item.id, fileName: "1.bin", validators: validators)
         // A record taken before the claim (a batch under way when it was made): the claim still waits.
         item.state = .running
@@ -73,9 +80,8 @@ import Testing
     @Test(arguments: [("1.bin", Validators(etag: "\"e1\"", totalLength: 65536)), ("1 (1).bin", Validators())])
     func aRowWithTheItemsNameConfirmsItsClaimWhateverCameOfIt(name: String, committed: Validators) throws {
         defer { cleanup() }
-        let store = try SQLiteQueueStore(path: path)
-        var item = try store.add([spec(1)])[0]
-        try store.journalClaims()
+        var (store, items) = try journaling(1)
+        var item = items.removeFirst()
         try store.recordClaim(item.id, fileName: "1.bin", validators: Validators(etag: "\"e1\""))
         item.state = .completed
         item.fileName = name
@@ -88,9 +94,7 @@ import Testing
     /// resume after the next crash sent a stale If-Range. A replay now only names rows that have no name.
     @Test func aReplayNeverTakesBackWhatARowWrittenSinceHolds() throws {
         defer { cleanup() }
-        let store = try SQLiteQueueStore(path: path)
-        var items = try store.add([spec(1), spec(2)])
-        try store.journalClaims()
+        var (store, items) = try journaling(2)
         try store.recordClaim(items[0].id, fileName: "1.bin", validators: Validators(etag: "\"old\""))
         try store.recordClaim(items[1].id, fileName: "2.bin", validators: validators)
         // The first item's row is written with newer validators; the second's claim still waits, so the journal
@@ -109,9 +113,8 @@ import Testing
 
     @Test func removedItemsLeaveTheJournal() throws {
         defer { cleanup() }
-        let store = try SQLiteQueueStore(path: path)
-        let id = try store.add([spec(1)])[0].id
-        try store.journalClaims()
+        let (store, items) = try journaling(1)
+        let id = items[0].id
         try store.recordClaim(id, fileName: "1.bin", validators: validators)
         try store.remove([id])
         #expect(journalSize(store) == 0)
@@ -119,9 +122,7 @@ import Testing
 
     @Test func aLongJournalIsRewrittenWithWhatStillWaits() throws {
         defer { cleanup() }
-        let store = try SQLiteQueueStore(path: path)
-        let items = try store.add([spec(1), spec(2)])
-        try store.journalClaims()
+        let (store, items) = try journaling(2)
         // The first item's claim waits for ever (its record never comes); the second's are confirmed one by one.
         try store.recordClaim(items[0].id, fileName: "1.bin", validators: validators)
         var second = items[1]
