@@ -33,9 +33,8 @@ final class ClaimJournal: @unchecked Sendable {
             totalLength = validators.totalLength
         }
 
-        /// The entry as one line of JSON, as JSONEncoder would write it (nil fields left out), written by hand:
-        /// JSONEncoder was 3 % of the CPU of 1,000 small downloads, one claim each. `replay` reads it back with
-        /// JSONDecoder.
+        /// The entry as one line of JSON (nil fields left out), written by hand: JSONEncoder was 3 % of the CPU of
+        /// 1,000 small downloads, one claim each. `replay` reads it back with JSONDecoder.
         var line: [UInt8] {
             var out: [UInt8] = []
             out.reserveCapacity(64 + fileName.utf8.count + (etag?.utf8.count ?? 0) + (lastModified?.utf8.count ?? 0))
@@ -121,11 +120,10 @@ final class ClaimJournal: @unchecked Sendable {
 
     /// A batch of rows committed: a row with a name holds its item's claim or what came of it (a name, once an
     /// item has one, is never taken away: a later row has the same name or the one the file was published
-    /// under, and validators as new or newer), so that claim waits no more. A record taken before the claim has
-    /// no name and confirms nothing. (Matching the claim exactly, as before, kept for good the claims of files
-    /// that finished within one batch with validators the claim did not have, such as a body of no stated
-    /// length, or that were published under another name: review finding.) An empty journal is emptied on disk
-    /// too; a long one with claims still waiting is rewritten with those.
+    /// under, and validators as new or newer), so that claim waits no more, whatever its validators became (a
+    /// body of no stated length gets its size at the end). A record taken before the claim has no name and
+    /// confirms nothing. An empty journal is emptied on disk too; a long one with claims still waiting is
+    /// rewritten with those.
     func confirm(_ committed: [StoredTransfer]) {
         guard !waiting.isEmpty else { return }
         for item in committed where item.fileName != nil { waiting[item.id.rawValue] = nil }

@@ -10,6 +10,9 @@ public final class BandwidthLimits: Sendable {
         public var download: Int64?
         public var upload: Int64?
         public var items: [Int64: Int64] = [:]
+
+        /// No limit at all: every transfer runs free.
+        public var limitNothing: Bool { download == nil && upload == nil && items.isEmpty }
     }
 
     private let rates = Mutex(Rates())

@@ -199,7 +199,7 @@ package final class CurlTransport: @unchecked Sendable {
         }
         for transfers in groups.values {
             guard let rates = transfers.first?.limits?.limits.current else { continue }
-            if rates.download == nil, rates.upload == nil, rates.items.isEmpty {
+            if rates.limitNothing {
                 // Nothing limited (the usual case, and a pass at every transfer that comes or goes): each runs
                 // free, with no shares to work out (64 HTTP/2 streams spent 2 % of their CPU working them out).
                 for member in transfers { member.setRate(nil, now: now) }

@@ -68,8 +68,9 @@ public enum Scheduler {
             return count < maxPerHost && running < maxConcurrent
         }
         // The items of each host the walk has passed: what `waiting` still holds ahead is the difference.
+        let counted = waiting ?? [:]
         var passed: [Host: Int] = [:]
-        func ahead(_ host: Host) -> Int { (waiting?[host] ?? 0) - passed[host, default: 0] }
+        func ahead(_ host: Host) -> Int { counted[host, default: 0] - passed[host, default: 0] }
         // Costs what can be ruled out, not the number of hosts: with the slots full only an HTTP/2 connection
         // already open can take more, and those hosts hold slots; with a slot free every host with items
         // ahead can take one but those at their own cap (a few) and those the walk has passed (as many as it
@@ -78,7 +79,7 @@ public enum Scheduler {
             if running >= maxConcurrent {
                 return open > 0 && perHost.keys.contains { ahead($0) > 0 && takes($0) }
             }
-            return waiting!.contains { host, _ in ahead(host) > 0 && takes(host) }
+            return counted.keys.contains { ahead($0) > 0 && takes($0) }
         }
         if waiting != nil, !anyHostCanTakeWhatIsLeft() { return [] }
         var picked: [TransferID] = []
