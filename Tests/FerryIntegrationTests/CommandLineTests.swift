@@ -25,6 +25,19 @@ import TestHTTPServer
         #expect(!result.stderr.contains("\u{1B}"))
     }
 
+    /// corelibs makes a cache directory named after the program under the user's cache directory the first time
+    /// a session configuration is made, whatever the session's own cache; ferry caches nothing and makes none.
+    @Test func aRunLeavesNoCacheDirectoryBehind() async throws {
+        server.route("/files/c.bin", .serve(Resource(body: Data(repeating: 1, count: 1000))))
+        let home = dir.path + "/home"
+        try FileManager.default.createDirectory(atPath: home, withIntermediateDirectories: true)
+        let result = try await runFerry(["get", "--no-tui", "-o", dir.path, server.url("/files/c.bin").absoluteString],
+                                        environment: ["HOME": home, "XDG_CACHE_HOME": home + "/.cache"])
+        #expect(result.status == 0, "\(result.stderr)")
+        #expect(dir.contents("c.bin") == Data(repeating: 1, count: 1000))
+        #expect(!FileManager.default.fileExists(atPath: home + "/.cache/org.swift.foundation.URLCache"))
+    }
+
     /// Foundation's `FileHandle.write(_: Data)` traps on EPIPE: ferry died (SIGILL) at its first line when its
     /// stderr's reader had gone (`ferry get ... 2>&1 | head`, a parent that died). The lines are dropped now
     /// and the download finishes.
