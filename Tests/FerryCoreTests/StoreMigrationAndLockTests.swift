@@ -114,10 +114,11 @@ import Testing
         let run = RangeRun(start: start, names: NameClaims()) { _ in }
         let url = URL(string: "http://example.com/stuck.bin")!
         let task = URLSession(configuration: .ephemeral).dataTask(with: url)
-        let response = HTTPURLResponse(url: url, statusCode: 200, httpVersion: "HTTP/1.1", headerFields: ["Content-Length": "1048576"])!
+        let response = HTTPURLResponse(url: url, statusCode: 200, httpVersion: "HTTP/1.1", headerFields: ["Content-Length": "2097152"])!
         run.didReceive(response: response, task: task)
 
-        // A MiB in one piece: written at once, and stuck after the pipe's 64 KiB with the range's lock held.
+        // A MiB in one piece, half the body: written at once (the piece that ends a body waits for its finisher),
+        // and stuck after the pipe's 64 KiB with the range's lock held.
         let writer = Thread { run.didReceive(data: Data(count: 1 << 20)) }
         writer.start()
         // Opened without waiting for a writer (a plain open blocks until one opens the FIFO: had the range's

@@ -294,6 +294,16 @@ final class RangeRun: TaskRun {
     private func conclude(_ s: inout State, error: Error?) -> AttemptOutcome {
         let progressed = received.load(ordering: .relaxed) > 0
         defer { s.file = nil }
+        // A whole file, all of it received: the finisher writes out what is left as it syncs the file, off the
+        // delegate queue (a small file's body, one piece, is written there; PartialFile). Its bytes count as done:
+        // a finisher that cannot write them fails the attempt, and the next one starts from the `.part` file's
+        // size. Anything else is on disk before it is judged.
+        if s.verdict == nil, error == nil, !s.alreadyComplete, s.gotResponse, start.end == nil, let file = s.file,
+           let name = s.fileName, s.total.map({ file.size == $0 }) ?? true {
+            s.onDisk = file.size
+            flushed.store(s.onDisk, ordering: .relaxed)
+            return .finished(FileHandover(file: file, fileName: name, total: s.total))
+        }
         if s.verdict == nil, let file = s.file {
             do throws(TransferFailure) {
                 try file.flush()
