@@ -251,7 +251,7 @@ public enum FileNaming {
     /// that name already exists and is a symbolic link (writing through it could land anywhere).
     public static func resolvesInside(directory: String, name: String) -> Bool {
         guard let dir = resolvedDirectory(directory) else { return false }
-        return resolvesInside(resolvedDirectory: dir, name: name)
+        return entry(resolvedDirectory: dir, name: name) != .refused
     }
 
     /// The directory with its symlinks resolved, when it exists and is a directory.
@@ -261,17 +261,22 @@ public enum FileNaming {
         return dir
     }
 
-    /// `resolvesInside` for a directory already resolved (`resolvedDirectory`): what a claim checks for each name.
-    public static func resolvesInside(resolvedDirectory dir: String, name: String) -> Bool {
+    /// What a name is in a directory already resolved (`resolvedDirectory`): refused where `resolvesInside` is
+    /// false, else free or taken by an entry that exists. What a claim checks for each name, with one lstat.
+    public enum Entry: Sendable { case refused, free, taken }
+
+    public static func entry(resolvedDirectory dir: String, name: String) -> Entry {
         guard !name.isEmpty, name != ".", name != "..", name.utf8.count <= maxNameBytes,
               !name.unicodeScalars.contains(where: { $0 == "/" || $0 == "\\" || $0 == "\0" })
-        else { return false }
+        else { return .refused }
         let candidate = dir == "/" ? "/" + name : dir + "/" + name
-        if isSymbolicLink(candidate) { return false }
         // Belt and braces: the candidate's parent must be exactly the resolved directory.
-        guard let slash = candidate.lastIndex(of: "/") else { return false }
+        guard let slash = candidate.lastIndex(of: "/") else { return .refused }
         let parent = slash == candidate.startIndex ? "/" : String(candidate[..<slash])
-        return parent == dir && String(candidate[candidate.index(after: slash)...]) == name
+        guard parent == dir, String(candidate[candidate.index(after: slash)...]) == name else { return .refused }
+        var st = stat()
+        guard lstat(candidate, &st) == 0 else { return .free }
+        return (st.st_mode & S_IFMT) == S_IFLNK ? .refused : .taken
     }
 
     static func realPath(_ path: String) -> String? {
@@ -283,10 +288,5 @@ public enum FileNaming {
     static func isDirectory(_ path: String) -> Bool {
         var st = stat()
         return stat(path, &st) == 0 && (st.st_mode & S_IFMT) == S_IFDIR
-    }
-
-    static func isSymbolicLink(_ path: String) -> Bool {
-        var st = stat()
-        return lstat(path, &st) == 0 && (st.st_mode & S_IFMT) == S_IFLNK
     }
 }
