@@ -47,13 +47,24 @@ final class RangeRun: TaskRun {
         var task: URLSessionTask?
         /// Bytes of the range on disk, from the range's start.
         var onDisk: Int64
+        /// The accepted response, not told yet (see didReceive(response:task:)).
+        var unannounced: Accepted?
+    }
+
+    private struct Accepted {
+        let fileName: String
+        let validators: Validators
+        let rangeable: Bool
     }
 
     let start: Start
     private let names: NameClaims
-    /// A single stream's accepted response: its name and validators must reach the store now, not when the
-    /// attempt ends, or a crash would orphan the `.part` file. `rangeable`: a whole-file answer from a server
-    /// that offers byte ranges with a validator (the download could be segmented).
+    /// A single stream's accepted response, told with the first piece of body that leaves the file unfinished:
+    /// its name, validators and size show while it runs. A body that comes whole with its response (a small
+    /// file) is told with its end instead, whose report carries the same (one turn of the engine's lock fewer
+    /// on the delegate queue). The name reaches the store before the `.part` file exists either way (`claiming`).
+    /// `rangeable`: a whole-file answer from a server that offers byte ranges with a validator (the download
+    /// could be segmented).
     private let accepted: (@Sendable (_ fileName: String, _ validators: Validators, _ rangeable: Bool) -> Void)?
     /// Told each name about to be claimed, before its `.part` file exists (the queue records it durably).
     private let claiming: (@Sendable (_ fileName: String, _ validators: Validators) -> Void)?
@@ -144,12 +155,16 @@ final class RangeRun: TaskRun {
             stop(task, failure)
             return
         }
-        let (complete, name, validators) = state.withLock { ($0.alreadyComplete, $0.fileName, $0.validators) }
-        if complete { BoundedDelegateQueue.cancel(task) }
-        guard !start.bounded, let name else { return }
-        let rangeable = start.from == 0 && http.statusCode == 200 && validators.ifRange != nil && validators.totalLength != nil
+        let rangeable = !start.bounded && start.from == 0 && http.statusCode == 200
             && (header("Accept-Ranges")?.lowercased().contains("bytes") ?? false)
-        accepted?(name, validators, rangeable)
+        let complete = state.withLock { s in
+            if !start.bounded, let name = s.fileName {
+                s.unannounced = Accepted(fileName: name, validators: s.validators,
+                                         rangeable: rangeable && s.validators.ifRange != nil && s.validators.totalLength != nil)
+            }
+            return s.alreadyComplete
+        }
+        if complete { BoundedDelegateQueue.cancel(task) }
     }
 
     /// Applies ResumeRule's verdict; the outcome to stop with, if any.
@@ -248,8 +263,8 @@ final class RangeRun: TaskRun {
     }
 
     func didReceive(data: Data) {
-        let count: Int64? = state.withLock { s in
-            guard s.verdict == nil, !s.alreadyComplete, let file = s.file else { return nil }
+        let (count, announce): (Int64?, Accepted?) = state.withLock { s in
+            guard s.verdict == nil, !s.alreadyComplete, let file = s.file else { return (nil, nil) }
             // A bounded range never writes past its end, whatever the server sends.
             let room = start.end.map { $0 - start.from - file.size } ?? Int64(data.count)
             let chunk = Int64(data.count) > room ? data.prefix(Int(max(0, room))) : data
@@ -257,11 +272,18 @@ final class RangeRun: TaskRun {
                 try file.append(chunk)
             } catch {
                 s.verdict = .failed(error, progressed: true)
-                return nil
+                return (nil, nil)
             }
-            return Int64(chunk.count)
+            // The body goes on: the accepted response is told now.
+            var announce: Accepted?
+            if s.unannounced != nil, s.total.map({ file.size < $0 }) ?? true {
+                announce = s.unannounced
+                s.unannounced = nil
+            }
+            return (Int64(chunk.count), announce)
         }
         if let count { received.add(count, ordering: .relaxed) }
+        if let announce { accepted?(announce.fileName, announce.validators, announce.rangeable) }
     }
 
     /// Writes out what the buffer holds. Called about once a second by the engine, so a stalled or slow
