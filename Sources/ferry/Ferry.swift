@@ -95,7 +95,7 @@ struct Ferry: AsyncParsableCommand {
 
 /// `ferry version`: the same as `ferry --version`.
 struct Version: ParsableCommand {
-    static let configuration = CommandConfiguration(abstract: "Print the version, the Swift it was built with and the transport.")
+    static let configuration = CommandConfiguration(commandName: "version", abstract: "Print the version, the Swift it was built with and the transport.")
     func run() { print(FerryVersion.text) }
 }
 

@@ -4,6 +4,7 @@ import Foundation
 
 struct Get: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
+        commandName: "get",
         abstract: "Download URLs: add them to the queue and open the terminal UI (headless with --no-tui or when stdout is not a terminal).",
         discussion: "Saved paths go to stdout, progress to stderr. Exit 0 when every download succeeded, 1 when any failed, 2 for bad input."
     )

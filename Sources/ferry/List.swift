@@ -4,6 +4,7 @@ import Foundation
 
 struct List: ParsableCommand {
     static let configuration = CommandConfiguration(
+        commandName: "list",
         abstract: "Print the queue (readable while an engine runs).",
         discussion: "Header values are never printed; URLs are shown without credentials."
     )

@@ -4,6 +4,7 @@ import Foundation
 
 struct Put: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
+        commandName: "put",
         abstract: "Upload a file (or stdin with '-') as a raw body, or as multipart/form-data with -F.",
         discussion: """
             The server's response body goes to stdout, progress and status to stderr.

@@ -4,6 +4,7 @@ import Foundation
 
 struct Run: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
+        commandName: "run",
         abstract: "Work through the saved queue without a UI until nothing is left to do.",
         discussion: "Items that were running when ferry last stopped resume where their .part file ends. Paused, done and failed items stay as they are. Exit 0 when every item worked on succeeded, 1 when any failed."
     )

@@ -52,35 +52,35 @@ extension ItemVerbCommand {
 }
 
 struct Pause: ItemVerbCommand {
-    static let configuration = CommandConfiguration(abstract: "Pause items (their .part files stay).")
+    static let configuration = CommandConfiguration(commandName: "pause", abstract: "Pause items (their .part files stay).")
     static func command(_ selection: Selection) -> QueueCommand { .pause(selection) }
     @OptionGroup var selection: ItemSelection
     @OptionGroup var common: StateOptions
 }
 
 struct Resume: ItemVerbCommand {
-    static let configuration = CommandConfiguration(abstract: "Queue paused items again; they continue where they stopped.")
+    static let configuration = CommandConfiguration(commandName: "resume", abstract: "Queue paused items again; they continue where they stopped.")
     static func command(_ selection: Selection) -> QueueCommand { .resume(selection) }
     @OptionGroup var selection: ItemSelection
     @OptionGroup var common: StateOptions
 }
 
 struct Cancel: ItemVerbCommand {
-    static let configuration = CommandConfiguration(abstract: "Cancel items (their .part files stay for retry).")
+    static let configuration = CommandConfiguration(commandName: "cancel", abstract: "Cancel items (their .part files stay for retry).")
     static func command(_ selection: Selection) -> QueueCommand { .cancel(selection) }
     @OptionGroup var selection: ItemSelection
     @OptionGroup var common: StateOptions
 }
 
 struct Retry: ItemVerbCommand {
-    static let configuration = CommandConfiguration(abstract: "Queue failed or cancelled items again with a fresh retry budget.")
+    static let configuration = CommandConfiguration(commandName: "retry", abstract: "Queue failed or cancelled items again with a fresh retry budget.")
     static func command(_ selection: Selection) -> QueueCommand { .retry(selection) }
     @OptionGroup var selection: ItemSelection
     @OptionGroup var common: StateOptions
 }
 
 struct Remove: ParsableCommand {
-    static let configuration = CommandConfiguration(abstract: "Take items off the queue (a finished file is never touched).")
+    static let configuration = CommandConfiguration(commandName: "remove", abstract: "Take items off the queue (a finished file is never touched).")
     @OptionGroup var selection: ItemSelection
     @Flag(name: .customLong("delete-part"), help: "Also delete their .part files.")
     var deletePart = false
@@ -89,7 +89,7 @@ struct Remove: ParsableCommand {
 }
 
 struct Move: ParsableCommand {
-    static let configuration = CommandConfiguration(abstract: "Move an item in the queue: up, down, top or bottom.")
+    static let configuration = CommandConfiguration(commandName: "move", abstract: "Move an item in the queue: up, down, top or bottom.")
     @Argument(help: "The item's id.", completion: .custom { words, _, _ in ItemCompletion.ids(words) }) var id: String
     @Argument(help: "up, down, top or bottom.") var direction: QueueMove
     @OptionGroup var common: StateOptions
@@ -99,7 +99,7 @@ struct Move: ParsableCommand {
 }
 
 struct Jobs: ParsableCommand {
-    static let configuration = CommandConfiguration(abstract: "Show or set how many transfers the running engine runs at once.")
+    static let configuration = CommandConfiguration(commandName: "jobs", abstract: "Show or set how many transfers the running engine runs at once.")
     @Argument(help: "Transfers at once (1 to 256); without it, the value in force is printed.") var count: Int?
     @OptionGroup var common: StateOptions
     func validate() throws {
@@ -138,7 +138,7 @@ extension Jobs {
 }
 
 struct Stop: ParsableCommand {
-    static let configuration = CommandConfiguration(abstract: "Stop the running engine; running items keep their .part files and resume next time.")
+    static let configuration = CommandConfiguration(commandName: "stop", abstract: "Stop the running engine; running items keep their .part files and resume next time.")
     @OptionGroup var common: StateOptions
     func run() throws {
         guard let client = ControlClient.connect(common.stateDirectory) else {
