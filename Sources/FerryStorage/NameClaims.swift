@@ -28,18 +28,21 @@ public final class NameClaims: Sendable {
         if let dir { resolved.withLock { $0[directory] = dir } }
         for n in 0..<Self.maxAttempts {
             let candidate = n == 0 ? name : FileNaming.numbered(name, n)
-            let entry = dir.map { FileNaming.entry(resolvedDirectory: $0, name: candidate) } ?? .refused
-            guard entry != .refused else {
-                throw .local("refusing file name \(TerminalSafe.sanitize(candidate)): it leaves \(directory)")
-            }
             let finalPath = directory + "/" + candidate
-            if entry == .taken { continue }
             let taken = claimed.withLock { set in
                 if set.contains(finalPath) { return true }
                 set.insert(finalPath)
                 return false
             }
             if taken { continue }
+            // Asked once the name is held here: another transfer of this process releases a name only after its
+            // file has it, so a name asked about now is never one being published meanwhile.
+            let entry = dir.map { FileNaming.entry(resolvedDirectory: $0, name: candidate) } ?? .refused
+            guard entry == .free else {
+                release(directory: directory, name: candidate)
+                if entry == .taken { continue }
+                throw .local("refusing file name \(TerminalSafe.sanitize(candidate)): it leaves \(directory)")
+            }
             beforeCreating(candidate)
             let fd = open(finalPath + PartialFile.suffix, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0o644)
             if fd >= 0 { return (candidate, fd) }

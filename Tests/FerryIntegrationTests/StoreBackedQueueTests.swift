@@ -24,6 +24,28 @@ import TestHTTPServer
         return try TransferManager(configuration: configuration, store: SQLiteQueueStore(path: storePath), scope: scope)
     }
 
+    /// A first attempt's `.part` file is made, and its name known to the item, before any byte of its body: the
+    /// rest of the answer reaches the engine with the first piece or the end (RangeRun). Removed meanwhile with
+    /// its `.part`, the file goes and the name is free again.
+    @Test func anItemRemovedBeforeItsBodyBeginsTakesItsPartFileAndFreesItsName() async throws {
+        let body = Resource.randomBytes(count: 50_000, seed: 9)
+        server.route("/slow/a.bin", .serve(Resource(body: body), ServeOptions(stallAfter: 0)))
+        server.route("/fast/a.bin", .serve(Resource(body: body)))
+        let manager = try engine()
+        defer { manager.shutdown() }
+        let id = manager.add(TransferSpec(download: server.url("/slow/a.bin"), directory: dir.path))
+        try await eventually("the .part file") { FileManager.default.fileExists(atPath: dir.path + "/a.bin.part") }
+        try await eventually(within: 5, "the item's name") {
+            manager.snapshot(QueueView(ids: [id.rawValue])).items.first?.fileName == "a.bin"
+        }
+        let removed = try manager.perform(.remove(Selection(ids: [id.rawValue]), deletePart: true))
+        #expect(removed.outcome.changed == [id])
+        #expect(!FileManager.default.fileExists(atPath: dir.path + "/a.bin.part"))
+        let again = manager.add(TransferSpec(download: server.url("/fast/a.bin"), directory: dir.path))
+        try await finish(manager, [again])
+        #expect(dir.contents("a.bin") == body)
+    }
+
     @Test func finishedItemsLeaveMemoryAndTheirRowsStillShow() async throws {
         let body = Resource.randomBytes(count: 20_000, seed: 3)
         for index in 1...40 {

@@ -66,6 +66,9 @@ final class RangeRun: TaskRun {
     /// `rangeable`: a whole-file answer from a server that offers byte ranges with a validator (the download
     /// could be segmented).
     private let accepted: (@Sendable (_ fileName: String, _ validators: Validators, _ rangeable: Bool) -> Void)?
+    /// Told the name a first attempt claimed once its `.part` file is made: the item knows it from then on (a
+    /// remove deletes that file and frees the name, a record keeps it), whenever `accepted` comes.
+    private let named: (@Sendable (_ fileName: String) -> Void)?
     /// Told each name about to be claimed, before its `.part` file exists (the queue records it durably).
     private let claiming: (@Sendable (_ fileName: String, _ validators: Validators) -> Void)?
     private let finish: @Sendable (AttemptReport) -> Void
@@ -80,11 +83,13 @@ final class RangeRun: TaskRun {
 
     init(start: Start, names: NameClaims,
          claiming: (@Sendable (String, Validators) -> Void)? = nil,
+         named: (@Sendable (String) -> Void)? = nil,
          accepted: (@Sendable (String, Validators, Bool) -> Void)? = nil,
          finish: @escaping @Sendable (AttemptReport) -> Void) {
         self.start = start
         self.names = names
         self.claiming = claiming
+        self.named = named
         self.accepted = accepted
         self.finish = finish
         var initial = State(onDisk: start.from - start.rangeStart)
@@ -131,6 +136,7 @@ final class RangeRun: TaskRun {
         // is taken by snapshot readers under the engine's own lock, which must never wait for the disk.
         let preclaim = claimFirst(verdict, http: http)
         var used = false
+        var claimedName: String?
         defer { if !used, case let .success(claim)? = preclaim { release(claim) } }
         let failure: AttemptOutcome? = state.withLock { s in
             guard !s.gotResponse else { return nil }
@@ -143,6 +149,7 @@ final class RangeRun: TaskRun {
                 if s.file == nil {
                     s.file = try openFile(&s, claimed: preclaim)
                     used = preclaim != nil
+                    if used { claimedName = s.fileName }
                 }
                 if !start.bounded { s.file?.expectedSize = s.total }
                 s.validators.totalLength = s.total ?? s.validators.totalLength
@@ -151,6 +158,7 @@ final class RangeRun: TaskRun {
                 return .failed(error, progressed: false)
             }
         }
+        if let claimedName { named?(claimedName) }
         if let failure {
             stop(task, failure)
             return
@@ -317,12 +325,12 @@ final class RangeRun: TaskRun {
         let progressed = received.load(ordering: .relaxed) > 0
         defer { s.file = nil }
         // A whole file, all of it received: the finisher writes out what is left as it syncs the file, off the
-        // delegate queue (a small file's body, one piece, is written there; PartialFile). Its bytes count as done:
-        // a finisher that cannot write them fails the attempt, and the next one starts from the `.part` file's
-        // size. Anything else is on disk before it is judged.
+        // delegate queue (a small file's body, one piece, is written there; PartialFile). What the report counts
+        // is what is on disk (a finisher that cannot write the rest fails, and the item shows what it has); the
+        // finisher's success counts the whole file. Anything else is on disk before it is judged.
         if s.verdict == nil, error == nil, !s.alreadyComplete, s.gotResponse, start.end == nil, let file = s.file,
            let name = s.fileName, s.total.map({ file.size == $0 }) ?? true {
-            s.onDisk = file.size
+            s.onDisk = onDisk(file)
             flushed.store(s.onDisk, ordering: .relaxed)
             return .finished(FileHandover(file: file, fileName: name, total: s.total))
         }

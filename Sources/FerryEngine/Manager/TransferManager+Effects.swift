@@ -128,10 +128,16 @@ extension TransferManager {
                                    from: attempt.from, end: attempt.end, knownTotal: attempt.knownTotal,
                                    validators: transfer.validators, bufferSize: configuration.writeBufferSize)
         var accepted: (@Sendable (String, Validators, Bool) -> Void)?
+        var named: (@Sendable (String) -> Void)?
         if attempt.end == nil {
             accepted = { [weak self] name, validators, rangeable in
                 guard let self else { return }
                 self.event(id) { $0.accepted(serial: serial, fileName: name, validators: validators, rangeable: rangeable) }
+            }
+            // Only the name, at once and under the lock alone: nothing else changes (no slot, no state), and the
+            // next record of the item carries it (the store has the claim already).
+            named = { [weak self] name in
+                self?.core.withLock { core in core.items[id]?.named(serial: serial, fileName: name) }
             }
         }
         // The name a first attempt claims reaches the store before its `.part` file exists, not with the next
@@ -140,8 +146,8 @@ extension TransferManager {
         let claiming: @Sendable (String, Validators) -> Void = { [storeWriter] name, validators in
             storeWriter.recordClaim(id, fileName: name, validators: validators)
         }
-        let run = RangeRun(start: start, names: names, claiming: attempt.end == nil ? claiming : nil, accepted: accepted,
-                           finish: report(to: id, serial: serial))
+        let run = RangeRun(start: start, names: names, claiming: attempt.end == nil ? claiming : nil, named: named,
+                           accepted: accepted, finish: report(to: id, serial: serial))
         let request = run.makeRequest(userAgent: configuration.userAgent, timeout: configuration.idleTimeout,
                                       credentials: delegate.credentials(for: transfer.spec))
         attach(run, serial: serial, to: transfer) { [session] in session.dataTask(with: request) }

@@ -14,6 +14,13 @@ extension Transfer {
     /// A single stream's response was accepted: the name and validators are recorded (and so saved) at once.
     /// When the user asked for segments and the answer shows a file worth splitting, this probe is stopped
     /// and the file is fetched in ranges instead.
+    /// A single stream's first attempt made its `.part` file under `fileName`: a remove deletes that file and frees
+    /// the name, a record keeps it, before the rest of its answer is told (`accepted`, or its end's report).
+    func named(serial: Int, fileName: String) {
+        guard live[0]?.serial == serial else { return }
+        self.fileName = fileName
+    }
+
     func accepted(serial: Int, fileName: String, validators: Validators, rangeable: Bool) -> [Effect]? {
         guard live[0]?.serial == serial else { return nil }
         self.fileName = fileName
