@@ -10,6 +10,7 @@ import Testing
 @testable import FerryEngine
 @testable import FerryModel
 @testable import FerryStorage
+import FerryTransport
 
 /// What a single stream's run does on the delegate queue, where every transfer's callbacks take turns: a small
 /// file's body, which comes whole with its response, costs no write there and no turn of the engine's lock for
@@ -39,7 +40,7 @@ import Testing
                            named: { name in told.named.withLock { $0.append(name) } },
                            accepted: { name, _, _ in told.accepted.withLock { $0.append(name) } },
                            finish: { report in told.reports.withLock { $0.append(report) } })
-        return (run, URLSession(configuration: .default).dataTask(with: url), url)
+        return (run, URLSession(configuration: .keepingNothing).dataTask(with: url), url)
     }
 
     func response(_ url: URL, length: Int) -> HTTPURLResponse {

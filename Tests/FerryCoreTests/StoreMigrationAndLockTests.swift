@@ -113,7 +113,7 @@ import Testing
                                    validators: Validators(), bufferSize: 64 << 10)
         let run = RangeRun(start: start, names: NameClaims()) { _ in }
         let url = URL(string: "http://example.com/stuck.bin")!
-        let task = URLSession(configuration: .ephemeral).dataTask(with: url)
+        let task = URLSession(configuration: .keepingNothing).dataTask(with: url)
         let response = HTTPURLResponse(url: url, statusCode: 200, httpVersion: "HTTP/1.1", headerFields: ["Content-Length": "2097152"])!
         run.didReceive(response: response, task: task)
 

@@ -14,7 +14,7 @@ import Testing
 /// this fails first if a Foundation release renames or retypes it.
 @Suite struct TaskWorkQueueTests {
     @Test func theWorkQueueOfEveryKindOfTaskIsFound() throws {
-        let session = URLSession(configuration: .ephemeral)
+        let session = URLSession(configuration: .keepingNothing)
         defer { session.invalidateAndCancel() }
         let request = URLRequest(url: URL(string: "http://127.0.0.1:9/")!)
         let tasks: [URLSessionTask] = [session.dataTask(with: request), session.uploadTask(withStreamedRequest: request)]

@@ -39,7 +39,7 @@ import TestHTTPServer
         var request = URLRequest(url: url ?? endpoint)
         request.httpMethod = method
         if method == "POST" { request.httpBody = body }
-        let (data, response) = try await URLSession.shared.data(for: request)
+        let (data, response) = try await rpcSession.data(for: request)
         let http = response as! HTTPURLResponse
         return (http.statusCode, try? JSONSerialization.jsonObject(with: data, options: [.fragmentsAllowed]), http.allHeaderFields)
     }
@@ -325,3 +325,6 @@ import TestHTTPServer
         try await eventually("the reading client got them") { reader.messages.count == 40_000 }
     }
 }
+
+/// The tests' client of the RPC endpoint (not `URLSession.shared`, whose configuration makes a cache directory).
+private let rpcSession = URLSession(configuration: .keepingNothing)

@@ -1,6 +1,7 @@
 import Crypto
 import Foundation
 import Testing
+import FerryTransport
 import TestHTTPServer
 
 #if canImport(FoundationNetworking)
@@ -143,11 +144,9 @@ struct RawResponse {
 }
 
 private func makeSession() -> URLSession {
-    let config = URLSessionConfiguration.ephemeral
+    let config = URLSessionConfiguration.keepingNothing
     config.httpMaximumConnectionsPerHost = 8
     config.timeoutIntervalForRequest = 30
-    config.requestCachePolicy = .reloadIgnoringLocalCacheData
-    config.urlCache = nil
     return URLSession(configuration: config)
 }
 

@@ -242,16 +242,6 @@ public final class TransferManager: Sendable {
     /// BoundedDelegateQueue; each transfer also keeps at most 2 MiB of body on its way, CurlTransfer).
     package static let delegateQueueLimit = 128
 
-    /// corelibs makes `URLCache.shared` when the first session configuration is made, whatever cache the session
-    /// then uses, and with it a directory named after the program under the user's cache directory
-    /// (~/.cache/org.swift.foundation.URLCache/ferry), on every run; `.ephemeral` makes one more cache the same
-    /// way. ferry caches nothing: the shared cache is one that keeps nothing, in a directory that exists. (Its
-    /// shared cookie storage, made the same way and with no setter, still makes ~/.local/share/NAME, NAME the
-    /// binary's directory, when that is missing.)
-    private static let sharedCacheKeepsNothing: Void = {
-        URLCache.shared = URLCache(memoryCapacity: 0, diskCapacity: 0, diskPath: FileManager.default.temporaryDirectory.path)
-    }()
-
     public let configuration: EngineConfiguration
     /// The limits the transport applies to this engine's transfers (global and per item).
     public let limits = BandwidthLimits()
@@ -306,20 +296,13 @@ public final class TransferManager: Sendable {
             BatchedDelivery(queue: eventQueue, gathering: .milliseconds(5)) { $0.forEach(onEvent) }
         }
         self.announcesAdds = announcesAdds
-        // Not `.ephemeral`: corelibs makes its in-memory cache with a directory under ~/.cache (sharedCacheKeepsNothing).
-        // Nothing is kept: no cache, cookies or credentials below.
-        _ = Self.sharedCacheKeepsNothing
-        let sessionConfig = URLSessionConfiguration.default
-        sessionConfig.urlCredentialStorage = nil
+        // No cache, cookies or credentials, and no directory made for them (not `.ephemeral`, which makes one).
+        let sessionConfig = URLSessionConfiguration.keepingNothing
         // Every request is carried by ferry's transport (FerryURLProtocol over CurlTransport), not corelibs'.
         sessionConfig.protocolClasses = [FerryURLProtocol.self]
         sessionConfig.timeoutIntervalForRequest = configuration.idleTimeout
         // Our scheduler enforces the caps; URLSession must not queue tasks behind our back.
         sessionConfig.httpMaximumConnectionsPerHost = 256
-        sessionConfig.urlCache = nil
-        sessionConfig.requestCachePolicy = .reloadIgnoringLocalCacheData
-        sessionConfig.httpCookieStorage = nil
-        sessionConfig.httpShouldSetCookies = false
         // Serial (a concurrent queue reorders chunks) and bounded (chunks must not pile up in memory).
         let delegateQueue = BoundedDelegateQueue(limit: Self.delegateQueueLimit, name: "ferry.delegate")
         self.delegateQueue = delegateQueue
