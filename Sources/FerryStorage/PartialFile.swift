@@ -84,11 +84,7 @@ package final class PartialFile {
         // waits in it (a small file's body in two pieces over HTTP/2: 64 streams at once made 900 buffers, 2 MiB
         // at the peak, each piece copied once more).
         if count >= bufferSize || (buffered == 0 && count >= bufferSize / 4) {
-            let failure = data.withUnsafeBytes { raw -> TransferFailure? in
-                do throws(TransferFailure) { try writeAll(raw) } catch { return error }
-                return nil
-            }
-            if let failure { throw failure }
+            try writeAll(data)
             return
         }
         data.withUnsafeBytes { raw in
@@ -105,7 +101,11 @@ package final class PartialFile {
         }
         guard let piece = last else { return }
         last = nil
-        let failure = piece.withUnsafeBytes { raw -> TransferFailure? in
+        try writeAll(piece)
+    }
+
+    private func writeAll(_ data: Data) throws(TransferFailure) {
+        let failure = data.withUnsafeBytes { raw -> TransferFailure? in
             do throws(TransferFailure) { try writeAll(raw) } catch { return error }
             return nil
         }

@@ -47,14 +47,9 @@ final class RangeRun: TaskRun {
         var task: URLSessionTask?
         /// Bytes of the range on disk, from the range's start.
         var onDisk: Int64
-        /// The accepted response, not told yet (see didReceive(response:task:)).
-        var unannounced: Accepted?
-    }
-
-    private struct Accepted {
-        let fileName: String
-        let validators: Validators
-        let rangeable: Bool
+        /// The accepted response is not told yet (`accepted`): whether the download could be segmented; nil once
+        /// told, or with nothing to tell. Its name and validators are the state's.
+        var untoldRangeable: Bool?
     }
 
     let start: Start
@@ -166,9 +161,8 @@ final class RangeRun: TaskRun {
         let rangeable = !start.bounded && start.from == 0 && http.statusCode == 200
             && (header("Accept-Ranges")?.lowercased().contains("bytes") ?? false)
         let complete = state.withLock { s in
-            if !start.bounded, let name = s.fileName {
-                s.unannounced = Accepted(fileName: name, validators: s.validators,
-                                         rangeable: rangeable && s.validators.ifRange != nil && s.validators.totalLength != nil)
+            if !start.bounded, s.fileName != nil {
+                s.untoldRangeable = rangeable && s.validators.ifRange != nil && s.validators.totalLength != nil
             }
             return s.alreadyComplete
         }
@@ -271,7 +265,7 @@ final class RangeRun: TaskRun {
     }
 
     func didReceive(data: Data) {
-        let (count, announce): (Int64?, Accepted?) = state.withLock { s in
+        let (count, announce): (Int64?, (String, Validators, Bool)?) = state.withLock { s in
             guard s.verdict == nil, !s.alreadyComplete, let file = s.file else { return (nil, nil) }
             // A bounded range never writes past its end, whatever the server sends.
             let room = start.end.map { $0 - start.from - file.size } ?? Int64(data.count)
@@ -283,15 +277,14 @@ final class RangeRun: TaskRun {
                 return (nil, nil)
             }
             // The body goes on: the accepted response is told now.
-            var announce: Accepted?
-            if s.unannounced != nil, s.total.map({ file.size < $0 }) ?? true {
-                announce = s.unannounced
-                s.unannounced = nil
+            guard let rangeable = s.untoldRangeable, let name = s.fileName, s.total.map({ file.size < $0 }) ?? true else {
+                return (Int64(chunk.count), nil)
             }
-            return (Int64(chunk.count), announce)
+            s.untoldRangeable = nil
+            return (Int64(chunk.count), (name, s.validators, rangeable))
         }
         if let count { received.add(count, ordering: .relaxed) }
-        if let announce { accepted?(announce.fileName, announce.validators, announce.rangeable) }
+        if let (name, validators, rangeable) = announce { accepted?(name, validators, rangeable) }
     }
 
     /// Writes out what the buffer holds. Called about once a second by the engine, so a stalled or slow
@@ -324,19 +317,15 @@ final class RangeRun: TaskRun {
     private func conclude(_ s: inout State, error: Error?) -> AttemptOutcome {
         let progressed = received.load(ordering: .relaxed) > 0
         defer { s.file = nil }
-        // A whole file, all of it received: the finisher writes out what is left as it syncs the file, off the
-        // delegate queue (a small file's body, one piece, is written there; PartialFile). What the report counts
-        // is what is on disk (a finisher that cannot write the rest fails, and the item shows what it has); the
-        // finisher's success counts the whole file. Anything else is on disk before it is judged.
-        if s.verdict == nil, error == nil, !s.alreadyComplete, s.gotResponse, start.end == nil, let file = s.file,
-           let name = s.fileName, s.total.map({ file.size == $0 }) ?? true {
-            s.onDisk = onDisk(file)
-            flushed.store(s.onDisk, ordering: .relaxed)
-            return .finished(FileHandover(file: file, fileName: name, total: s.total))
-        }
         if s.verdict == nil, let file = s.file {
+            // A whole file, all of it received, is handed over as it is: the finisher writes out what is left as
+            // it syncs the file, off the delegate queue (a small file's body, one piece, is written there;
+            // PartialFile). The report counts what is on disk (a finisher that cannot write the rest fails, and
+            // the item shows what it has). Anything else is on disk before it is judged.
+            let whole = error == nil && !s.alreadyComplete && s.gotResponse && start.end == nil && s.fileName != nil
+                && (s.total.map { file.size == $0 } ?? true)
             do throws(TransferFailure) {
-                try file.flush()
+                if !whole { try file.flush() }
                 s.onDisk = onDisk(file)
                 flushed.store(s.onDisk, ordering: .relaxed)
             } catch {

@@ -11,9 +11,6 @@ extension Transfer {
     /// Segments are never smaller than this.
     static let minimumSegment: Int64 = 1 << 20
 
-    /// A single stream's response was accepted: the name and validators are recorded (and so saved) at once.
-    /// When the user asked for segments and the answer shows a file worth splitting, this probe is stopped
-    /// and the file is fetched in ranges instead.
     /// A single stream's first attempt made its `.part` file under `fileName`: a remove deletes that file and frees
     /// the name, a record keeps it, before the rest of its answer is told (`accepted`, or its end's report).
     func named(serial: Int, fileName: String) {
@@ -21,6 +18,9 @@ extension Transfer {
         self.fileName = fileName
     }
 
+    /// A single stream's response was accepted: the name and validators are recorded (and so saved) at once.
+    /// When the user asked for segments and the answer shows a file worth splitting, this probe is stopped
+    /// and the file is fetched in ranges instead.
     func accepted(serial: Int, fileName: String, validators: Validators, rangeable: Bool) -> [Effect]? {
         guard live[0]?.serial == serial else { return nil }
         self.fileName = fileName
