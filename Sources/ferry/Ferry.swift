@@ -8,7 +8,9 @@ struct Ferry: AsyncParsableCommand {
         commandName: "ferry",
         abstract: "A terminal upload/download manager with resume, retries and a durable queue.",
         discussion: "Shell completion: ferry --generate-completion-script bash (or zsh, fish) prints a script to source.",
-        version: FerryVersion.text,
+        // What `--version` prints is FerryVersion.text, answered in main (`asksForVersion`); this short line only
+        // makes argument-parser take and list the flag.
+        version: "ferry \(FerryVersion.number)",
         subcommands: [Get.self, Put.self, List.self, Run.self, Pause.self, Resume.self, Cancel.self, Retry.self, Remove.self,
                       Move.self, Jobs.self, Stop.self, RPC.self, Version.self, BackgroundEngine.self]
     )
@@ -65,10 +67,22 @@ struct Ferry: AsyncParsableCommand {
         }
     }
 
+    /// `--version` anywhere before a `--`, where argument-parser takes it too. Answered before parsing so that the
+    /// version line is made only when asked for: libcurl's (`curl_version`) starts OpenLDAP, which reads its
+    /// config and loads every SASL plugin, 3-4 ms of each start.
+    static func asksForVersion(_ arguments: [String]) -> Bool {
+        arguments.prefix { $0 != "--" }.contains("--version")
+    }
+
     /// Usage errors exit 2 (ArgumentParser's default is 64); everything else keeps its code.
     static func main() async {
+        let arguments = Array(CommandLine.arguments.dropFirst())
+        if asksForVersion(arguments) {
+            print(FerryVersion.text)
+            return
+        }
         do {
-            var command = try parseAsRoot(reorder(Array(CommandLine.arguments.dropFirst())))
+            var command = try parseAsRoot(reorder(arguments))
             if var asyncCommand = command as? AsyncParsableCommand {
                 try await asyncCommand.run()
             } else {

@@ -52,7 +52,7 @@ import TestHTTPServer
         #expect(scratch.contents("piped.bin") == body)
     }
 
-    @Test(arguments: [["--version"], ["version"]])
+    @Test(arguments: [["--version"], ["version"], ["get", "--version"]])
     func versionSaysTheVersionTheSwiftAndTheTransport(_ arguments: [String]) async throws {
         let result = try await runFerry(arguments)
         #expect(result.status == 0, "\(result.stderr)")
@@ -266,6 +266,33 @@ import TestHTTPServer
         #expect(!result.stderr.contains("\u{1B}"))
         #expect(!result.stdout.contains("\u{1B}"))
         #expect(!result.stderr.contains("\u{07}"))
+    }
+
+    /// Only `--version` asks libcurl for its version line: `curl_version` starts OpenLDAP, which reads its config
+    /// and loads every SASL plugin (3-4 ms of each start, and their pages). A download that is under way has
+    /// none of them mapped (where libcurl is built without LDAP there is nothing to see either way).
+    @Test func aStartDoesNotLoadLDAPsPlugins() async throws {
+        server.route("/stalls.bin", .serve(Resource(body: Resource.randomBytes(count: 2 << 20, seed: 22), etag: "\"l\""),
+                                             ServeOptions(stallAfter: 1 << 20)))
+        let process = ChildProcess()
+        process.executableURL = ferryExecutable()
+        process.arguments = ["get", "--no-tui", "-o", dir.path, server.url("/stalls.bin").absoluteString]
+        process.environment = isolatedEnvironment(stateDir: dir.path + "/.state", configHome: dir.path + "/.config")
+        process.standardOutput = FileHandle.nullDevice
+        process.standardError = FileHandle.nullDevice
+        try process.run()
+        let partPath = dir.path + "/stalls.bin.part"
+        try await eventually("the download is under way") {
+            ((try? FileManager.default.attributesOfItem(atPath: partPath)[.size] as? Int) ?? 0) == 1 << 20
+        }
+        // Read to its end (String(contentsOfFile:) stops at the first page of a /proc file).
+        let handle = FileHandle(forReadingAtPath: "/proc/\(process.processIdentifier)/maps")
+        let maps = String(decoding: (try? handle?.readToEnd()) ?? Data(), as: UTF8.self)
+        try? handle?.close()
+        process.terminate()
+        await exited(process)
+        #expect(maps.contains("libcurl"), "the maps of the running download were read")
+        #expect(!maps.contains("/sasl2/"), "SASL plugins were loaded: \(maps.split(separator: "\n").filter { $0.contains("sasl") })")
     }
 
     @Test func sigtermStopsCleanlyAndKeepsThePartFile() async throws {
