@@ -8,9 +8,8 @@ struct Ferry: AsyncParsableCommand {
         commandName: "ferry",
         abstract: "A terminal upload/download manager with resume, retries and a durable queue.",
         discussion: "Shell completion: ferry --generate-completion-script bash (or zsh, fish) prints a script to source.",
-        // What `--version` prints is FerryVersion.text, answered in main (`asksForVersion`); this short line only
-        // makes argument-parser take and list the flag.
-        version: "ferry \(FerryVersion.number)",
+        // What `--version` prints is FerryVersion.text, made in main when argument-parser asks for this line.
+        version: versionLine,
         subcommands: [Get.self, Put.self, List.self, Run.self, Pause.self, Resume.self, Cancel.self, Retry.self, Remove.self,
                       Move.self, Jobs.self, Stop.self, RPC.self, Version.self, BackgroundEngine.self]
     )
@@ -67,28 +66,25 @@ struct Ferry: AsyncParsableCommand {
         }
     }
 
-    /// `--version` anywhere before a `--`, where argument-parser takes it too. Answered before parsing so that the
-    /// version line is made only when asked for: libcurl's (`curl_version`) starts OpenLDAP, which reads its
-    /// config and loads every SASL plugin, 3-4 ms of each start.
-    static func asksForVersion(_ arguments: [String]) -> Bool {
-        arguments.prefix { $0 != "--" }.contains("--version")
-    }
+    /// The configuration's version: what argument-parser answers `--version` with (by its own rules of where the
+    /// flag counts), which main replaces with FerryVersion.text. That text is made only then: libcurl's version
+    /// line (`curl_version`) starts OpenLDAP, which reads its config and loads every SASL plugin, 3-4 ms of a start.
+    static let versionLine = "ferry \(FerryVersion.number)"
 
     /// Usage errors exit 2 (ArgumentParser's default is 64); everything else keeps its code.
     static func main() async {
-        let arguments = Array(CommandLine.arguments.dropFirst())
-        if asksForVersion(arguments) {
-            print(FerryVersion.text)
-            return
-        }
         do {
-            var command = try parseAsRoot(reorder(arguments))
+            var command = try parseAsRoot(reorder(Array(CommandLine.arguments.dropFirst())))
             if var asyncCommand = command as? AsyncParsableCommand {
                 try await asyncCommand.run()
             } else {
                 try command.run()
             }
         } catch {
+            if exitCode(for: error) == .success, fullMessage(for: error) == versionLine {
+                print(FerryVersion.text)
+                Foundation.exit(0)
+            }
             if let message = userMessage(error) {
                 Output.error("ferry: \(message)\n")
                 Foundation.exit(2)
