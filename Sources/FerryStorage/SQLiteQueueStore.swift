@@ -288,7 +288,7 @@ public final class SQLiteQueueStore: QueueStore {
                 var stored = spec
                 stored.url = Self.specURL
                 if specJSON?.spec != stored { specJSON = (stored, try json(stored)) }
-                try RowInsert.run(insert, in: db, [.integer(Int64(position)), .text(spec.direction.rawValue), .text(spec.url.absoluteString),
+                try RowWrite.run(insert, in: db, [.integer(Int64(position)), .text(spec.direction.rawValue), .text(spec.url.absoluteString),
                                                    .text(specJSON?.text), .integer(spec.rateLimit), .integer(batch), .text(identity),
                                                    .text(spec.host), .text(Self.uploadName(spec)), .real(now), .real(now)])
                 let id = TransferID(db.lastInsertedRowID)
@@ -359,16 +359,17 @@ public final class SQLiteQueueStore: QueueStore {
                 let id = item.id.rawValue
                 var before = try written[id] ?? known.withLock({ $0[id] }) ?? Self.readKnown(db, id)
                 let attempts = try before.attempts.flatMap { $0.value == item.attempts ? $0.json : nil } ?? json(item.attempts)
-                try update.execute(arguments: [item.state.rawValue, item.fileName, item.savedPath, item.validators.etag,
-                                               item.validators.lastModified, item.validators.totalLength, item.bytesDone,
-                                               item.bytesExpected, item.retries, attempts, item.lastError,
-                                               try item.segments.map { try json($0) }, item.rateLimit,
-                                               try item.response.map { try json($0) },
-                                               try item.resumable.map { try json($0) }, now, id])
+                try RowWrite.run(update, in: db, [.text(item.state.rawValue), .text(item.fileName), .text(item.savedPath),
+                                                  .text(item.validators.etag), .text(item.validators.lastModified),
+                                                  .integer(item.validators.totalLength), .integer(item.bytesDone),
+                                                  .integer(item.bytesExpected), .integer(Int64(item.retries)), .text(attempts),
+                                                  .text(item.lastError), .text(try item.segments.map { try json($0) }),
+                                                  .integer(item.rateLimit), .text(try item.response.map { try json($0) }),
+                                                  .text(try item.resumable.map { try json($0) }), .real(now), .integer(id)])
                 guard db.changesCount > 0 else { continue }  // removed meanwhile
                 before.attempts = (item.attempts, attempts)
                 if before.state != item.state.rawValue {
-                    try event.execute(arguments: [id, now, item.state.rawValue, item.lastError])
+                    try RowWrite.run(event, in: db, [.integer(id), .real(now), .text(item.state.rawValue), .text(item.lastError)])
                     before.state = item.state.rawValue
                     before.events += 1
                     if before.events > Self.eventsKept {
@@ -393,12 +394,26 @@ public final class SQLiteQueueStore: QueueStore {
         claims.withLock { $0?.confirm(items) }
     }
 
-    /// An item this process has not written yet (another process added it): read what its row holds.
+    /// An item this process has not written yet (another process added it, or this one before it last started):
+    /// read what its row holds, in one statement read through SQLite's C API (once per item and run).
     private static func readKnown(_ db: Database, _ id: Int64) throws -> Known {
         // Statements kept (cachedStatement), as in every query made once per item: parsing one costs more than running it.
-        let state = try String.fetchOne(db.cachedStatement(sql: "SELECT state FROM transfer WHERE id = ?"), arguments: [id]) ?? ""
-        let events = try Int.fetchOne(db.cachedStatement(sql: "SELECT COUNT(*) FROM event WHERE transferId = ?"), arguments: [id]) ?? 0
-        return Known(state: state, events: events)
+        let statement = try db.cachedStatement(sql: "SELECT state, (SELECT COUNT(*) FROM event WHERE transferId = ?1) FROM transfer WHERE id = ?1")
+        let raw = statement.sqliteStatement
+        sqlite3_reset(raw)
+        defer { sqlite3_reset(raw) }
+        var code = sqlite3_bind_int64(raw, 1, id)
+        guard code == SQLITE_OK else { throw RowWrite.error(code, db) }
+        code = sqlite3_step(raw)
+        switch code {
+        case SQLITE_ROW:
+            let state = sqlite3_column_text(raw, 0).map { String(cString: $0) } ?? ""
+            return Known(state: state, events: Int(sqlite3_column_int64(raw, 1)))
+        case SQLITE_DONE:
+            return Known(state: "", events: 0)  // removed meanwhile: the update changes nothing either
+        default:
+            throw RowWrite.error(code, db)
+        }
     }
 
     public func saveRanks(_ ranks: [(TransferID, Int)]) throws {
@@ -550,9 +565,10 @@ public final class SQLiteQueueStore: QueueStore {
 
 }
 
-/// One execution of an INSERT with its values bound through SQLite's C API: GRDB's StatementArguments box each
-/// value in an existential and check it against the statement per row, a fifth of queueing a long list.
-enum RowInsert {
+/// One execution of an INSERT or UPDATE with its values bound through SQLite's C API: GRDB's StatementArguments
+/// box each value in an existential and check it against the statement per row, a fifth of queueing a long list
+/// and a third of a save's own work.
+enum RowWrite {
     enum Value {
         case integer(Int64?)
         case real(Double)
@@ -583,7 +599,7 @@ enum RowInsert {
         guard code == SQLITE_DONE else { throw error(code, db) }
     }
 
-    private static func error(_ code: Int32, _ db: Database) -> DatabaseError {
+    static func error(_ code: Int32, _ db: Database) -> DatabaseError {
         DatabaseError(resultCode: ResultCode(rawValue: code), message: db.sqliteConnection.map { String(cString: sqlite3_errmsg($0)) })
     }
 }

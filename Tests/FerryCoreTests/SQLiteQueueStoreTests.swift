@@ -80,6 +80,32 @@ import Testing
         #expect(try store.history(item.id).count == SQLiteQueueStore.eventsKept)
     }
 
+    /// A store that has not written an item yet (a new process) reads its state and its number of events from the
+    /// row before its first save: a change then logs one event and keeps the history short.
+    @Test func aNewStoreReadsWhatTheRowHoldsBeforeItsFirstSave() throws {
+        defer { cleanup() }
+        let path = dir + "/q.sqlite"
+        var item = try #require(try SQLiteQueueStore(path: path).add([spec(1)]).first)
+        do {
+            let first = try SQLiteQueueStore(path: path)
+            for i in 0..<(SQLiteQueueStore.eventsKept + 5) {
+                item.state = i % 2 == 0 ? .running : .waiting
+                try first.save(item)
+            }
+        }
+        let written = item.state
+        let second = try SQLiteQueueStore(path: path)
+        try second.save(item)  // the state the row holds: no event
+        #expect(try second.history(item.id).count == SQLiteQueueStore.eventsKept)
+        #expect(try second.history(item.id).last?.state == item.state)
+        item.state = .completed
+        try second.save(item)
+        let history = try second.history(item.id)
+        #expect(history.count == SQLiteQueueStore.eventsKept)
+        #expect(history.last?.state == .completed)
+        #expect(history.dropLast().last?.state == written)
+    }
+
     /// An add appends after the largest rank and a move writes the ranks of one or two items: no change
     /// rewrites the whole order (one add rewrote every row's position before), and the store's order is the
     /// engine's.
@@ -105,7 +131,7 @@ import Testing
         #expect(stored.map(\.position) == [-1, 1, 2, 3, 4, 5])
     }
 
-    /// An add binds its values through SQLite's C API (RowInsert): every column reads back as given, text other
+    /// An add binds its values through SQLite's C API (RowWrite): every column reads back as given, text other
     /// than ASCII and absent values included, and the identity it wrote finds the item again.
     @Test func anAddWritesEveryColumnAsGiven() throws {
         defer { cleanup() }
