@@ -95,7 +95,9 @@ public final class TransferManager: Sendable {
         /// The items that hold a connection slot or are finishing, with their hosts: what the scheduler counts
         /// against the caps. Kept up to date from `changed` (syncSlotHolders), so that no pass over the queue
         /// is needed to count them (a pass per change made a long queue quadratic: 1,000 files, 4,000 passes).
-        var slotHolders: [TransferID: String] = [:]
+        var slotHolders: [TransferID: Int32] = [:]
+        /// `slotHolders` counted per host (hostID), kept with it: what the scheduler counts, with no pass.
+        var slotHoldersPerHost: [Int32: Int] = [:]
         /// The items this engine may start: nil, every item; otherwise these only (a headless `get`/`put`
         /// runs its own batch and leaves the rest of the queue as it is). Items added or resumed through the
         /// engine join it.
@@ -168,16 +170,27 @@ public final class TransferManager: Sendable {
                    "queuedPerHost is out of step with the queue")
         }
 
-        /// After changes (`changed`, `removedNow`): `slotHolders` follows the items that changed.
+        /// After changes (`changed`, `removedNow`): `slotHolders` (and its count per host) follows the items that changed.
         mutating func syncSlotHolders() {
-            for id in removedNow { slotHolders[id] = nil }
+            for id in removedNow { setSlotHolder(id, nil) }
             for id in changed {
-                guard let item = items[id] else { slotHolders[id] = nil; continue }
+                guard let item = items[id] else { setSlotHolder(id, nil); continue }
                 let holds = item.holdsSlot || item.finishing
                 // Leaving its slot: what it moved since the last sample counts now.
                 if !holds, slotHolders[id] != nil { moved.count(item, bytes: item.bytesDone) }
-                slotHolders[id] = holds ? item.host : nil
+                setSlotHolder(id, holds ? hostID(item.host) : nil)
             }
+        }
+
+        private mutating func setSlotHolder(_ id: TransferID, _ host: Int32?) {
+            let before = slotHolders[id]
+            guard before != host else { return }
+            if let before {
+                let left = slotHoldersPerHost[before, default: 0] - 1
+                slotHoldersPerHost[before] = left == 0 ? nil : left
+            }
+            if let host { slotHoldersPerHost[host, default: 0] += 1 }
+            slotHolders[id] = host
         }
 
         /// After changes (`changed`): an item of the settled prefix that is settled no more starts it over.
@@ -517,9 +530,12 @@ public final class TransferManager: Sendable {
         // The entries' states (and so queuedPerHost) as the loaded items have them now, not at the end of the change.
         core.syncStates()
         let open = core.queue[core.settledPrefix...]
+        let knownHosts = core.hostIDs
         assert(core.slotHolders == Dictionary(uniqueKeysWithValues: core.items.values.lazy.filter { $0.holdsSlot || $0.finishing }
-                                                .map { ($0.id, $0.host) }),
+                                                .map { ($0.id, knownHosts[$0.host] ?? -1) }),
                "slotHolders is out of step with the queue: an item changed without touch")
+        assert(core.slotHoldersPerHost == Dictionary(grouping: core.slotHolders.values, by: { $0 }).mapValues(\.count),
+               "slotHoldersPerHost is out of step with slotHolders")
         let runnable = core.runnable
         let items = core.items
         let ready = open.lazy.filter { entry in
@@ -527,10 +543,8 @@ public final class TransferManager: Sendable {
             (items[entry.id]?.startable ?? (entry.state == .queued)) && runnable?.contains(entry.id) ?? true
         }.map { ($0.id, $0.host) }
         let streams = core.caps.streams
-        let holders = Array(core.slotHolders.values).map { core.hostID($0) }
-        let hostIDs = core.hostIDs
-        let multiplexedIDs = Set(multiplexed.compactMap { hostIDs[$0] })
-        return Scheduler.pick(slotHolders: holders, ready: ready,
+        let multiplexedIDs = Set(multiplexed.compactMap { knownHosts[$0] })
+        return Scheduler.pick(slotHoldersPerHost: core.slotHoldersPerHost, ready: ready,
                               maxConcurrent: core.caps.global, maxPerHost: core.caps.perHost,
                               waiting: core.queuedPerHost) { multiplexedIDs.contains($0) ? streams : nil }
     }

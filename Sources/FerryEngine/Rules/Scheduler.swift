@@ -50,6 +50,17 @@ public enum Scheduler {
     ) -> [TransferID] {
         var perHost: [Host: Int] = [:]
         for host in slotHolders { perHost[host, default: 0] += 1 }
+        return pick(slotHoldersPerHost: perHost, ready: ready, maxConcurrent: maxConcurrent, maxPerHost: maxPerHost,
+                    waiting: waiting, streams: streams)
+    }
+
+    /// The same with the slot holders counted per host already (an engine keeps the count as items change: a
+    /// count made at every change cost a pass over the holders, 64 of them with HTTP/2 `-j 64`).
+    public static func pick<Host: Hashable, Ready: Sequence<(TransferID, Host)>>(
+        slotHoldersPerHost: [Host: Int], ready: Ready, maxConcurrent: Int, maxPerHost: Int,
+        waiting: [Host: Int]? = nil, streams: (Host) -> Int? = { _ in nil }
+    ) -> [TransferID] {
+        var perHost = slotHoldersPerHost
         var running = 0
         // Hosts over HTTP/2 with room for more streams on their connection.
         var open = 0
