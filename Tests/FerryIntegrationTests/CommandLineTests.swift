@@ -268,23 +268,30 @@ import TestHTTPServer
         #expect(!result.stderr.contains("\u{07}"))
     }
 
+    /// `ferry get` of the server's `path` into the test's directory (its output dropped), once its `.part` file
+    /// holds `bytes`.
+    private func getUnderWay(_ path: String, _ bytes: Int) async throws -> ChildProcess {
+        let process = ChildProcess()
+        process.executableURL = ferryExecutable()
+        process.arguments = ["get", "-o", dir.path, server.url(path).absoluteString]
+        process.environment = isolatedEnvironment(stateDir: dir.path + "/.state", configHome: dir.path + "/.config")
+        process.standardOutput = FileHandle.nullDevice
+        process.standardError = FileHandle.nullDevice
+        try process.run()
+        let partPath = dir.path + path + ".part"
+        try await eventually("the .part file holds \(bytes) bytes") {
+            ((try? FileManager.default.attributesOfItem(atPath: partPath)[.size] as? Int) ?? 0) == bytes
+        }
+        return process
+    }
+
     /// Only `--version` asks libcurl for its version line: `curl_version` starts OpenLDAP, which reads its config
     /// and loads every SASL plugin (3-4 ms of each start, and their pages). A download that is under way has
     /// none of them mapped (where libcurl is built without LDAP there is nothing to see either way).
     @Test func aStartDoesNotLoadLDAPsPlugins() async throws {
         server.route("/stalls.bin", .serve(Resource(body: Resource.randomBytes(count: 2 << 20, seed: 22), etag: "\"l\""),
                                              ServeOptions(stallAfter: 1 << 20)))
-        let process = ChildProcess()
-        process.executableURL = ferryExecutable()
-        process.arguments = ["get", "--no-tui", "-o", dir.path, server.url("/stalls.bin").absoluteString]
-        process.environment = isolatedEnvironment(stateDir: dir.path + "/.state", configHome: dir.path + "/.config")
-        process.standardOutput = FileHandle.nullDevice
-        process.standardError = FileHandle.nullDevice
-        try process.run()
-        let partPath = dir.path + "/stalls.bin.part"
-        try await eventually("the download is under way") {
-            ((try? FileManager.default.attributesOfItem(atPath: partPath)[.size] as? Int) ?? 0) == 1 << 20
-        }
+        let process = try await getUnderWay("/stalls.bin", 1 << 20)
         // Read to its end (String(contentsOfFile:) stops at the first page of a /proc file).
         let handle = FileHandle(forReadingAtPath: "/proc/\(process.processIdentifier)/maps")
         let maps = String(decoding: (try? handle?.readToEnd()) ?? Data(), as: UTF8.self)
@@ -298,17 +305,8 @@ import TestHTTPServer
     @Test func sigtermStopsCleanlyAndKeepsThePartFile() async throws {
         let body = Resource.randomBytes(count: 8 << 20, seed: 21)
         server.route("/slow.bin", .serve(Resource(body: body, etag: "\"s\""), ServeOptions(stallAfter: 3 << 20)))
-        let process = ChildProcess()
-        process.executableURL = ferryExecutable()
-        process.arguments = ["get", "-o", dir.path, server.url("/slow.bin").absoluteString]
-        process.environment = isolatedEnvironment(stateDir: dir.path + "/.state", configHome: dir.path + "/.config")
-        process.standardOutput = FileHandle.nullDevice
-        process.standardError = FileHandle.nullDevice
-        try process.run()
+        let process = try await getUnderWay("/slow.bin", 3 << 20)
         let partPath = dir.path + "/slow.bin.part"
-        try await eventually("the .part file has the first 3 MiB") {
-            ((try? FileManager.default.attributesOfItem(atPath: partPath)[.size] as? Int) ?? 0) == 3 << 20
-        }
         process.terminate()
         await exited(process)
         #expect(process.terminationStatus == 143)
