@@ -15,7 +15,8 @@ let staticInRelease: [LinkerSetting] = [
 ]
 // ferry's release link puts the code a run executes first, in one place (lld, the toolchain's linker, with the list
 // scripts/order-hot-code writes), and exports no symbols (nothing loads into ferry; the linker then also drops the
-// code nothing calls). A run maps 7 MiB of the binary's code instead of 14: docs/performance.md, "hot code first".
+// code nothing calls). A run maps 7 MiB of the binary's code instead of 14 (docs/performance.md, "Memory: the code a
+// run executes, in one place").
 let hotCodeFirstInRelease: [LinkerSetting] = [
     .unsafeFlags(["-use-ld=lld",
                   "-Xlinker", "--symbol-ordering-file=" + packageDirectory + "/Support/link/ferry.order",

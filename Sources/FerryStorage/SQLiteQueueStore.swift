@@ -403,7 +403,7 @@ public final class SQLiteQueueStore: QueueStore {
         sqlite3_reset(raw)
         defer { sqlite3_reset(raw) }
         var code = sqlite3_bind_int64(raw, 1, id)
-        guard code == SQLITE_OK else { throw RowWrite.error(code, db) }
+        guard code == SQLITE_OK else { throw DatabaseError.of(code, db) }
         code = sqlite3_step(raw)
         switch code {
         case SQLITE_ROW:
@@ -412,7 +412,7 @@ public final class SQLiteQueueStore: QueueStore {
         case SQLITE_DONE:
             return Known(state: "", events: 0)  // removed meanwhile: the update changes nothing either
         default:
-            throw RowWrite.error(code, db)
+            throw DatabaseError.of(code, db)
         }
     }
 
@@ -592,14 +592,18 @@ enum RowWrite {
                 code = text.withCString { sqlite3_bind_text(raw, index, $0, length, transient) }
             case .integer(nil), .text(nil): code = sqlite3_bind_null(raw, index)
             }
-            guard code == SQLITE_OK else { throw error(code, db) }
+            guard code == SQLITE_OK else { throw DatabaseError.of(code, db) }
         }
         let code = sqlite3_step(raw)
         sqlite3_reset(raw)
-        guard code == SQLITE_DONE else { throw error(code, db) }
+        guard code == SQLITE_DONE else { throw DatabaseError.of(code, db) }
     }
 
-    static func error(_ code: Int32, _ db: Database) -> DatabaseError {
+}
+
+extension DatabaseError {
+    /// A result code from a call to SQLite's C API on `db`'s connection, with the connection's message.
+    static func of(_ code: Int32, _ db: Database) -> DatabaseError {
         DatabaseError(resultCode: ResultCode(rawValue: code), message: db.sqliteConnection.map { String(cString: sqlite3_errmsg($0)) })
     }
 }

@@ -92,7 +92,7 @@ public final class TransferManager: Sendable {
             }
         }
 
-        /// The items that hold a connection slot or are finishing, with their hosts: what the scheduler counts
+        /// The items that hold a connection slot or are finishing, with their hosts (hostID): what the scheduler counts
         /// against the caps. Kept up to date from `changed` (syncSlotHolders), so that no pass over the queue
         /// is needed to count them (a pass per change made a long queue quadratic: 1,000 files, 4,000 passes).
         var slotHolders: [TransferID: Int32] = [:]
