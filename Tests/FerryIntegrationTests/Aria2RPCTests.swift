@@ -124,7 +124,9 @@ import TestHTTPServer
 
     @Test func pauseUnpauseRemoveAndDownloadResults() async throws {
         defer { tearDown() }
-        server.route("/slow.bin", .serve(Resource(body: Data(repeating: 1, count: 4 << 20)), ServeOptions(bytesPerSecond: 256 << 10)))
+        // Stalls after its first MiB, so it is still running whenever the test pauses it (at 256 KiB/s it ended
+        // after 16 s, and a busy test process once got to the pause later than that).
+        server.route("/slow.bin", .serve(Resource(body: Data(repeating: 1, count: 4 << 20)), ServeOptions(stallAfter: 1 << 20)))
         server.route("/b.bin", .serve(Resource(body: Data("b".utf8))))
         let slow = try #require(try await call("aria2.addUri", [[server.url("/slow.bin").absoluteString]]) as? String)
         let paused = try #require(try await call("aria2.addUri", [[server.url("/b.bin").absoluteString], ["pause": "true"]]) as? String)
