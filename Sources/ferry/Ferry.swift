@@ -73,6 +73,7 @@ struct Ferry: AsyncParsableCommand {
 
     /// Usage errors exit 2 (ArgumentParser's default is 64); everything else keeps its code.
     static func main() async {
+        SharedStores.makeCookieStorageWithoutADirectory()
         do {
             var command = try parseAsRoot(reorder(Array(CommandLine.arguments.dropFirst())))
             if var asyncCommand = command as? AsyncParsableCommand {

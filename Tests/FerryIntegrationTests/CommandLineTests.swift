@@ -26,16 +26,27 @@ import TestHTTPServer
     }
 
     /// corelibs makes a cache directory named after the program under the user's cache directory the first time
-    /// a session configuration is made, whatever the session's own cache; ferry caches nothing and makes none.
-    @Test func aRunLeavesNoCacheDirectoryBehind() async throws {
+    /// a session configuration is made, whatever the session's own cache, and a cookie directory named after the
+    /// binary's directory under the user's data directory; ferry caches nothing, keeps no cookies and makes
+    /// neither. The user's data directory is still theirs afterwards: a hook sees `XDG_DATA_HOME` as it was.
+    @Test func aRunLeavesNoCacheOrCookieDirectoryBehind() async throws {
         server.route("/files/c.bin", .serve(Resource(body: Data(repeating: 1, count: 1000))))
         let home = dir.path + "/home"
         try FileManager.default.createDirectory(atPath: home, withIntermediateDirectories: true)
-        let result = try await runFerry(["get", "--no-tui", "-o", dir.path, server.url("/files/c.bin").absoluteString],
-                                        environment: ["HOME": home, "XDG_CACHE_HOME": home + "/.cache"])
+        let config = dir.path + "/config.toml"
+        try """
+            [hooks]
+            on_done = ["/bin/sh", "-c", "printf %s \\"$XDG_DATA_HOME\\" > \\"$0\\"", "\(dir.path)/seen"]
+            """.write(toFile: config, atomically: true, encoding: .utf8)
+        let result = try await runFerry(["get", "--no-tui", "--config", config, "-o", dir.path, server.url("/files/c.bin").absoluteString],
+                                        environment: ["HOME": home, "XDG_CACHE_HOME": home + "/.cache",
+                                                      "XDG_DATA_HOME": home + "/.local/share"])
         #expect(result.status == 0, "\(result.stderr)")
         #expect(dir.contents("c.bin") == Data(repeating: 1, count: 1000))
         #expect(!FileManager.default.fileExists(atPath: home + "/.cache/org.swift.foundation.URLCache"))
+        #expect(!FileManager.default.fileExists(atPath: home + "/.local/share"),
+                "\((try? FileManager.default.subpathsOfDirectory(atPath: home)) ?? [])")
+        #expect(String(decoding: dir.contents("seen") ?? Data(), as: UTF8.self) == home + "/.local/share")
     }
 
     /// Foundation's `FileHandle.write(_: Data)` traps on EPIPE: ferry died (SIGILL) at its first line when its
