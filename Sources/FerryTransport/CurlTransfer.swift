@@ -295,7 +295,10 @@ final class CurlTransfer: @unchecked Sendable {
         deliver(bytes: chunk.count) { $0 { $1.urlProtocol($0, didLoad: chunk) } }
     }
 
-    var hasPendingBytes: Bool { !pending.isEmpty }
+    /// Listed with the transport for the flush at the end of the round (transport thread).
+    private var held = false
+
+    func holdEnded() { held = false }
 
     /// Queues a result for the task's work queue; the transport posts what a round queued (`post`).
     private func deliver(bytes: Int = 0, _ work: @escaping @Sendable (Delivery) -> Void) {
@@ -393,6 +396,10 @@ final class CurlTransfer: @unchecked Sendable {
             bucket!.take(count, now: now)
         }
         taken += count
+        if !held {
+            held = true
+            transport.willHold(self)
+        }
         if pending.isEmpty { pending.reserveCapacity(min(deliverySize, max(count, expectedRemaining))) }
         received += count
         pending.append(UnsafeRawPointer(data).assumingMemoryBound(to: UInt8.self), count: count)
