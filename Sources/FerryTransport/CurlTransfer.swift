@@ -90,6 +90,8 @@ final class CurlTransfer: @unchecked Sendable {
     /// and when a transfer paused for its rate may go on. Transport thread only.
     private(set) var limits: LimitMembership?
     private var bucket: TokenBucket?
+    /// The engine's rate for this transfer's direction, shared with every transfer moving that way (nil: none).
+    private var sharedBucket: SharedBucket?
     private(set) var rateResumeAt: TimeInterval?
     /// Bytes taken since the shares were last worked out, and whether the bucket held the transfer back.
     private var taken = 0
@@ -390,10 +392,10 @@ final class CurlTransfer: @unchecked Sendable {
                 return FERRY_CURL_FUNC_PAUSE
             }
         }
-        if bucket != nil {
+        if bucket != nil || sharedBucket != nil {
             let now = monotonicSeconds()
-            guard bucket!.available(now) > 0 else { return waitForRate(now) }
-            bucket!.take(count, now: now)
+            guard allowance(now) > 0 else { return waitForRate(now) }
+            spend(count, now: now)
         }
         taken += count
         if !held {
@@ -410,9 +412,10 @@ final class CurlTransfer: @unchecked Sendable {
     fileprivate func send(into buffer: UnsafeMutablePointer<CChar>, count: Int) -> Int {
         guard let body else { return 0 }
         var count = count
-        let now = bucket == nil ? 0 : monotonicSeconds()
-        if bucket != nil {
-            let available = bucket!.available(now)
+        let limited = bucket != nil || sharedBucket != nil
+        let now = limited ? monotonicSeconds() : 0
+        if limited {
+            let available = allowance(now)
             guard available > 0 else { return waitForRate(now) }
             count = min(count, max(available, 16 << 10))
         }
@@ -420,7 +423,7 @@ final class CurlTransfer: @unchecked Sendable {
             guard let n = try body.read(into: buffer, count: count) else { return FERRY_CURL_FUNC_PAUSE }
             if n > 0 {
                 taken += n
-                bucket?.take(n, now: now)
+                if limited { spend(n, now: now) }
                 delegate?.transportDidSend(for: task, bytes: Int64(n))
             }
             return n
@@ -432,10 +435,23 @@ final class CurlTransfer: @unchecked Sendable {
 }
 
 extension CurlTransfer {
-    /// Pauses for the rate: the transport lifts the pause when the bucket's debt is repaid.
+    /// Bytes the rate lets go now: the least of what the share's bucket and the engine's allow (0 in debt).
+    fileprivate func allowance(_ now: TimeInterval) -> Int {
+        var allowed = Int.max
+        if bucket != nil { allowed = bucket!.available(now) }
+        if let sharedBucket { allowed = min(allowed, sharedBucket.bucket.available(now)) }
+        return allowed
+    }
+
+    fileprivate func spend(_ bytes: Int, now: TimeInterval) {
+        bucket?.take(bytes, now: now)
+        sharedBucket?.bucket.take(bytes, now: now)
+    }
+
+    /// Pauses for the rate: the transport lifts the pause when the buckets' debts are repaid.
     fileprivate func waitForRate(_ now: TimeInterval) -> Int {
         heldBack = true
-        rateResumeAt = bucket?.readyAt(now) ?? now
+        rateResumeAt = max(bucket?.readyAt(now) ?? now, sharedBucket?.bucket.readyAt(now) ?? now)
         transport.waitForRate(self)
         return FERRY_CURL_FUNC_PAUSE
     }
@@ -445,6 +461,11 @@ extension CurlTransfer {
         intake = bucket == nil || heldBack || interval <= 0 ? nil : Double(taken) / interval
         taken = 0
         heldBack = false
+    }
+
+    /// The transport decided which bucket of the engine's rate this transfer also takes from (nil: none).
+    func share(_ shared: SharedBucket?) {
+        sharedBucket = shared
     }
 
     /// The transport decided this transfer's share of its limits (nil: unlimited).

@@ -57,6 +57,13 @@ package final class CurlTransport: @unchecked Sendable {
     private let sharesChanged = Atomic<Bool>(false)
     /// When the shares were last worked out (transport thread).
     private var lastShareAt: TimeInterval = 0
+    /// The engines' own rates, one bucket for each engine's limits and direction (transport thread): kept while
+    /// transfers come and go.
+    private var sharedBuckets: [SharedBucketKey: SharedBucket] = [:]
+    private struct SharedBucketKey: Hashable {
+        let limits: ObjectIdentifier
+        let direction: Direction
+    }
     private let multi: UnsafeMutableRawPointer?
     /// Why libcurl cannot be used (nil when it can).
     let unavailable: String?
@@ -225,18 +232,24 @@ package final class CurlTransport: @unchecked Sendable {
             guard let limits = transfer.limits else { continue }
             groups[ObjectIdentifier(limits.limits), default: []].append(transfer)
         }
-        for transfers in groups.values {
+        for (group, transfers) in groups {
             guard let rates = transfers.first?.limits?.limits.current else { continue }
             if rates.limitNothing {
                 // Nothing limited (the usual case, and a pass at every transfer that comes or goes): each runs
                 // free, with no shares to work out (64 HTTP/2 streams spent 2 % of their CPU working them out).
-                for member in transfers { member.setRate(nil, now: now) }
+                for member in transfers {
+                    member.setRate(nil, now: now)
+                    member.share(nil)
+                }
+                for direction in [Direction.download, .upload] { sharedBuckets[SharedBucketKey(limits: group, direction: direction)] = nil }
                 continue
             }
             for direction in [Direction.download, .upload] {
                 let moving = transfers.filter { $0.limits?.direction == direction }
                 let byItem = Dictionary(grouping: moving) { $0.limits!.item }
                 let global = (direction == .download ? rates.download : rates.upload).map(Double.init)
+                let shared = sharedBucket(SharedBucketKey(limits: group, direction: direction), rate: global, now: now)
+                for member in moving { member.share(shared) }
                 let items = byItem.map { item, members -> LimitShares.Item in
                     let intakes = members.compactMap(\.intake)
                     let demand = intakes.count < members.count ? nil : LimitShares.demand(intake: intakes.reduce(0, +))
@@ -249,6 +262,22 @@ package final class CurlTransport: @unchecked Sendable {
                 }
             }
         }
+    }
+
+    /// The bucket of an engine's rate for a direction, made the first time (full: a quarter second's burst),
+    /// at the rate asked for; none, and the one there was dropped, without a rate.
+    private func sharedBucket(_ key: SharedBucketKey, rate: Double?, now: TimeInterval) -> SharedBucket? {
+        guard let rate else {
+            sharedBuckets[key] = nil
+            return nil
+        }
+        if let shared = sharedBuckets[key] {
+            if shared.bucket.rate != rate { shared.bucket.setRate(rate, now: now) }
+            return shared
+        }
+        let shared = SharedBucket(rate: rate, now: now)
+        sharedBuckets[key] = shared
+        return shared
     }
 
     /// Makes the transfer's next easy handle and adds it, or lets it fail at once (bad URL, body unreadable).

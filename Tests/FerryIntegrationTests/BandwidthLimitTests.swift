@@ -96,6 +96,25 @@ import TestHTTPServer
                 "a \(a / Self.mib), b \(b / Self.mib) MiB/s")
     }
 
+    /// Transfers that come and go share the engine's rate as long ones do: 48 files of 64 KiB (3 MiB) under a
+    /// global 1 MiB/s take at least 2.4 s (2.75 s less the shared bucket's first burst, 256 KiB), not the 0.1 s
+    /// they took when each new transfer started with a burst of its own that held its whole file.
+    @Test func aGlobalLimitHoldsForFilesThatComeAndGo() async throws {
+        let body = Resource.randomBytes(count: 64 << 10, seed: 89)
+        for i in 0..<48 { server.route("/s\(i).bin", .serve(Resource(body: body))) }
+        var configuration = testConfiguration(maxConcurrent: 4)
+        configuration.downloadLimit = 1 << 20
+        let manager = try TransferManager(configuration: configuration)
+        defer { manager.shutdown() }
+        let started = Date()
+        let ids = manager.add((0..<48).map { TransferSpec(download: server.url("/s\($0).bin"), directory: dir.path) })
+        await manager.waitUntilFinished(Set(ids))
+        let elapsed = Date().timeIntervalSince(started)
+        print("BandwidthLimitTests: 48 x 64 KiB under a global 1 MiB/s: \(elapsed) s")
+        #expect(elapsed > 2.4, "\(elapsed) s for 3 MiB at 1 MiB/s")
+        for i in 0..<48 { #expect(dir.contents("s\(i).bin") == body, "s\(i).bin") }
+    }
+
     @Test func whatASlowItemCannotUseGoesToTheOther() async throws {
         // The server sends /slow.bin at 256 KiB/s: an equal split would leave a quarter of the limit unused.
         server.route("/slow.bin", .serve(Resource(body: Resource.randomBytes(count: 8 << 20, seed: 87)),
