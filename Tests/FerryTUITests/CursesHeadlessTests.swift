@@ -67,6 +67,31 @@ import Glibc
         #expect(third - second < 200)
     }
 
+    /// The terminal is asked to mark pastes (bracketed paste) and stops on close; what it marks comes as one
+    /// `.paste`, line breaks and all, and the keys after it as keys.
+    @MainActor
+    @Test func aBracketedPasteIsOneEventNotKeys() throws {
+        _ = setlocale(LC_ALL, "C.UTF-8")
+        defer { _ = setlocale(LC_ALL, "C") }
+        let base = FileManager.default.temporaryDirectory.appendingPathComponent("ferry-paste-\(getpid())").path
+        defer { unlink(base + ".out"); unlink(base + ".in") }
+        try Data("\u{1B}[200~http://h/1.bin\r\nhttp://h/2.bin\u{1B}[201~p".utf8).write(to: URL(fileURLWithPath: base + ".in"))
+        let output = try #require(fopen(base + ".out", "w+"))
+        let input = try #require(fopen(base + ".in", "r"))
+        defer { fclose(output); fclose(input) }
+        let terminal = try ProcessEnvironment.lock.withLock {
+            try CursesTerminal(term: "xterm-256color", output: output, input: input, colorAllowed: false, guardFD: nil)
+        }
+        var events: [TerminalEvent] = []
+        while let event = terminal.readEvent() { events.append(event) }
+        terminal.close()
+        fflush(output)
+        #expect(events == [.key(.paste("http://h/1.bin\r\nhttp://h/2.bin")), .key(.character("p"))])
+        let written = String(decoding: FileManager.default.contents(atPath: base + ".out") ?? Data(), as: UTF8.self)
+        #expect(written.contains("\u{1B}[?2004h"))
+        #expect(written.hasSuffix("\u{1B}[?2004l") || written.range(of: "\u{1B}[?2004l") != nil)
+    }
+
     @MainActor
     @Test func dumbTerminalIsRefusedWithAPointerToNoTUI() {
         #expect(throws: TerminalOpenError.self) { try TerminalApp.checkTerminal("dumb") }

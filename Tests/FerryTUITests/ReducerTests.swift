@@ -181,6 +181,38 @@ import Testing
         #expect(refused.prompt?.error?.hasPrefix("URL 2 of 2: unsupported scheme 'ftp'") == true)
     }
 
+    /// URLs pasted one per line into the `a` prompt: the first line break submitted the prompt and the rest ran
+    /// as keys (`p` of `http` paused the selected item, `/` opened a filter). A bracketed paste is one event: its
+    /// lines are blanks in the prompt, so the URLs are several downloads in one add.
+    @Test func urlsPastedOnePerLineAreDownloadsNotKeys() {
+        let paste = Key.paste("http://h/s1.bin\nhttp://h/s2.bin\r\n")
+        let (prompted, none) = press([.character("a"), paste])
+        #expect(none.isEmpty)
+        #expect(prompted.prompt?.kind == .downloadURL)
+        #expect(prompted.prompt?.editor.text == "http://h/s1.bin http://h/s2.bin ")
+        let (done, commands) = press([.character("a"), paste, .enter])
+        #expect(done.prompt == nil)
+        #expect(commands == [.add(["http://h/s1.bin", "http://h/s2.bin"].map {
+            TransferSpec(download: URL(string: $0)!, directory: "/home/me/Downloads")
+        })])
+    }
+
+    /// Pasted into the list (no prompt open), the text is not commands either: the add prompt opens with it, for
+    /// Enter to add. A paste never answers a question, and the help and detail screens ignore it.
+    @Test func aPasteOutsideAPromptOpensTheAddPromptWithIt() {
+        let (state, commands) = press([.paste("  http://h/pause.bin\nhttp://h/cancel.bin\n")])
+        #expect(commands.isEmpty)
+        #expect(state.prompt?.kind == .downloadURL)
+        #expect(state.prompt?.editor.text == "http://h/pause.bin http://h/cancel.bin")
+        let (asked, _) = press([.character("d")])
+        #expect(asked.confirmation != nil)
+        let (still, none) = press([.paste("y")], asked)
+        #expect(still.confirmation == asked.confirmation)
+        #expect(none.isEmpty)
+        let (help, _) = press([.character("?")])
+        #expect(press([.paste("http://h/x")], help).0.prompt == nil)
+    }
+
     /// Issue 24, bug 1: each press counted from the last value the frame showed, so four quick presses raised
     /// the cap by one. Presses add up until the engine's snapshot shows a new value.
     @Test func plusPressedFourTimesQuicklyAsksForFourMore() {

@@ -5,6 +5,9 @@ public enum Key: Sendable, Hashable {
     case enter, escape, backspace, delete, tab
     /// Ctrl + a letter, e.g. `.control("u")`.
     case control(Character)
+    /// Text the terminal marked as pasted (bracketed paste), as one event: never read as keys, whatever it
+    /// holds (a line break in it is not Enter, a `p` in a URL does not pause).
+    case paste(String)
 
     /// How the key is written in the help screen and the footer.
     public var label: String {
@@ -25,6 +28,7 @@ public enum Key: Sendable, Hashable {
         case .delete: return "Del"
         case .tab: return "Tab"
         case let .control(c): return "^" + String(c).uppercased()
+        case .paste: return "paste"
         }
     }
 

@@ -18,12 +18,14 @@ public struct LineEditor: Sendable, Equatable {
     public mutating func apply(_ key: Key) -> Bool {
         if selected {
             switch key {
-            case .character, .backspace, .delete, .control("u"), .control("w"):
+            case .character, .paste, .backspace, .delete, .control("u"), .control("w"):
                 text = ""
                 cursor = 0
                 selected = false
-                if case .character = key { return apply(key) }
-                return true
+                switch key {
+                case .character, .paste: return apply(key)
+                default: return true
+                }
             case .left, .right, .home, .end, .control("a"), .control("e"):
                 selected = false
             default:
@@ -32,6 +34,13 @@ public struct LineEditor: Sendable, Equatable {
         }
         var chars = Array(text)
         switch key {
+        case let .paste(pasted):
+            // Lines and tabs become blanks (several URLs pasted one per line are several words); other control
+            // characters never enter the text.
+            let words = pasted.map { $0 == "\n" || $0 == "\r\n" || $0 == "\r" || $0 == "\t" ? " " : $0 }
+                .filter { !$0.unicodeScalars.contains(where: { $0.value < 0x20 || (0x7F...0x9F).contains($0.value) }) }
+            chars.insert(contentsOf: words, at: cursor)
+            cursor += words.count
         case let .character(c):
             // Typed or pasted control characters never enter the text.
             guard !c.unicodeScalars.contains(where: { $0.value < 0x20 || (0x7F...0x9F).contains($0.value) }) else { return true }

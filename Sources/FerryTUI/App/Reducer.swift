@@ -7,6 +7,15 @@ public func reduce(_ state: AppState, _ key: Key, _ snapshot: QueueSnapshot, key
     var state = state
     state.message = nil
     state.openWhenHeld = false
+    // A paste is text, never keys: it cannot answer a question, and outside a prompt it opens the add prompt
+    // with what was pasted (URLs, most likely) for Enter to add, rather than run as commands.
+    if case .paste = key, state.prompt == nil {
+        guard state.confirmation == nil, state.screen == .list else { return (state, []) }
+        var editor = LineEditor()
+        _ = editor.apply(key)
+        state.prompt = .init(kind: .downloadURL, editor: LineEditor(editor.text.trimmingCharacters(in: .whitespaces)))
+        return (state, [])
+    }
     if state.confirmation != nil { return confirm(state, key) }
     if state.prompt != nil { return editPrompt(state, key, snapshot) }
     switch state.screen {

@@ -43,6 +43,17 @@ public final class CursesTerminal {
     private let outputFD: Int32
     private var repaintAll = false
     private var isOpen = true
+    private let output: UnsafeMutablePointer<FILE>
+    /// The text of a bracketed paste being read (nil: none under way): a paste comes as one `.paste`.
+    private var pasting: String?
+    /// What the terminal sends around pasted text once asked to (`ESC [ ? 2004 h`, bracketed paste: xterm,
+    /// tmux, screen, every common terminal emulator); curses returns these codes for them (`define_key`).
+    /// Without it a paste arrives as keys: a line break in it is Enter, and a `p` or `c` in a URL pauses or
+    /// cancels the selected item.
+    private static let pasteStart = KEY_MAX + 1
+    private static let pasteEnd = KEY_MAX + 2
+    /// A paste longer than this keeps its first part (a list of thousands of URLs fits).
+    static let pasteLimit = 1 << 20
 
     /// Opens curses on `output`/`input` (see docs/platform.md for the choices).
     /// - Parameters:
@@ -66,6 +77,7 @@ public final class CursesTerminal {
         screen = opened
         terminalName = name
         outputFD = fileno(output)
+        self.output = output
         _ = set_term(opened)
         unicode = ferry_locale_is_utf8() != 0
         cbreak()
@@ -75,6 +87,9 @@ public final class CursesTerminal {
         keypad(window, true)
         nodelay(window, true)
         set_escdelay(25)
+        _ = define_key("\u{1B}[200~", Self.pasteStart)
+        _ = define_key("\u{1B}[201~", Self.pasteEnd)
+        Self.write(Self.bracketedPasteOn, to: output)
         _ = curs_set(0)  // fails on vt100: harmless
         if colorAllowed, has_colors() {
             start_color()
@@ -84,7 +99,7 @@ public final class CursesTerminal {
             color = false
         }
         if guardFD != nil {
-            var reset = [UInt8]()
+            var reset = Array(Self.bracketedPasteOff.utf8)
             for capability in ["rmcup", "cnorm", "sgr0", "rmkx"] {
                 if let s = ferry_tigetstr(capability) { reset += Array(String(cString: s).utf8) }
             }
@@ -151,41 +166,63 @@ public final class CursesTerminal {
         _ = beep()
     }
 
-    /// The next key, or nil when none is waiting (never blocks).
+    /// The next key, or nil when none is waiting (never blocks). A paste comes whole, as one `.paste`, once
+    /// its end has been read.
     public func readEvent() -> TerminalEvent? {
         guard isOpen else { return nil }
-        var value: wint_t = 0
-        let result = wget_wch(ferry_stdscr(), &value)
-        if result == ERR { return nil }
-        if result == KEY_CODE_YES {
-            switch Int32(value) {
-            case KEY_RESIZE:
-                repaintAll = true
-                return .resize
-            case KEY_UP: return .key(.up)
-            case KEY_DOWN: return .key(.down)
-            case KEY_LEFT: return .key(.left)
-            case KEY_RIGHT: return .key(.right)
-            case KEY_PPAGE: return .key(.pageUp)
-            case KEY_NPAGE: return .key(.pageDown)
-            case KEY_HOME: return .key(.home)
-            case KEY_END: return .key(.end)
-            case KEY_ENTER: return .key(.enter)
-            case KEY_BACKSPACE: return .key(.backspace)
-            case KEY_DC: return .key(.delete)
-            default: return readEvent()  // a key we do not use
+        while true {
+            var value: wint_t = 0
+            let result = wget_wch(ferry_stdscr(), &value)
+            if result == ERR { return nil }
+            if result == KEY_CODE_YES {
+                switch Int32(value) {
+                case Self.pasteStart:
+                    pasting = ""
+                    continue
+                case Self.pasteEnd:
+                    guard let text = pasting else { continue }
+                    pasting = nil
+                    return .key(.paste(text))
+                case KEY_RESIZE:
+                    repaintAll = true
+                    return .resize
+                default:
+                    // A key code inside a paste is curses' reading of pasted escape bytes: not text, dropped.
+                    if pasting == nil, let key = Self.keys[Int32(value)] { return .key(key) }
+                    continue  // a key we do not use
+                }
+            }
+            if pasting != nil {
+                if pasting!.unicodeScalars.count < Self.pasteLimit, let scalar = Unicode.Scalar(UInt32(value)) {
+                    pasting!.unicodeScalars.append(scalar)
+                }
+                continue
+            }
+            switch value {
+            case 10, 13: return .key(.enter)
+            case 27: return .key(.escape)
+            case 8, 127: return .key(.backspace)
+            case 9: return .key(.tab)
+            case 1...26: return .key(.control(Character(Unicode.Scalar(UInt8(value) + 96))))
+            default:
+                guard let scalar = Unicode.Scalar(UInt32(value)) else { continue }
+                return .key(.character(Character(scalar)))
             }
         }
-        switch value {
-        case 10, 13: return .key(.enter)
-        case 27: return .key(.escape)
-        case 8, 127: return .key(.backspace)
-        case 9: return .key(.tab)
-        case 1...26: return .key(.control(Character(Unicode.Scalar(UInt8(value) + 96))))
-        default:
-            guard let scalar = Unicode.Scalar(UInt32(value)) else { return readEvent() }
-            return .key(.character(Character(scalar)))
-        }
+    }
+
+    /// The curses key codes ferry uses.
+    private static let keys: [Int32: Key] = [
+        KEY_UP: .up, KEY_DOWN: .down, KEY_LEFT: .left, KEY_RIGHT: .right, KEY_PPAGE: .pageUp, KEY_NPAGE: .pageDown,
+        KEY_HOME: .home, KEY_END: .end, KEY_ENTER: .enter, KEY_BACKSPACE: .backspace, KEY_DC: .delete,
+    ]
+
+    private static let bracketedPasteOn = "\u{1B}[?2004h"
+    private static let bracketedPasteOff = "\u{1B}[?2004l"
+
+    private static func write(_ text: String, to file: UnsafeMutablePointer<FILE>) {
+        fputs(text, file)
+        fflush(file)
     }
 
     /// What is on curses' virtual screen at (x, y): the character and its attributes (headless tests read the blit back).
@@ -209,6 +246,7 @@ public final class CursesTerminal {
         guard isOpen else { return }
         isOpen = false
         _ = curs_set(1)
+        Self.write(Self.bracketedPasteOff, to: output)
         endwin()
         ferry_crash_guard_uninstall()
         delscreen(screen)
