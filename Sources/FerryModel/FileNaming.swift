@@ -9,8 +9,10 @@ import Darwin
 
 /// Choosing a local file name from untrusted sources (Content-Disposition, URL) without ever escaping the target directory.
 public enum FileNaming {
-    /// NAME_MAX on Linux file systems, in bytes.
-    static let maxNameBytes = 255
+    /// NAME_MAX on Linux file systems (255 bytes) less the `.part` a download's file carries until it is done
+    /// (PartialFile.suffix; FileNamingTests pins the sum): a name of 251-255 bytes made a `.part` name the file
+    /// system refused ("File name too long"), and the download failed instead of saving under a shorter name.
+    static let maxNameBytes = 250
     /// Longest suffix (dot included) still treated as an extension; anything longer is part of the stem.
     static let maxExtensionBytes = 20
     /// Second-level extensions kept together with ".tar".
@@ -146,7 +148,7 @@ public enum FileNaming {
     /// Reduce an untrusted name to a safe base name, or nil if nothing usable is left:
     /// takes only what follows the last "/" or "\\"; replaces NUL, C0 controls, DEL, C1 controls and bidi/format controls
     /// (U+061C, U+200E, U+200F, U+202A-202E, U+2066-2069) with "_"; strips leading dots, dashes and white space
-    /// and trailing dots and white space; "." and ".." and "" give nil; limits to 255 UTF-8 bytes
+    /// and trailing dots and white space; "." and ".." and "" give nil; limits to 250 UTF-8 bytes (maxNameBytes)
     /// (truncates the stem, keeps the extension, never splits a character).
     public static func safeBaseName(_ raw: String) -> String? {
         var scalars = Substring(raw).unicodeScalars
@@ -232,7 +234,7 @@ public enum FileNaming {
     }
 
     /// The n-th alternative when a name is taken: numbered("a.bin", 1) == "a (1).bin", numbered("README", 2) == "README (2)",
-    /// numbered("x.tar.gz", 1) == "x (1).tar.gz". The result is at most 255 UTF-8 bytes (the stem is shortened).
+    /// numbered("x.tar.gz", 1) == "x (1).tar.gz". The result is at most maxNameBytes (the stem is shortened).
     /// n <= 0 returns the name unchanged.
     public static func numbered(_ name: String, _ n: Int) -> String {
         guard n > 0 else { return name }
@@ -247,7 +249,7 @@ public enum FileNaming {
 
     /// True when directory + "/" + name, with the directory's symlinks resolved (realpath), is a path directly inside that
     /// directory and name has no path separator. Also false when the directory does not exist or is not a directory, when
-    /// the name is not a plausible file name ("", ".", "..", NUL, "/" or "\\", more than 255 bytes), or when an entry of
+    /// the name is not a plausible file name ("", ".", "..", NUL, "/" or "\\", more than maxNameBytes), or when an entry of
     /// that name already exists and is a symbolic link (writing through it could land anywhere).
     public static func resolvesInside(directory: String, name: String) -> Bool {
         guard let dir = resolvedDirectory(directory) else { return false }

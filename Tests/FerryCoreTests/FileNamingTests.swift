@@ -182,57 +182,57 @@ import Testing
     @Test func longASCIINameKeepsExtension() {
         let name = String(repeating: "a", count: 300) + ".bin"
         let safe = FileNaming.safeBaseName(name)!
-        #expect(safe.utf8.count == 255)
+        #expect(safe.utf8.count == 250)
         #expect(safe.hasSuffix(".bin"))
-        #expect(safe == String(repeating: "a", count: 251) + ".bin")
+        #expect(safe == String(repeating: "a", count: 246) + ".bin")
     }
 
     @Test func longNameKeepsCompoundExtension() {
         let safe = FileNaming.safeBaseName(String(repeating: "b", count: 300) + ".tar.gz")!
-        #expect(safe.utf8.count == 255)
+        #expect(safe.utf8.count == 250)
         #expect(safe.hasSuffix("b.tar.gz"))
     }
 
     @Test func longNameWithoutExtension() {
         let safe = FileNaming.safeBaseName(String(repeating: "c", count: 300))!
-        #expect(safe == String(repeating: "c", count: 255))
+        #expect(safe == String(repeating: "c", count: 250))
     }
 
     @Test func longMultiByteNameNeverSplitsACharacter() {
         // 100 × 3-byte characters = 300 bytes
         let name = String(repeating: "数", count: 100) + ".txt"
         let safe = FileNaming.safeBaseName(name)!
-        #expect(safe.utf8.count <= 255)
+        #expect(safe.utf8.count <= 250)
         #expect(safe.hasSuffix(".txt"))
-        #expect(safe == String(repeating: "数", count: 83) + ".txt")  // 83*3 + 4 = 253
+        #expect(safe == String(repeating: "数", count: 82) + ".txt")  // 82*3 + 4 = 250
         // 4-byte emoji, and multi-scalar emoji (family: 25 bytes each)
         let emoji = FileNaming.safeBaseName(String(repeating: "😀", count: 80))!
-        #expect(emoji == String(repeating: "😀", count: 63))
+        #expect(emoji == String(repeating: "😀", count: 62))
         let family = "👨‍👩‍👧‍👦"
         let fam = FileNaming.safeBaseName(String(repeating: family, count: 20) + ".png")!
-        #expect(fam.utf8.count <= 255)
-        #expect(fam == String(repeating: family, count: 10) + ".png")
+        #expect(fam.utf8.count <= 250)
+        #expect(fam == String(repeating: family, count: 9) + ".png")
     }
 
     @Test func longExtensionIsTreatedAsStem() {
         let name = "a." + String(repeating: "e", count: 300)
         let safe = FileNaming.safeBaseName(name)!
-        #expect(safe.utf8.count == 255)
+        #expect(safe.utf8.count == 250)
         #expect(safe.hasPrefix("a.eee"))
     }
 
     @Test func truncationDoesNotLeaveTrailingDots() {
         // the suffix after the last dot has white space, so there is no extension; the cut lands after "a."
-        let name = String(repeating: "a", count: 254) + ".. x y"
+        let name = String(repeating: "a", count: 249) + ".. x y"
         let safe = FileNaming.safeBaseName(name)!
-        #expect(safe == String(repeating: "a", count: 254))
+        #expect(safe == String(repeating: "a", count: 249))
     }
 
     @Test func hugeCombiningCluster() {
-        // one grapheme far longer than 255 bytes: fall back to whole scalars
+        // one grapheme far longer than 250 bytes: fall back to whole scalars
         let name = "e" + String(repeating: "\u{0301}", count: 200)
         let safe = FileNaming.safeBaseName(name)!
-        #expect(safe.utf8.count <= 255)
+        #expect(safe.utf8.count <= 250)
         #expect(!safe.isEmpty)
     }
 }
@@ -287,20 +287,33 @@ import Testing
 
     @Test func staysWithinLimit() {
         let name = FileNaming.safeBaseName(String(repeating: "a", count: 400) + ".tar.gz")!
-        #expect(name.utf8.count == 255)
+        #expect(name.utf8.count == 250)
         let n = FileNaming.numbered(name, 1234)
-        #expect(n.utf8.count <= 255)
+        #expect(n.utf8.count <= 250)
         #expect(n.hasSuffix("a (1234).tar.gz"))
 
         let cjk = FileNaming.safeBaseName(String(repeating: "数", count: 100))!
         let m = FileNaming.numbered(cjk, 7)
-        #expect(m.utf8.count <= 255)
+        #expect(m.utf8.count <= 250)
         #expect(m.hasSuffix("数 (7)"))
         #expect(m.unicodeScalars.allSatisfy { $0 == "数" || " (7)".unicodeScalars.contains($0) })
 
         let big = FileNaming.numbered(String(repeating: "z", count: 255), Int.max)
-        #expect(big.utf8.count <= 255)
+        #expect(big.utf8.count <= 250)
         #expect(big.hasSuffix(" (\(Int.max))"))
+    }
+
+    /// A name at the limit still has room for the `.part` its file carries while it downloads: together they
+    /// are NAME_MAX, 255 bytes (a longer `.part` name is "File name too long", and the download failed).
+    @Test func theLimitLeavesRoomForThePartSuffix() throws {
+        #expect(FileNaming.maxNameBytes + PartialFile.suffix.utf8.count == 255)
+        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("ferry-names-\(UUID().uuidString)").path
+        try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let name = try #require(FileNaming.safeBaseName(String(repeating: "é", count: 300) + ".txt"))
+        let part = try PartialFile(openingOrCreating: PartialFile.path(directory: dir, name: name), bufferSize: 4096)
+        part.close()
+        #expect(FileManager.default.fileExists(atPath: dir + "/" + name + PartialFile.suffix))
     }
 }
 

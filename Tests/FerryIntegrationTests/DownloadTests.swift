@@ -41,6 +41,23 @@ import TestHTTPServer
         #expect(server.requests("/big.bin").first?.header("Accept-Encoding") == "identity")
     }
 
+    /// A name longer than a file system takes (300 bytes from the URL) is shortened to one whose `.part` fits:
+    /// the download failed with "File name too long" when the name kept 255 bytes and the `.part` made it 260.
+    @Test func aNameTooLongForTheFileSystemIsShortenedNotAFailure() async throws {
+        let body = Data("long".utf8)
+        let long = String(repeating: "A", count: 300) + ".txt"
+        server.route("/" + long, .serve(Resource(body: body)))
+        let manager = try TransferManager(configuration: testConfiguration())
+        defer { manager.shutdown() }
+        let id = download("/" + long, manager: manager)
+        try await finish(manager, [id])
+        let item = try #require(manager.snapshot(of: id))
+        #expect(item.state == .completed, "\(item.lastError ?? "")")
+        let name = String(repeating: "A", count: 246) + ".txt"
+        #expect(dir.files() == [name])
+        #expect(dir.contents(name) == body)
+    }
+
     @Test func withoutContentLengthProgressIsUnknownUntilTheEnd() async throws {
         let body = Resource.randomBytes(count: 3 << 20, seed: 2)
         server.route("/chunked.bin", .serve(Resource(body: body), ServeOptions(sendContentLength: false, bytesPerSecond: 6 << 20)))
