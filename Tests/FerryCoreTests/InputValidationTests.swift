@@ -17,6 +17,27 @@ import Testing
         #expect(throws: UsageError.self) { try InputValidation.url(text) }
     }
 
+    /// A port out of range was taken and failed at the request ("malformed URL", the item left in the queue,
+    /// failed); a blank inside a URL was sent as %20 (a comment after a URL in a list fetched "3.bin%20" and
+    /// saved "3.bin "). Both are refused before anything is queued.
+    @Test func aPortOutOfRangeAndABlankInsideAreRefused() throws {
+        for text in ["http://h:99999/x", "http://h:0/x", "http://h/a b", "http://h/3.bin # comment", "http://h/a\tb"] {
+            #expect(throws: UsageError.self, "\(text)") { try InputValidation.url(text) }
+        }
+        #expect(try InputValidation.url("http://h:65535/x").port == 65535)
+        do {
+            _ = try InputValidation.urlList(contents: "http://h/1\nhttp://h/3.bin # comment\n", path: "l")
+            Issue.record("a URL with a comment after it must be refused")
+        } catch {
+            #expect(error.description.hasPrefix("l:2: a blank in URL 'http://h/3.bin # comment'"), "\(error.description)")
+        }
+        do {
+            _ = try InputValidation.url("http://h:99999/x")
+        } catch {
+            #expect(error.description == "port 99999 in 'http://h:99999/x' is not a port (1 to 65535)")
+        }
+    }
+
     @Test func urlListNamesTheBadLine() throws {
         let list = "# mirrors\nhttp://a/x\n\n   \nhttps://b/y\nftp://c/z\n"
         do {

@@ -22,6 +22,14 @@ public enum InputValidation {
             throw UsageError("unsupported scheme '\(TerminalSafe.sanitize(scheme))' in '\(shown)': only http and https")
         }
         guard let host = url.host, !host.isEmpty else { throw UsageError("no host in URL '\(shown)'") }
+        if let port = url.port, !(1...65535).contains(port) {
+            throw UsageError("port \(port) in '\(shown)' is not a port (1 to 65535)")
+        }
+        // A blank inside a URL is no part of it (Foundation would send `%20`): most likely a comment after a URL
+        // on a line of a list, which then fetched "3.bin%20" and saved "3.bin ".
+        if trimmed.unicodeScalars.contains(where: { $0.properties.isWhitespace || $0.value < 0x20 || $0.value == 0x7F }) {
+            throw UsageError("a blank in URL '\(shown)': write it as %20 (a comment goes on a line of its own, after #)")
+        }
         return url
     }
 
