@@ -11,6 +11,24 @@ import Testing
 @Suite struct ScreenTests {
     /// Every row shows its id (for a shell verb) and a failed or retrying one why, in a few words (issue 24);
     /// sizes in one unit when both halves have it.
+    /// From 110 columns a reason keeps its countdown and sizes in two units are whole: at 15 columns each, a
+    /// 140-column row showed "connection los…" and "293.0 KiB/1.0 …" beside a name column mostly empty.
+    @Test func aWideRowShowsTheWholeReasonAndBothSizes() {
+        var waiting = Fixtures.item(1, "a.bin", .waiting, done: 293 * 1024, total: Fixtures.mib)
+        waiting.retries = 1
+        waiting.nextRetryAt = Fixtures.now.addingTimeInterval(7.4)
+        waiting.lastError = "connection lost"
+        var queue = Fixtures.queue()
+        queue.items = [waiting]
+        for width in [120, 140, 200] {
+            let row = Fixtures.render(Fixtures.state(width: width), queue).text.split(separator: "\n")[1]
+            #expect(row.contains("293.0 KiB/1.0 MiB") && row.contains("connection lost, in 8s"), "\(width): \(row)")
+        }
+        // Narrower rows keep their layout (the golden screens below are 80 and 100 wide).
+        let narrow = Fixtures.render(Fixtures.state(width: 100), queue).text.split(separator: "\n")[1]
+        #expect(!narrow.contains("connection lost, in 8s"))
+    }
+
     @Test func queueWithEveryState() {
         let canvas = Fixtures.render(Fixtures.state())
         #expect(canvas.text == """

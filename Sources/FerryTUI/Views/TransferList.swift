@@ -93,10 +93,10 @@ enum TransferList {
     /// The widths of the columns, from the terminal's width alone (never from the rows shown, so they hold still
     /// while items pause, finish or leave): the name (at least 8) and the percent first, then the bar, the ETA
     /// or state word (or why it failed), the name up to 14, the rate and the sizes, each only if it fits; what
-    /// is left goes to the name (up to two fifths of the row) and the bar (up to 50), the rest to the name.
-    /// Texts wider than their column are cut.
+    /// is left goes to the name (up to two fifths of the row) and the bar (up to 50), the rest to the name. From
+    /// 110 columns the state word and the sizes are wider (22 and 21). Texts wider than their column are cut.
     static func layout(width: Int) -> Columns {
-        let percent = 4, status = 15, rate = 11, size = 15
+        let percent = 4, status = 15, rate = 11, size = 15, wideStatus = 22, wideSize = 21
         var left = width - 4  // direction, mark, state glyph and a space
         let minName = 8
         var columns = Columns(name: 0, bar: 0, percent: 0, status: 0, rate: 0, size: 0)
@@ -121,7 +121,15 @@ enum TransferList {
         if take(rate + 1) { columns.rate = rate }
         if take(size + 1) { columns.size = size }
         left = max(0, left)
-        let nameCap = max(16, width * 2 / 5)
+        var nameCap = max(16, width * 2 / 5)
+        // A wide row has room for a reason with its countdown ("connection lost, in 8s", "no such host, in 12s")
+        // and for sizes in two units ("293.0 KiB/1.0 MiB"), which 15 columns cut; the name gives it up.
+        if width >= 110, left >= wideStatus - status + wideSize - size + 20 {
+            left -= wideStatus - status + wideSize - size
+            nameCap -= wideStatus - status + wideSize - size
+            columns.status = wideStatus
+            columns.size = wideSize
+        }
         let nameExtra = readable + min(left, max(0, nameCap - minName - readable))
         left -= nameExtra - readable
         if columns.bar > 0 {
