@@ -26,7 +26,11 @@ struct List: ParsableCommand {
         let directory = common.stateDirectory
         let view = QueueView(states: try states.map { (text: String) throws(UsageError) in try Selection.states(text) }, batch: batch)
         // A header naming the columns for a person at a terminal; none for a script reading a pipe.
-        let stream = QueueListing.Stream(json: json, header: isatty(STDOUT_FILENO) != 0, lastID: QueueListing.lastID(in: directory)) {
+        // Nothing listed under a --state or --batch says so, not that the queue is empty.
+        let asked = [states.map { "--state \(TerminalSafe.sanitize($0))" }, batch.map { "--batch \($0)" }].compactMap { $0 }
+        let empty = asked.isEmpty ? "the queue is empty" : "no items match " + asked.joined(separator: " ")
+        let stream = QueueListing.Stream(json: json, header: isatty(STDOUT_FILENO) != 0, lastID: QueueListing.lastID(in: directory),
+                                         empty: empty) {
             Output.out($0)
         }
         try QueueListing.items(of: view, in: directory) { stream.add($0) }

@@ -250,6 +250,9 @@ import TestHTTPServer
         #expect(table.stdout.hasPrefix("#5   down  paused     \(String(repeating: " ", count: 5 - "\(batch)".count))\(batch)  "), "\(table.stdout)")
         let done = try await runFerry(["list", "--state", "done"], stateDir: state)
         #expect(done.stdout.split(separator: "\n").allSatisfy { $0.dropFirst(11).hasPrefix("done      ") }, "\(done.stdout)")
+        // Nothing under a filter says what was asked for, not that the queue is empty.
+        let noBatch = try await runFerry(["list", "--batch", "999", "--state", "failed"], stateDir: state)
+        #expect(noBatch.stdout == "no items match --state failed --batch 999\n", "\(noBatch.stdout)")
 
         let retried = try await runFerry(["retry", "--state", "failed,cancelled"], stateDir: state)
         #expect(retried.status == 0, "\(retried.stderr)")

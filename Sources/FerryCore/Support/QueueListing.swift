@@ -137,12 +137,16 @@ public enum QueueListing {
         private let table: Table
         private var header: Bool
         private let write: (Data) -> Void
+        private let empty: String
         private var count = 0
 
         /// - Parameters:
         ///   - header: the table starts with a line naming its columns (when stdout is a terminal).
         ///   - lastID: the highest id in the queue, for the width of the id column.
-        public init(json: Bool, header: Bool = false, lastID: Int64 = 999, write: @escaping (Data) -> Void) {
+        ///   - empty: the table's line when nothing is listed (what was asked for, when it was not everything).
+        public init(json: Bool, header: Bool = false, lastID: Int64 = 999, empty: String = "the queue is empty",
+                    write: @escaping (Data) -> Void) {
+            self.empty = empty
             self.json = json
             self.header = header && !json
             self.table = Table(idWidth: max(3, "#\(lastID)".count))
@@ -172,7 +176,7 @@ public enum QueueListing {
             if json {
                 write(Data((count == 0 ? "[]\n" : "\n]\n").utf8))
             } else if count == 0 {
-                write(Data("the queue is empty\n".utf8))
+                write(Data((empty + "\n").utf8))
             }
         }
     }
