@@ -54,8 +54,14 @@ public enum QueueSort: String, Sendable, Codable, CaseIterable {
         case .queue:
             return nil
         case .name:
-            let order = a.name.compare(b.name, options: [.caseInsensitive, .numeric])
-            return order == .orderedSame ? nil : order == .orderedAscending
+            // A copy's number ("990 (1).bin", FileNaming.numbered) sorts after its original, not before it
+            // (a blank comes before a dot).
+            let (nameA, copyA) = Self.unnumbered(a.name), (nameB, copyB) = Self.unnumbered(b.name)
+            let order = nameA.compare(nameB, options: [.caseInsensitive, .numeric])
+            if order != .orderedSame { return order == .orderedAscending }
+            if copyA != copyB { return copyA < copyB }
+            let exact = a.name.compare(b.name, options: [.caseInsensitive, .numeric])
+            return exact == .orderedSame ? nil : exact == .orderedAscending
         case .progress:
             let doneA = a.state == .completed, doneB = b.state == .completed
             if doneA != doneB { return doneB }
@@ -70,6 +76,14 @@ public enum QueueSort: String, Sendable, Codable, CaseIterable {
         case .added:
             return a.id == b.id ? nil : a.id > b.id
         }
+    }
+
+    /// A name without the number FileNaming.numbered gave a copy ("990 (2).bin" -> "990.bin", 2; 0 for none).
+    static func unnumbered(_ name: String) -> (name: String, copy: Int) {
+        let (stem, ext) = FileNaming.splitExtension(name)
+        guard stem.hasSuffix(")"), let open = stem.range(of: " (", options: .backwards),
+              let copy = Int(stem[open.upperBound..<stem.index(before: stem.endIndex)]), copy > 0 else { return (name, 0) }
+        return (String(stem[..<open.lowerBound]) + ext, copy)
     }
 
     static let stateOrder: [TransferState] = [.running, .waiting, .queued, .paused, .failed, .cancelled, .completed]

@@ -11,6 +11,17 @@ import Testing
         return view.matcher.matches(id: TransferID(id), state: state, batch: nil, name: { name }, url: { url })
     }
 
+    /// By name, a copy ("990 (1).bin", as a taken name is numbered) comes after its original, numbers in order;
+    /// a blank sorted before a dot put "990 (1).bin" and "990 (2).bin" before "990.bin".
+    @Test func byNameACopyComesAfterItsOriginal() {
+        let names = ["990 (2).bin", "990 (1).bin", "990.bin", "99.bin", "991.bin", "990 (10).bin", "990 x.bin"]
+        let keys = names.enumerated().map {
+            QueueSort.Key(id: TransferID(Int64($0.offset + 1)), state: .queued, name: $0.element, progress: nil, rate: nil)
+        }
+        #expect(QueueSort.name.sorted(keys) { $0 }.map(\.name)
+                == ["99.bin", "990 x.bin", "990.bin", "990 (1).bin", "990 (2).bin", "990 (10).bin", "991.bin"])
+    }
+
     @Test func theFilterMatchesNameUrlHostAndId() {
         #expect(matches("mirror.example"))
         #expect(matches("debian-12.ISO"))
