@@ -107,3 +107,59 @@ extension TransferState {
         }
     }
 }
+
+extension CommandOutcome {
+    private static let pastTense = [
+        "pause": "paused", "resume": "resumed", "cancel": "cancelled", "retry": "retried", "remove": "removed",
+    ]
+
+    /// `retried 3 (#4 #9 #12); #2 is done, left as it is`: what a command changed and what it left, in words
+    /// (a shell verb prints it; the UI says it after an action on marked items).
+    public func sentence(for command: QueueCommand) -> String {
+        let done = Self.pastTense[command.name] ?? command.name
+        var parts: [String] = []
+        if changed.isEmpty {
+            parts.append(left.isEmpty ? "no item \(Self.describe(command.selection)); nothing \(done)" : "nothing \(done)")
+        } else {
+            parts.append("\(done) \(changed.count) (\(TransferID.list(changed)))")
+        }
+        let byState = Dictionary(grouping: left, by: \.state)
+        for state in TransferState.allCases {
+            guard let left = byState[state] else { continue }
+            let ids = TransferID.list(left.map(\.id))
+            parts.append(left.count == 1 ? "\(ids) is \(state.word), left as it is" : "\(ids) are \(state.word), left as they are")
+        }
+        return parts.joined(separator: "; ")
+    }
+
+    /// The items a selection asked for, for "no item ...".
+    private static func describe(_ selection: Selection?) -> String {
+        var words: [String] = []
+        if let states = selection?.states { words.append("is " + states.map(\.word).joined(separator: " or ")) }
+        if let batch = selection?.batch { words.append("in batch \(batch)") }
+        return words.isEmpty ? "in the queue" : words.joined(separator: " and ")
+    }
+}
+
+extension TransferID {
+    /// `#4 #9 #12`, three or more in a row as one run (`#1-#2000`: an add of an `-i` file is one line, not
+    /// two thousand ids), the first 10 of those and how many items more.
+    public static func list(_ ids: [TransferID]) -> String {
+        var runs: [(first: TransferID, last: TransferID, count: Int)] = []
+        for id in ids {
+            if let run = runs.last, id.rawValue == run.last.rawValue + 1 {
+                runs[runs.count - 1] = (run.first, id, run.count + 1)
+            } else {
+                runs.append((id, id, 1))
+            }
+        }
+        let parts = runs.flatMap { run -> [(text: String, count: Int)] in
+            run.count >= 3 ? [("\(run.first)-\(run.last)", run.count)]
+                : (0..<run.count).map { ("\(TransferID(run.first.rawValue + Int64($0)))", 1) }
+        }
+        let shown = parts.prefix(10)
+        let more = ids.count - shown.map(\.count).reduce(0, +)
+        let text = shown.map(\.text).joined(separator: " ")
+        return more > 0 ? "\(text) and \(more) more" : text
+    }
+}

@@ -59,7 +59,7 @@ func submit(_ common: CommonOptions, config: Config, specs: [TransferSpec], deta
         }
         let ids = added.items.filter { $0.how != .alreadyDone }.map(\.id)
         guard !ids.isEmpty else { throw ExitCode.success }
-        printError("handed \(ids.count) \(ids.count == 1 ? "item" : "items") to the running engine: \(QueueVerb.list(ids))")
+        printError("handed \(ids.count) \(ids.count == 1 ? "item" : "items") to the running engine: \(TransferID.list(ids))")
         if let jobs = common.jobs { printError(jobsNotApplied(jobs)) }
         throw ExitCode(await Follow.run(client, ids: Set(ids)))
     }

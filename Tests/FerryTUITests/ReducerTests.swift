@@ -283,9 +283,9 @@ import Testing
         let (marked, none) = press([m, m])
         #expect(none.isEmpty && marked.marks.ids == [TransferID(1), TransferID(2)] && marked.selectedID == TransferID(3))
         let both = Selection(ids: [1, 2])
-        #expect(press([m, m, .character("p")]).1 == [.queue(.pause(both))])
-        #expect(press([m, m, .character("c")]).1 == [.queue(.cancel(both))])
-        #expect(press([m, m, .character("r")]).1 == [.queue(.retry(both))])
+        #expect(press([m, m, .character("p")]).1 == [.queueSaying(.pause(both))])
+        #expect(press([m, m, .character("c")]).1 == [.queueSaying(.cancel(both))])
+        #expect(press([m, m, .character("r")]).1 == [.queueSaying(.retry(both))])
         #expect(press([m, m, .character("J")]).1 == [.queue(.move(both, .down))])
         #expect(press([m, m, .character("K")]).1 == [.queue(.move(both, .up))])
         // Remove asks once for all of them, and the marks go with them.
@@ -303,7 +303,7 @@ import Testing
     @Test func marksOfPausedItemsResumeThem() {
         let (state, commands) = press([.down, .down, .down, .down, .character("m"), .character("p")])
         #expect(state.marks.ids == [TransferID(5)])
-        #expect(commands == [.queue(.resume(Selection(ids: [5])))])
+        #expect(commands == [.queueSaying(.resume(Selection(ids: [5])))])
     }
 
     @Test func capitalMMarksTheWholeViewAsTheEngineChoosesIt() {
@@ -313,16 +313,16 @@ import Testing
         start.filter = "iso"
         let (state, _) = press([.character("M")], start)
         #expect(!state.marks.isEmpty && state.marks.count(current: state.queueView, rows: state.rows(queue)) == 1)
-        #expect(press([.character("M"), .character("r")], start).1 == [.queue(.retry(Selection(states: [.failed, .cancelled], filter: "iso")))])
+        #expect(press([.character("M"), .character("r")], start).1 == [.queueSaying(.retry(Selection(states: [.failed, .cancelled], filter: "iso")))])
         // One unmarked after M is left out; a second M clears them.
         let (some, _) = press([.character("M"), .character("m")])
         #expect(some.marks.count(current: some.queueView, rows: some.rows(queue)) == 8)
-        #expect(press([.character("M"), .character("m"), .character("c")]).1 == [.queue(.cancel(Selection(all: true, except: [1])))])
+        #expect(press([.character("M"), .character("m"), .character("c")]).1 == [.queueSaying(.cancel(Selection(all: true, except: [1])))])
         #expect(press([.character("M"), .character("M")]).0.marks.isEmpty)
     }
 
     @Test func capitalRRetriesTheFailedOfTheViewAndXClearsTheFinishedAfterAsking() {
-        #expect(press([.character("R")]).1 == [.queue(.retry(Selection(states: [.failed])))])
+        #expect(press([.character("R")]).1 == [.queueSaying(.retry(Selection(states: [.failed])))])
         var active = Fixtures.state()
         active.view = .active
         let (refused, none) = press([.character("R")], active)

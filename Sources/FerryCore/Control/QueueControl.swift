@@ -11,8 +11,9 @@ public protocol QueueControl: AnyObject, Sendable {
     func snapshot() -> QueueSnapshot
     /// Queues a transfer; its id, or nil when the engine could not be reached or refused it.
     func enqueue(_ specs: [TransferSpec]) -> [TransferID]?
-    /// Sends a command without waiting for it (commands are carried out in the order sent).
-    func send(_ command: QueueCommand)
+    /// Sends a command without waiting for it (commands are carried out in the order sent); `answered` gets what
+    /// it changed and left (nil: the engine refused it or could not be reached), on no particular thread.
+    func send(_ command: QueueCommand, answered: @escaping @Sendable (CommandResult?) -> Void)
     /// The rows the front end shows: an engine behind its socket sends that window of the queue (and
     /// `snapshot()` is that window); the engine in this process always answers with the whole queue.
     func setView(_ view: QueueView)
@@ -26,8 +27,15 @@ extension TransferManager: QueueControl {
     public func enqueue(_ specs: [TransferSpec]) -> [TransferID]? {
         (try? perform(.add(.init(specs: specs))))?.added?.map(\.id)
     }
-    public func send(_ command: QueueCommand) { _ = try? perform(command) }
+    public func send(_ command: QueueCommand, answered: @escaping @Sendable (CommandResult?) -> Void) {
+        answered(try? perform(command))
+    }
     public func setView(_ view: QueueView) {}
     public func detach() { shutdown(timeout: 5) }
     public func stopEngine() { shutdown(timeout: 5) }
+}
+
+extension QueueControl {
+    /// Sends a command without waiting for it or for its answer.
+    public func send(_ command: QueueCommand) { send(command) { _ in } }
 }

@@ -32,8 +32,8 @@ public final class RemoteQueue: QueueControl {
         outbox.sync { [client] in (try? QueueCommand.add(.init(specs: specs)).perform(on: .remote(client)))?.added?.map(\.id) }
     }
 
-    public func send(_ command: QueueCommand) {
-        outbox.async { [client] in _ = try? command.perform(on: .remote(client)) }
+    public func send(_ command: QueueCommand, answered: @escaping @Sendable (CommandResult?) -> Void) {
+        outbox.async { [client] in answered(try? command.perform(on: .remote(client))) }
     }
 
     public func setView(_ view: QueueView) {

@@ -4,6 +4,9 @@ import FerryCore
 /// speaks), an add whose new item the app then selects, or the UI's own end.
 public enum Command: Sendable, Equatable {
     case queue(QueueCommand)
+    /// A command on many items (the marked ones, every failed one): once the engine has carried it out, its
+    /// answer, what it changed and what it left in the words a shell verb prints, replaces the message.
+    case queueSaying(QueueCommand)
     /// One add (one batch); the app selects the last new item once the engine has given it an id.
     case add([TransferSpec])
     /// The UI goes; the transfers go on in the engine.

@@ -90,16 +90,16 @@ private func perform(_ action: Action, _ stateIn: AppState, _ snapshot: QueueSna
         let seen = items.items.filter(state.marks.contains)
         if !seen.isEmpty, seen.allSatisfy({ $0.state == .paused }) {
             note("resuming \(marked)")
-            return (state, [.queue(.resume(state.marks.selection))])
+            return (state, [.queueSaying(.resume(state.marks.selection))])
         }
         note("pausing \(marked)")
-        return (state, [.queue(.pause(state.marks.selection))])
+        return (state, [.queueSaying(.pause(state.marks.selection))])
     case .cancel where onMarks:
         note("cancelling \(marked)")
-        return (state, [.queue(.cancel(state.marks.selection))])
+        return (state, [.queueSaying(.cancel(state.marks.selection))])
     case .retry where onMarks:
-        note("retrying \(marked) (those failed or cancelled)")
-        return (state, [.queue(.retry(state.marks.selection))])
+        note("retrying \(marked)")
+        return (state, [.queueSaying(.retry(state.marks.selection))])
     case .remove where onMarks, .removeDeletingPartial where onMarks:
         state.confirmation = .removeMarked(state.marks.selection, count: markedCount, deletePartial: action == .removeDeletingPartial)
     case .moveItemDown where onMarks, .moveItemUp where onMarks:
@@ -118,7 +118,7 @@ private func perform(_ action: Action, _ stateIn: AppState, _ snapshot: QueueSna
     case .retryFailed:
         guard inList, let failed = state.viewSelection(in: [.failed]) else { note("this view shows no failed items"); break }
         note("retrying the failed items of this view")
-        return (state, [.queue(.retry(failed))])
+        return (state, [.queueSaying(.retry(failed))])
     case .clearFinished:
         guard inList, let done = state.viewSelection(in: [.completed]) else { note("this view shows no finished items"); break }
         // The count is the queue's when the view is every item; a filter's share of it is the engine's to find.

@@ -47,6 +47,8 @@ public final class TerminalApp {
     private var bell = QueueBell()
     private var sources: [any DispatchSourceProtocol] = []
     private let wakeup: TerminalWakeup?
+    /// The engine answered a command since the last frame (its message is new).
+    private var answered = false
     private let timer = DispatchSource.makeTimerSource(queue: .main)
     /// What the timer is armed for now.
     private var pace = Pace.off
@@ -192,7 +194,9 @@ public final class TerminalApp {
         lastPump = DispatchTime.now()
         var snapshot = queue.snapshot()
         defer { arm(for: snapshot) }
-        var changed = false
+        // An answer to a command came (`say`): its message is drawn.
+        var changed = answered
+        answered = false
         // Before any key: the selection goes to what is active once the first rows have come.
         if !state.opened {
             state.openOnActive(snapshot)
@@ -244,6 +248,11 @@ public final class TerminalApp {
         for command in commands {
             switch command {
             case let .queue(command): queue.send(command)
+            case let .queueSaying(command):
+                let asked = state.message
+                queue.send(command) { result in
+                    DispatchQueue.main.async { MainActor.assumeIsolated { self.say(result, to: command, askedWith: asked) } }
+                }
             case let .add(specs):
                 guard let id = queue.enqueue(specs)?.last else {
                     state.message = .init(text: "the engine did not take the item", isError: true)
@@ -257,6 +266,16 @@ public final class TerminalApp {
             case .stopEngine: finish(0, reason: nil, stopEngine: true)
             }
         }
+    }
+
+    /// The engine's answer to a command on many items, in the words a shell verb prints ("nothing paused; #1-#3
+    /// are done, left as they are"), in place of the note the key left, unless a newer message stands.
+    private func say(_ result: CommandResult?, to command: QueueCommand, askedWith asked: AppState.Message?) {
+        guard state.message == asked else { return }
+        state.message = result.map { .init(text: $0.outcome.sentence(for: command), isError: false) }
+            ?? .init(text: "the engine did not carry it out", isError: true)
+        answered = true
+        wake()
     }
 
     /// The engine went away (its connection closed): the UI says so and ends, never hangs. `asked`: this UI
