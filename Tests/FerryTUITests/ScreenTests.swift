@@ -29,6 +29,19 @@ import Testing
         #expect(!narrow.contains("connection lost, in 8s"))
     }
 
+    /// The add prompt's label never takes the whole row: at 40 columns it showed its label and nothing typed;
+    /// a wide row keeps the whole label.
+    @Test func aNarrowPromptStillShowsWhatIsTyped() {
+        var state = Fixtures.state(width: 40)
+        state.prompt = .init(kind: .downloadURL, editor: LineEditor("http://h/x.bin"))
+        let footer = Fixtures.render(state).text.split(separator: "\n").last.map(String.init) ?? ""
+        #expect(footer.contains("http://h/x.bin"), "\(footer)")
+        state.width = 100
+        let wide = Fixtures.render(state).text.split(separator: "\n").last.map(String.init) ?? ""
+        #expect(wide.contains("Download URL (into ~/Downloads; Tab: another folder): http://h/x.bin")
+                || wide.contains("Download URL (into /home/me/Downloads; Tab: another folder): http://h/x.bin"), "\(wide)")
+    }
+
     @Test func queueWithEveryState() {
         let canvas = Fixtures.render(Fixtures.state())
         #expect(canvas.text == """

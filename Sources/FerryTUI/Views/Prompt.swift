@@ -10,7 +10,10 @@ enum PromptView {
         }
         let hint = "  (Enter accept, Esc abandon)"
         let label = context.outside(prompt.label(folder: shortened(folder, to: max(12, canvas.width / 3), context)))
-        var x = canvas.put(label, x: 0, y: y, style: Palette.label)
+        // The label never takes the whole row: 24 columns stay for the text, or half of a narrow row (at 40
+        // columns the add prompt showed its label and nothing of what was typed).
+        let labelRoom = max(canvas.width / 2, canvas.width - 24)
+        var x = canvas.put(DisplayWidth.truncate(label, to: labelRoom, ellipsis: context.ellipsis), x: 0, y: y, style: Palette.label)
         // The text is the user's own but may be pasted from anywhere: made safe like outside text.
         let chars = Array(prompt.editor.text).map { context.outside(String($0)) }
         let room = max(1, canvas.width - x - 1)
