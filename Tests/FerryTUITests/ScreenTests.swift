@@ -9,8 +9,6 @@ import Testing
 
 /// Whole screens rendered into the Canvas and compared as text (ratatui TestBackend style), with a fixed clock.
 @Suite struct ScreenTests {
-    /// Every row shows its id (for a shell verb) and a failed or retrying one why, in a few words (issue 24);
-    /// sizes in one unit when both halves have it.
     /// From 110 columns a reason keeps its countdown and sizes in two units are whole: at 15 columns each, a
     /// 140-column row showed "connection los…" and "293.0 KiB/1.0 …" beside a name column mostly empty.
     @Test func aWideRowShowsTheWholeReasonAndBothSizes() {
@@ -42,6 +40,8 @@ import Testing
                 || wide.contains("Download URL (into /home/me/Downloads; Tab: another folder): http://h/x.bin"), "\(wide)")
     }
 
+    /// Every row shows its id (for a shell verb) and a failed or retrying one why, in a few words (issue 24);
+    /// sizes in one unit when both halves have it.
     @Test func queueWithEveryState() {
         let canvas = Fixtures.render(Fixtures.state())
         #expect(canvas.text == """

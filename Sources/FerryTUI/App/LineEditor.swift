@@ -1,3 +1,5 @@
+import FerryCore
+
 /// A one-line text field: insert at the cursor, Backspace/Delete, Left/Right/Home/End, ^U clears, ^W deletes a word.
 /// A prefilled value may start selected (a limit's current value): what is typed then replaces it, Backspace,
 /// Delete, ^U or ^W clear it, and a cursor key keeps it to edit.
@@ -37,13 +39,12 @@ public struct LineEditor: Sendable, Equatable {
         case let .paste(pasted):
             // Lines and tabs become blanks (several URLs pasted one per line are several words); other control
             // characters never enter the text.
-            let words = pasted.map { $0 == "\n" || $0 == "\r\n" || $0 == "\r" || $0 == "\t" ? " " : $0 }
-                .filter { !$0.unicodeScalars.contains(where: { $0.value < 0x20 || (0x7F...0x9F).contains($0.value) }) }
+            let words = pasted.map { $0 == "\n" || $0 == "\r\n" || $0 == "\r" || $0 == "\t" ? " " : $0 }.filter { !TerminalSafe.isControl($0) }
             chars.insert(contentsOf: words, at: cursor)
             cursor += words.count
         case let .character(c):
             // Typed or pasted control characters never enter the text.
-            guard !c.unicodeScalars.contains(where: { $0.value < 0x20 || (0x7F...0x9F).contains($0.value) }) else { return true }
+            guard !TerminalSafe.isControl(c) else { return true }
             chars.insert(c, at: cursor)
             cursor += 1
         case .backspace:

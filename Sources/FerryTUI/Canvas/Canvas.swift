@@ -1,3 +1,5 @@
+import FerryCore
+
 /// An in-memory screen: a grid of cells that views draw into and `CursesTerminal` blits.
 /// Tests compare it as text (`lines`), the way ratatui's TestBackend does.
 public struct Canvas: Sendable, Equatable {
@@ -88,7 +90,6 @@ public struct Canvas: Sendable, Equatable {
     }
 
     private static func drawable(_ c: Character) -> Character {
-        for s in c.unicodeScalars where s.value < 0x20 || (0x7F...0x9F).contains(s.value) { return "\u{FFFD}" }
-        return c
+        TerminalSafe.isControl(c) ? "\u{FFFD}" : c
     }
 }

@@ -44,8 +44,18 @@ public final class CursesTerminal {
     private var repaintAll = false
     private var isOpen = true
     private let output: UnsafeMutablePointer<FILE>
-    /// The text of a bracketed paste being read (nil: none under way): a paste comes as one `.paste`.
+    /// The text of a bracketed paste being read (nil: none under way), how many scalars it has, and when its
+    /// last byte came: a paste comes as one `.paste`.
     private var pasting: String?
+    private var pastedScalars = 0
+    /// The last scalars of the paste, where an end marker that came apart shows.
+    private var pasteTail = ""
+    private var lastPasteByte = DispatchTime.now()
+    /// Events decided but not returned yet (a paste that ended as a key came: the paste, then the key).
+    private var pending: [TerminalEvent] = []
+    /// Reads that took something from the terminal (a key, a byte of a paste): a read that takes nothing, again
+    /// and again, is a terminal that went away, while one that feeds a paste is not.
+    public private(set) var inputTaken = 0
     /// What the terminal sends around pasted text once asked to (`ESC [ ? 2004 h`, bracketed paste: xterm,
     /// tmux, screen, every common terminal emulator); curses returns these codes for them (`define_key`).
     /// Without it a paste arrives as keys: a line break in it is Enter, and a `p` or `c` in a URL pauses or
@@ -54,6 +64,13 @@ public final class CursesTerminal {
     private static let pasteEnd = KEY_MAX + 2
     /// A paste longer than this keeps its first part (a list of thousands of URLs fits).
     static let pasteLimit = 1 << 20
+    /// The end marker as characters: what reaches ferry when it came apart on the way (a slow link split it after
+    /// ESC, and curses gave the ESC and the rest one by one, past its escape delay).
+    private static let pasteEndText = "\u{1B}[201~"
+    /// A paste whose end marker never came ends when a byte comes after this long a pause (nanoseconds): the
+    /// paste, then that byte as a key, so that a lost marker cannot swallow every key after it. Long enough
+    /// that a paste stalled on a slow link is not cut in two (the rest of it would be read as keys).
+    var pasteSilence: UInt64 = 2_000_000_000
 
     /// Opens curses on `output`/`input` (see docs/platform.md for the choices).
     /// - Parameters:
@@ -170,44 +187,89 @@ public final class CursesTerminal {
     /// its end has been read.
     public func readEvent() -> TerminalEvent? {
         guard isOpen else { return nil }
+        if !pending.isEmpty { return pending.removeFirst() }
         while true {
             var value: wint_t = 0
             let result = wget_wch(ferry_stdscr(), &value)
             if result == ERR { return nil }
+            inputTaken += 1
+            let now = DispatchTime.now()
+            let marker = result == KEY_CODE_YES && (Int32(value) == Self.pasteStart || Int32(value) == Self.pasteEnd)
+            if let text = pasting, !marker, now.uptimeNanoseconds - lastPasteByte.uptimeNanoseconds > pasteSilence {
+                // The end marker was lost: the paste ends here, and what came now is read as input again.
+                endPaste()
+                pending.append(.key(.paste(text)))
+                if let event = decode(result, value) { pending.append(event) }
+                return pending.removeFirst()
+            }
+            if pasting != nil { lastPasteByte = now }
             if result == KEY_CODE_YES {
                 switch Int32(value) {
                 case Self.pasteStart:
+                    // A second start before an end: the first paste ends there.
+                    if let text = pasting { pending.append(.key(.paste(text))) }
                     pasting = ""
+                    pastedScalars = 0
+                    pasteTail = ""
+                    lastPasteByte = now
+                    if !pending.isEmpty { return pending.removeFirst() }
                     continue
                 case Self.pasteEnd:
                     guard let text = pasting else { continue }
-                    pasting = nil
+                    endPaste()
                     return .key(.paste(text))
                 case KEY_RESIZE:
                     repaintAll = true
                     return .resize
                 default:
                     // A key code inside a paste is curses' reading of pasted escape bytes: not text, dropped.
-                    if pasting == nil, let key = Self.keys[Int32(value)] { return .key(key) }
-                    continue  // a key we do not use
+                    if pasting == nil, let event = decode(result, value) { return event }
+                    continue
                 }
             }
             if pasting != nil {
-                if pasting!.unicodeScalars.count < Self.pasteLimit, let scalar = Unicode.Scalar(UInt32(value)) {
+                guard let scalar = Unicode.Scalar(UInt32(value)) else { continue }
+                if pastedScalars < Self.pasteLimit {
                     pasting!.unicodeScalars.append(scalar)
+                    pastedScalars += 1
+                }
+                pasteTail.unicodeScalars.append(scalar)
+                if pasteTail.unicodeScalars.count > Self.pasteEndText.unicodeScalars.count { pasteTail.unicodeScalars.removeFirst() }
+                // The end marker, come apart on the way and read as characters.
+                if pasteTail == Self.pasteEndText {
+                    var text = pasting!
+                    if text.hasSuffix(Self.pasteEndText) { text.unicodeScalars.removeLast(Self.pasteEndText.unicodeScalars.count) }
+                    endPaste()
+                    return .key(.paste(text))
                 }
                 continue
             }
-            switch value {
-            case 10, 13: return .key(.enter)
-            case 27: return .key(.escape)
-            case 8, 127: return .key(.backspace)
-            case 9: return .key(.tab)
-            case 1...26: return .key(.control(Character(Unicode.Scalar(UInt8(value) + 96))))
-            default:
-                guard let scalar = Unicode.Scalar(UInt32(value)) else { continue }
-                return .key(.character(Character(scalar)))
+            if let event = decode(result, value) { return event }
+        }
+    }
+
+    private func endPaste() {
+        pasting = nil
+        pastedScalars = 0
+        pasteTail = ""
+    }
+
+    /// A key curses read, as ferry's event; nil for one ferry does not use.
+    private func decode(_ result: Int32, _ value: wint_t) -> TerminalEvent? {
+        if result == KEY_CODE_YES {
+            if Int32(value) == KEY_RESIZE {
+                repaintAll = true
+                return .resize
             }
+            return Self.keys[Int32(value)].map { .key($0) }
+        }
+        switch value {
+        case 10, 13: return .key(.enter)
+        case 27: return .key(.escape)
+        case 8, 127: return .key(.backspace)
+        case 9: return .key(.tab)
+        case 1...26: return .key(.control(Character(Unicode.Scalar(UInt8(value) + 96))))
+        default: return Unicode.Scalar(UInt32(value)).map { .key(.character(Character($0))) }
         }
     }
 

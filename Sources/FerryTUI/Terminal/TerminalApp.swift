@@ -202,6 +202,8 @@ public final class TerminalApp {
             state.openOnActive(snapshot)
             changed = changed || state.opened
         }
+        // Input a paste took (its bytes come before its one event) is input, not a terminal that went away.
+        let takenBefore = terminal.inputTaken
         while let event = terminal.readEvent() {
             changed = true
             switch event {
@@ -222,7 +224,7 @@ public final class TerminalApp {
         }
         if inputReady {
             // A readable stdin that yields no key, again and again, is a terminal that went away.
-            emptyReads = changed ? 0 : emptyReads + 1
+            emptyReads = changed || terminal.inputTaken != takenBefore ? 0 : emptyReads + 1
             if emptyReads > 100 { finish(129, reason: nil) }
         }
         followWindow(snapshot)

@@ -10,12 +10,13 @@ enum PromptView {
         }
         let hint = "  (Enter accept, Esc abandon)"
         let label = context.outside(prompt.label(folder: shortened(folder, to: max(12, canvas.width / 3), context)))
-        // The label never takes the whole row: 24 columns stay for the text, or half of a narrow row (at 40
-        // columns the add prompt showed its label and nothing of what was typed).
-        let labelRoom = max(canvas.width / 2, canvas.width - 24)
-        var x = canvas.put(DisplayWidth.truncate(label, to: labelRoom, ellipsis: context.ellipsis), x: 0, y: y, style: Palette.label)
         // The text is the user's own but may be pasted from anywhere: made safe like outside text.
         let chars = Array(prompt.editor.text).map { context.outside(String($0)) }
+        // The label gives way to what is typed (up to 24 columns of it and the cursor), never below half the row:
+        // at 40 columns the add prompt showed its label and nothing of what was typed.
+        let typed = min(24, chars.reduce(0) { $0 + DisplayWidth.of($1) } + 2)  // and the last column, left blank
+        let labelRoom = max(canvas.width / 2, canvas.width - typed)
+        var x = canvas.put(DisplayWidth.truncate(label, to: labelRoom, ellipsis: context.ellipsis), x: 0, y: y, style: Palette.label)
         let room = max(1, canvas.width - x - 1)
         let cursor = prompt.editor.cursor
         // Keep the cursor in view: show the tail of a long text.
