@@ -12,7 +12,7 @@ public enum FileNaming {
     /// NAME_MAX on Linux file systems (255 bytes) less the `.part` a download's file carries until it is done
     /// (PartialFile.suffix; FileNamingTests pins the sum): a name of 251-255 bytes made a `.part` name the file
     /// system refused ("File name too long"), and the download failed instead of saving under a shorter name.
-    static let maxNameBytes = 250
+    public static let maxNameBytes = 250
     /// Longest suffix (dot included) still treated as an extension; anything longer is part of the stem.
     static let maxExtensionBytes = 20
     /// Second-level extensions kept together with ".tar".

@@ -490,6 +490,14 @@ extension CurlTransfer {
         return min(4 << 20, max(32 << 10, Int(rate / 8)))
     }
 
+    /// Its rate changed while it waits for its rate (a limit raised or lifted, a share worked out again): it goes
+    /// on when its buckets now allow, at once with none left (it waited out the old rate: at 100 B/s, 164 s for
+    /// its next 16 KiB, after the limit was gone).
+    func rateChanged(now: TimeInterval) {
+        guard rateResumeAt != nil else { return }
+        rateResumeAt = max(bucket?.readyAt(now) ?? now, sharedBucket?.bucket.readyAt(now) ?? now)
+    }
+
     /// Lifted from a pause for the rate (on the transport's thread).
     func rateWaitEnded() {
         rateResumeAt = nil

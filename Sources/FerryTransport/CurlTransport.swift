@@ -58,8 +58,9 @@ package final class CurlTransport: @unchecked Sendable {
     /// When the shares were last worked out (transport thread).
     private var lastShareAt: TimeInterval = 0
     /// The engines' own rates, one bucket for each engine's limits and direction (transport thread): kept while
-    /// transfers come and go.
-    private var sharedBuckets: [SharedBucketKey: SharedBucket] = [:]
+    /// transfers come and go, with the limits they belong to (so that no other limits made later at the same
+    /// address take a bucket, and its debt, that is not theirs).
+    private var sharedBuckets: [SharedBucketKey: (limits: BandwidthLimits, bucket: SharedBucket)] = [:]
     private struct SharedBucketKey: Hashable {
         let limits: ObjectIdentifier
         let direction: Direction
@@ -227,13 +228,16 @@ package final class CurlTransport: @unchecked Sendable {
             for transfer in running.values where transfer.limits != nil { transfer.measureIntake(over: now - lastShareAt) }
             lastShareAt = now
         }
+        // Those waiting for their rate wait for the new one (resumeRateWaiters lets them go when it allows).
+        defer { for transfer in rateWaiting { transfer.rateChanged(now: now) } }
         var groups: [ObjectIdentifier: [CurlTransfer]] = [:]
         for transfer in running.values {
             guard let limits = transfer.limits else { continue }
             groups[ObjectIdentifier(limits.limits), default: []].append(transfer)
         }
         for (group, transfers) in groups {
-            guard let rates = transfers.first?.limits?.limits.current else { continue }
+            guard let limits = transfers.first?.limits?.limits else { continue }
+            let rates = limits.current
             if rates.limitNothing {
                 // Nothing limited (the usual case, and a pass at every transfer that comes or goes): each runs
                 // free, with no shares to work out (64 HTTP/2 streams spent 2 % of their CPU working them out).
@@ -248,7 +252,7 @@ package final class CurlTransport: @unchecked Sendable {
                 let moving = transfers.filter { $0.limits?.direction == direction }
                 let byItem = Dictionary(grouping: moving) { $0.limits!.item }
                 let global = (direction == .download ? rates.download : rates.upload).map(Double.init)
-                let shared = sharedBucket(SharedBucketKey(limits: group, direction: direction), rate: global, now: now)
+                let shared = sharedBucket(SharedBucketKey(limits: group, direction: direction), of: limits, rate: global, now: now)
                 for member in moving { member.share(shared) }
                 let items = byItem.map { item, members -> LimitShares.Item in
                     let intakes = members.compactMap(\.intake)
@@ -266,17 +270,17 @@ package final class CurlTransport: @unchecked Sendable {
 
     /// The bucket of an engine's rate for a direction, made the first time (full: a quarter second's burst),
     /// at the rate asked for; none, and the one there was dropped, without a rate.
-    private func sharedBucket(_ key: SharedBucketKey, rate: Double?, now: TimeInterval) -> SharedBucket? {
+    private func sharedBucket(_ key: SharedBucketKey, of limits: BandwidthLimits, rate: Double?, now: TimeInterval) -> SharedBucket? {
         guard let rate else {
             sharedBuckets[key] = nil
             return nil
         }
-        if let shared = sharedBuckets[key] {
+        if let (owner, shared) = sharedBuckets[key], owner === limits {
             if shared.bucket.rate != rate { shared.bucket.setRate(rate, now: now) }
             return shared
         }
         let shared = SharedBucket(rate: rate, now: now)
-        sharedBuckets[key] = shared
+        sharedBuckets[key] = (limits, shared)
         return shared
     }
 

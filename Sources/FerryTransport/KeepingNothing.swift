@@ -45,7 +45,9 @@ package enum SharedStores {
     /// another thread reads it is a race glibc does not guard).
     package static func makeCookieStorageWithoutADirectory() {
         let name = "XDG_DATA_HOME"
-        let saved = getenv(name).map { String(cString: $0) }
+        // The bytes as they are (a String would replace what is not UTF-8).
+        let saved = getenv(name).flatMap { strdup($0) }
+        defer { free(saved) }
         setenv(name, "/dev/null/ferry-keeps-no-cookies", 1)
         _ = HTTPCookieStorage.shared
         if let saved { setenv(name, saved, 1) } else { unsetenv(name) }

@@ -76,6 +76,9 @@ struct Get: AsyncParsableCommand {
             // -O may carry a directory part, like wget -O path.
             let url = URL(fileURLWithPath: outputName, relativeTo: URL(fileURLWithPath: directoryPath, isDirectory: true))
             let base = url.lastPathComponent
+            guard base.utf8.count <= FileNaming.maxNameBytes else {
+                throw UsageError("-O names a file of \(base.utf8.count) bytes; at most \(FileNaming.maxNameBytes) fit (with the .part it downloads under)")
+            }
             guard outputName.last != "/", let safe = FileNaming.safeBaseName(base), safe == base else {
                 throw UsageError("-O needs a plain file name, got '\(TerminalSafe.sanitize(outputName))'")
             }

@@ -155,6 +155,22 @@ import TestHTTPServer
         #expect(manager.snapshot(of: id)?.rateLimit == 2 << 20)
     }
 
+    /// A limit lifted while its transfer waits out its rate reaches it at once: at 100 B/s a transfer waits
+    /// 164 s for its next 16 KiB, and it waited them all after the limit was gone.
+    @Test func aLimitLiftedWhileATransferWaitsForItsRateTakesEffectAtOnce() async throws {
+        let body = Resource.randomBytes(count: 1 << 20, seed: 90)
+        server.route("/lift.bin", .serve(Resource(body: body)))
+        let manager = try TransferManager(configuration: testConfiguration())
+        defer { manager.shutdown() }
+        var spec = TransferSpec(download: server.url("/lift.bin"), directory: dir.path)
+        spec.rateLimit = 100
+        let id = manager.add(spec)
+        try await eventually("the first 16 KiB in") { (manager.snapshot(of: id)?.bytesDone ?? 0) >= 16 << 10 }
+        #expect(manager.setRateLimit(id, nil))
+        try await eventually(within: 30, "done once the limit is lifted") { manager.snapshot(of: id)?.state == .completed }
+        #expect(dir.contents("lift.bin") == body)
+    }
+
     @Test func anItemsLimitSurvivesARestart() async throws {
         server.route("/kept.bin", .serve(Resource(body: Resource.randomBytes(count: 8 << 20, seed: 86)),
                                          ServeOptions(stallAfter: 1 << 20)))

@@ -193,6 +193,8 @@ import TestHTTPServer
         (["get", "--sha256", "xyz", "http://127.0.0.1:1/x"], "--sha256 needs 64 hex digits"),
         (["get", "-H", "Broken", "http://127.0.0.1:1/x"], "bad header"),
         (["get", "-O", "one", "http://127.0.0.1:1/a", "http://127.0.0.1:1/b"], "-O names one file"),
+        (["get", "-O", String(repeating: "n", count: 252), "http://127.0.0.1:1/a"], "-O names a file of 252 bytes; at most 250 fit"),
+        (["get", "http://127.0.0.1:99999/x"], "port 99999 in 'http://127.0.0.1:99999/x' is not a port"),
         (["get", "--bogus", "http://127.0.0.1:1/x"], "Unknown option"),
         (["get", "--limit-rate", "fast", "http://127.0.0.1:1/x"], "--limit-rate: not a rate: 'fast'"),
         (["put", "--limit-rate", "2Mbit", "/etc/hostname", "http://127.0.0.1:1/x"], "--limit-rate: not a rate: '2Mbit'"),

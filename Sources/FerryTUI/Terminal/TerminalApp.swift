@@ -49,6 +49,8 @@ public final class TerminalApp {
     private let wakeup: TerminalWakeup?
     /// The engine answered a command since the last frame (its message is new).
     private var answered = false
+    /// Commands sent for an answer so far: only the last one's answer is said (the same key pressed twice).
+    private var asked = 0
     private let timer = DispatchSource.makeTimerSource(queue: .main)
     /// What the timer is armed for now.
     private var pace = Pace.off
@@ -251,9 +253,10 @@ public final class TerminalApp {
             switch command {
             case let .queue(command): queue.send(command)
             case let .queueSaying(command):
-                let asked = state.message
+                asked += 1
+                let question = (number: asked, message: state.message)
                 queue.send(command) { result in
-                    DispatchQueue.main.async { MainActor.assumeIsolated { self.say(result, to: command, askedWith: asked) } }
+                    DispatchQueue.main.async { MainActor.assumeIsolated { self.say(result, to: command, asked: question) } }
                 }
             case let .add(specs):
                 guard let id = queue.enqueue(specs)?.last else {
@@ -272,8 +275,8 @@ public final class TerminalApp {
 
     /// The engine's answer to a command on many items, in the words a shell verb prints ("nothing paused; #1-#3
     /// are done, left as they are"), in place of the note the key left, unless a newer message stands.
-    private func say(_ result: CommandResult?, to command: QueueCommand, askedWith asked: AppState.Message?) {
-        guard state.message == asked else { return }
+    private func say(_ result: CommandResult?, to command: QueueCommand, asked question: (number: Int, message: AppState.Message?)) {
+        guard question.number == asked, state.message == question.message else { return }
         state.message = result.map { .init(text: $0.outcome.sentence(for: command), isError: false) }
             ?? .init(text: "the engine did not carry it out", isError: true)
         answered = true
