@@ -197,6 +197,21 @@ import Testing
         })])
     }
 
+    /// A list pasted with its comments (lines that start with `#`, as an `-i` file has them) adds its URLs; the
+    /// comments were taken for URLs and refused the whole add.
+    @Test func aPastedListKeepsItsURLsAndDropsItsComments() {
+        let list = Key.paste("# mirrors\nhttp://h/s1.bin\n  # the second\nhttp://h/s2.bin\n")
+        let (done, commands) = press([.character("a"), list, .enter])
+        #expect(done.prompt == nil, "\(done.prompt?.error ?? "")")
+        #expect(commands == [.add(["http://h/s1.bin", "http://h/s2.bin"].map {
+            TransferSpec(download: URL(string: $0)!, directory: "/home/me/Downloads")
+        })])
+        #expect(press([list]).0.prompt?.editor.text == "http://h/s1.bin http://h/s2.bin")
+        // In the filter, a pasted `#12` is an id to look for, not a comment.
+        let (filtering, _) = press([.character("/"), .paste("#12")])
+        #expect(filtering.filter == "#12")
+    }
+
     /// Pasted into the list (no prompt open), the text is not commands either: the add prompt opens with it, for
     /// Enter to add. A paste never answers a question, and the help and detail screens ignore it.
     @Test func aPasteOutsideAPromptOpensTheAddPromptWithIt() {

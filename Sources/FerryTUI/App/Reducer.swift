@@ -9,14 +9,18 @@ public func reduce(_ state: AppState, _ key: Key, _ snapshot: QueueSnapshot, key
     state.openWhenHeld = false
     // A paste is text, never keys: it cannot answer a question, and outside a prompt it opens the add prompt
     // with what was pasted (URLs, most likely) for Enter to add, rather than run as commands.
-    if case .paste = key, state.prompt == nil {
+    if case let .paste(text) = key, state.prompt == nil {
         guard state.confirmation == nil, state.screen == .list else { return (state, []) }
         var editor = LineEditor()
-        _ = editor.apply(key)
+        _ = editor.apply(.paste(withoutCommentLines(text)))
         state.prompt = .init(kind: .downloadURL, editor: LineEditor(editor.text.trimmingCharacters(in: .whitespaces)))
         return (state, [])
     }
     if state.confirmation != nil { return confirm(state, key) }
+    // URLs pasted as a list may bring its comments: a line that starts with `#` is no URL (as in an `-i` file).
+    if case let .paste(text) = key, state.prompt?.kind == .downloadURL {
+        return editPrompt(state, .paste(withoutCommentLines(text)), snapshot)
+    }
     if state.prompt != nil { return editPrompt(state, key, snapshot) }
     switch state.screen {
     case .help:
@@ -234,6 +238,13 @@ private func confirm(_ stateIn: AppState, _ key: Key) -> (AppState, [Command]) {
         state.confirmation = question  // anything else: keep asking
     }
     return (state, [])
+}
+
+/// Pasted text without its comment lines (those whose first non-blank character is `#`).
+private func withoutCommentLines(_ text: String) -> String {
+    text.split(omittingEmptySubsequences: false, whereSeparator: \.isNewline)
+        .filter { !$0.drop(while: \.isWhitespace).hasPrefix("#") }
+        .joined(separator: "\n")
 }
 
 private func editPrompt(_ stateIn: AppState, _ key: Key, _ snapshot: QueueSnapshot) -> (AppState, [Command]) {
