@@ -58,7 +58,9 @@ extension TransferFailure {
                                 ("malformed url", "bad URL"), ("unsupported url", "bad URL"),
                                 ("no space left", "disk full"), ("disk holding", "disk full"), ("quota", "disk full"),
                                 ("permission denied", "no permission"), ("read-only", "read-only"),
-                                ("sha-256 mismatch", "bad checksum"), ("no free name", "no free name")]
+                                ("sha-256 mismatch", "bad checksum"), ("no free name", "no free name"),
+                                ("changed while it was being uploaded", "file changed"), ("shrank while", "file changed"),
+                                ("cannot read the body", "unreadable file")]
         where lower.contains(words) {
             return reason
         }

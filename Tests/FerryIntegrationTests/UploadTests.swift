@@ -154,6 +154,30 @@ func parseMultipart(_ request: RecordedRequest) throws -> [ParsedPart] {
         #expect(server.requests("/deny").count == 1)
     }
 
+    /// A file that grows while it is sent: its first `length` bytes reached the server and the upload was called
+    /// done (a file rewritten in place would have arrived old and new mixed). The last read fails now, so the
+    /// server never has a whole body of a changed file, and the item fails saying why (`ferry retry` sends the
+    /// file as it is then).
+    @Test func aFileThatChangesWhileItIsSentIsNotCalledSent() async throws {
+        let first = Resource.randomBytes(count: 2 << 20, seed: 40)
+        let more = Resource.randomBytes(count: 512 << 10, seed: 41)
+        let path = file("grow.bin", first)
+        server.route("/grow", .status(201, body: Data("stored".utf8)))
+        let url = server.url("/grow").absoluteString
+        let run = Task { try await runFerry(["put", "--limit-rate", "2M", path, url]) }
+        try await eventually("the upload under way") { !server.bytesReceived("/grow").isEmpty }
+        let handle = try FileHandle(forWritingTo: URL(fileURLWithPath: path))
+        try handle.seekToEnd()
+        try handle.write(contentsOf: more)
+        try handle.close()
+        let result = try await run.value
+        #expect(result.status == 1, "\(result.stderr)")
+        #expect(result.stderr.contains("#1 grow.bin: failed (file changed)"), "\(result.stderr)")
+        #expect(result.stderr.contains("grow.bin changed while it was being uploaded (2097152 bytes when it began, 2621440 now)"),
+                "\(result.stderr)")
+        #expect(!server.requests("/grow").contains { $0.bodySHA256 == sha256Hex(first) }, "the old length, taken as a whole body")
+    }
+
     @Test func aPutIsResentInFullAfter503s() async throws {
         let body = Resource.randomBytes(count: 2 << 20, seed: 34)
         let path = file("retry.bin", body)

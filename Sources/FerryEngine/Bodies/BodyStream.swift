@@ -16,6 +16,8 @@ final class BodyStream: InputStream {
     private var offsetInPiece: Int64 = 0
     private var fd: Int32 = -1
     private var fdPath: String?
+    /// The open file as it was when it was opened: its size and when it was last written.
+    private var opened: (size: Int64, modified: timespec)?
     private var status: Stream.Status = .notOpen
     private var failure: Error?
 
@@ -74,12 +76,21 @@ final class BodyStream: InputStream {
                     fd = Glibc.open(path, O_RDONLY | O_CLOEXEC)
                     fdPath = path
                     guard fd >= 0 else { return fail("cannot read \(path): \(String(cString: strerror(errno)))") }
+                    opened = Self.state(fd)
+                    if let opened, opened.size != length { return changed(path, length, opened.size) }
                 }
                 var got = -1
                 repeat { got = pread(fd, buffer, min(len, Int(remaining)), off_t(offsetInPiece)) } while got < 0 && errno == EINTR
                 if got < 0 { return fail("cannot read \(path): \(String(cString: strerror(errno)))") }
                 // A file that shrank while being sent would make the body shorter than its Content-Length.
                 if got == 0 { return fail("\(path) shrank while it was being uploaded") }
+                // The last bytes of the file: it must still be the file whose length was sent. One that grew or
+                // was written meanwhile would arrive as its first `length` bytes, old and new mixed, and be
+                // reported as sent; its last read fails instead, so the server never has a whole body of it.
+                if Int64(got) == remaining, let before = opened, let now = Self.state(fd),
+                   now.size != before.size || now.modified.tv_sec != before.modified.tv_sec || now.modified.tv_nsec != before.modified.tv_nsec {
+                    return changed(path, length, now.size)
+                }
                 n = got
             case .standardInput:
                 // Never streamed: a read from a pipe would block, and on Linux a blocking body read stalls
@@ -97,6 +108,16 @@ final class BodyStream: InputStream {
         }
         status = .atEnd
         return 0
+    }
+
+    private static func state(_ fd: Int32) -> (size: Int64, modified: timespec)? {
+        var st = stat()
+        guard fstat(fd, &st) == 0 else { return nil }
+        return (Int64(st.st_size), st.st_mtim)
+    }
+
+    private func changed(_ path: String, _ length: Int64, _ size: Int64) -> Int {
+        fail("\(path) changed while it was being uploaded (\(length) bytes when it began, \(size) now)")
     }
 
     private func fail(_ message: String) -> Int {
