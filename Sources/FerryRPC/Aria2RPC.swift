@@ -354,13 +354,14 @@ public final class Aria2RPC: @unchecked Sendable {
             guard let n = Self.int(value), ConcurrencyCaps.range.contains(n) else {
                 throw Failure("max-concurrent-downloads: a number from 1 to \(ConcurrencyCaps.range.upperBound)")
             }
-            manager.setConcurrency(maxConcurrent: n)
+            // The same command as the UI's + and -, and `ferry jobs`: kept for the next engine, said by `ferry jobs`.
+            _ = try manager.perform(.setConcurrency(n))
         }
         if changes["max-overall-download-limit"] != nil || changes["max-overall-upload-limit"] != nil {
             let now = manager.snapshot(QueueView(limit: 0))
             let download = try changes["max-overall-download-limit"].map { try Self.rate($0, option: "max-overall-download-limit") } ?? now.downloadLimit
             let upload = try changes["max-overall-upload-limit"].map { try Self.rate($0, option: "max-overall-upload-limit") } ?? now.uploadLimit
-            manager.setGlobalLimits(download: download, upload: upload)
+            _ = try manager.perform(.setGlobalLimits(download: download, upload: upload))
         }
         if let limit = changes["max-download-limit"] {
             let rate = try Self.rate(limit, option: "max-download-limit")

@@ -130,7 +130,7 @@ extension Jobs {
     static func source(of value: Int, live: LiveSettings, config: Config) -> String {
         if live.concurrency == value {
             let when = live.concurrencyChangedAt.map { " on " + ISO8601DateFormatter.string(from: $0, timeZone: .current, formatOptions: [.withFullDate, .withTime, .withColonSeparatorInTime, .withSpaceBetweenDateAndTime]) } ?? ""
-            return "set with +, - or ferry jobs\(when), kept for the next engine; the config says \(config.concurrency)"
+            return "set with +, -, ferry jobs or aria2's RPC\(when), kept for the next engine; the config says \(config.concurrency)"
         }
         if config.concurrency == value { return "the config's [transfers] concurrency, or the default" }
         return "-j of the engine's start; the config says \(config.concurrency)"

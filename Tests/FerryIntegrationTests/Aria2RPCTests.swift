@@ -22,7 +22,9 @@ import TestHTTPServer
         server = try TestHTTPServer()
         dir = try TempDir()
         let notifier = self.notifier
-        manager = try TransferManager(configuration: testConfiguration()) { notifier.observe($0) }
+        var configuration = testConfiguration()
+        configuration.liveSettingsPath = dir.path + "/settings.json"
+        manager = try TransferManager(configuration: configuration) { notifier.observe($0) }
         let rpc = Aria2RPC(manager: manager, secret: secret, defaultDirectory: dir.path)
         rpcServer = try RPCServer(rpc: rpc, notifier: notifier, host: "127.0.0.1", port: 0, allowOrigin: nil)
         endpoint = URL(string: "http://127.0.0.1:\(rpcServer.port)/jsonrpc")!
@@ -165,6 +167,10 @@ import TestHTTPServer
         #expect(options["max-concurrent-downloads"] as? String == "7")
         #expect(options["max-overall-download-limit"] as? String == "\(1 << 20)")
         #expect(options["dir"] as? String == dir.path + "/new")
+        // Kept for the next engine, as the UI's + and - and `ferry jobs` keep theirs (ferry jobs said "-j of the
+        // engine's start" after an RPC change).
+        let kept = LiveSettings.load(dir.path + "/settings.json").settings
+        #expect(kept.concurrency == 7 && kept.limits?.download == 1 << 20)
         // The adds that follow take the new dir and limit, as in aria2.
         server.route("/g.bin", .serve(Resource(body: Data("g".utf8))))
         let gid = try #require(try await call("aria2.addUri", [[server.url("/g.bin").absoluteString]]) as? String)

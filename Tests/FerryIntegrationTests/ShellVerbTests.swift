@@ -83,7 +83,7 @@ import TestHTTPServer
         try await expectEffect(["jobs", "2"], "both running") { try await listed().allSatisfy { $0.state == "running" } }
         // Bug 10: a change while the engine runs is kept in the state directory for the next engine, and says so.
         let changed = try await verb(["jobs"]).stdout
-        #expect(changed.hasPrefix("2 at once (set with +, - or ferry jobs on ") && changed.hasSuffix(", kept for the next engine; the config says 4)\n"), "\(changed)")
+        #expect(changed.hasPrefix("2 at once (set with +, -, ferry jobs or aria2's RPC on ") && changed.hasSuffix(", kept for the next engine; the config says 4)\n"), "\(changed)")
         let saved = LiveSettings.load(StateDirectory(option: state).liveSettingsPath)
         #expect(saved.problem == nil && saved.settings.concurrency == 2 && saved.settings.limits == nil)
         try await expectEffect(["cancel", "2"], "#2 cancelled") { try await state(of: 2) == "cancelled" }
@@ -108,7 +108,7 @@ import TestHTTPServer
         let jobs = try await verb(["jobs", "3"])
         #expect(jobs.status == 1 && jobs.stderr.contains("no engine is running"))
         let next = try await verb(["jobs"])
-        #expect(next.status == 0 && next.stdout.contains("no engine is running; the next one runs 2 at once (set with +, - or ferry jobs on "), "\(next.stdout)")
+        #expect(next.status == 0 && next.stdout.contains("no engine is running; the next one runs 2 at once (set with +, -, ferry jobs or aria2's RPC on "), "\(next.stdout)")
         let removed = try await verb(["remove", "2", "--delete-part"])
         #expect(removed.status == 0, "\(removed.stderr)")
         #expect(try await listed().map(\.id) == [1])
