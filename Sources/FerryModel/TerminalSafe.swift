@@ -2,15 +2,15 @@ import Foundation
 
 /// Making text from outside (server headers, URLs, file names, error bodies) safe to draw on a terminal.
 public enum TerminalSafe {
-    /// Text from outside made safe to draw on a terminal: C0 controls, DEL, C1 controls and bidi/format controls
-    /// become U+FFFD; with `allowNewlines`, "\n" is kept (and "\r\n" becomes "\n"); tabs become a space.
-    /// A lone "\r" is always replaced (it would let a line overwrite itself).
     /// Whether a character holds a control that must not reach a terminal: C0 (NUL included), DEL, C1, and the
     /// bidi and format controls (UntrustedText.isControl).
     public static func isControl(_ character: Character) -> Bool {
         character.unicodeScalars.contains(where: UntrustedText.isControl)
     }
 
+    /// Text from outside made safe to draw on a terminal: C0 controls, DEL, C1 controls and bidi/format controls
+    /// become U+FFFD; with `allowNewlines`, "\n" is kept (and "\r\n" becomes "\n"); tabs become a space.
+    /// A lone "\r" is always replaced (it would let a line overwrite itself).
     public static func sanitize(_ s: String, allowNewlines: Bool = false) -> String {
         // Printable ASCII, the usual case, is left as it is.
         if s.utf8.allSatisfy({ $0 >= 0x20 && $0 < 0x7F }) { return s }

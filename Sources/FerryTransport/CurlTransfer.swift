@@ -451,7 +451,7 @@ extension CurlTransfer {
     /// Pauses for the rate: the transport lifts the pause when the buckets' debts are repaid.
     fileprivate func waitForRate(_ now: TimeInterval) -> Int {
         heldBack = true
-        rateResumeAt = max(bucket?.readyAt(now) ?? now, sharedBucket?.bucket.readyAt(now) ?? now)
+        rateResumeAt = readyAt(now)
         transport.waitForRate(self)
         return FERRY_CURL_FUNC_PAUSE
     }
@@ -495,7 +495,12 @@ extension CurlTransfer {
     /// its next 16 KiB, after the limit was gone).
     func rateChanged(now: TimeInterval) {
         guard rateResumeAt != nil else { return }
-        rateResumeAt = max(bucket?.readyAt(now) ?? now, sharedBucket?.bucket.readyAt(now) ?? now)
+        rateResumeAt = readyAt(now)
+    }
+
+    /// When the share's bucket and the engine's both allow it to go on (now, without either).
+    private func readyAt(_ now: TimeInterval) -> TimeInterval {
+        max(bucket?.readyAt(now) ?? now, sharedBucket?.bucket.readyAt(now) ?? now)
     }
 
     /// Lifted from a pause for the rate (on the transport's thread).

@@ -17,6 +17,12 @@ public struct LineEditor: Sendable, Equatable {
     }
 
     /// Applies an editing key; returns false when the key is not an editing key.
+    /// Pasted text as the field takes it: lines and tabs become blanks (several URLs pasted one per line are
+    /// several words); other control characters never enter the text.
+    static func text(pasted: String) -> String {
+        String(pasted.map { $0 == "\n" || $0 == "\r\n" || $0 == "\r" || $0 == "\t" ? " " : $0 }.filter { !TerminalSafe.isControl($0) })
+    }
+
     public mutating func apply(_ key: Key) -> Bool {
         if selected {
             switch key {
@@ -37,9 +43,7 @@ public struct LineEditor: Sendable, Equatable {
         var chars = Array(text)
         switch key {
         case let .paste(pasted):
-            // Lines and tabs become blanks (several URLs pasted one per line are several words); other control
-            // characters never enter the text.
-            let words = pasted.map { $0 == "\n" || $0 == "\r\n" || $0 == "\r" || $0 == "\t" ? " " : $0 }.filter { !TerminalSafe.isControl($0) }
+            let words = Self.text(pasted: pasted)
             chars.insert(contentsOf: words, at: cursor)
             cursor += words.count
         case let .character(c):

@@ -11,9 +11,8 @@ public func reduce(_ state: AppState, _ key: Key, _ snapshot: QueueSnapshot, key
     // with what was pasted (URLs, most likely) for Enter to add, rather than run as commands.
     if case let .paste(text) = key, state.prompt == nil {
         guard state.confirmation == nil, state.screen == .list else { return (state, []) }
-        var editor = LineEditor()
-        _ = editor.apply(.paste(withoutCommentLines(text)))
-        state.prompt = .init(kind: .downloadURL, editor: LineEditor(editor.text.trimmingCharacters(in: .whitespaces)))
+        let pasted = LineEditor.text(pasted: withoutCommentLines(text))
+        state.prompt = .init(kind: .downloadURL, editor: LineEditor(pasted.trimmingCharacters(in: .whitespaces)))
         return (state, [])
     }
     if state.confirmation != nil { return confirm(state, key) }

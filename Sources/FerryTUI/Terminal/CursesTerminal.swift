@@ -44,13 +44,8 @@ public final class CursesTerminal {
     private var repaintAll = false
     private var isOpen = true
     private let output: UnsafeMutablePointer<FILE>
-    /// The text of a bracketed paste being read (nil: none under way), how many scalars it has, and when its
-    /// last byte came: a paste comes as one `.paste`.
-    private var pasting: String?
-    private var pastedScalars = 0
-    /// The last scalars of the paste, where an end marker that came apart shows.
-    private var pasteTail = ""
-    private var lastPasteByte = DispatchTime.now()
+    /// The bracketed paste being read (nil: none under way): a paste comes as one `.paste`.
+    private var paste: Paste?
     /// Events decided but not returned yet (a paste that ended as a key came: the paste, then the key).
     private var pending: [TerminalEvent] = []
     /// Reads that took something from the terminal (a key, a byte of a paste): a read that takes nothing, again
@@ -63,10 +58,10 @@ public final class CursesTerminal {
     private static let pasteStart = KEY_MAX + 1
     private static let pasteEnd = KEY_MAX + 2
     /// A paste longer than this keeps its first part (a list of thousands of URLs fits).
-    static let pasteLimit = 1 << 20
+    nonisolated static let pasteLimit = 1 << 20
     /// The end marker as characters: what reaches ferry when it came apart on the way (a slow link split it after
     /// ESC, and curses gave the ESC and the rest one by one, past its escape delay).
-    private static let pasteEndText = "\u{1B}[201~"
+    nonisolated fileprivate static let pasteEndText = "\u{1B}[201~"
     /// A paste whose end marker never came ends when a byte comes after this long a pause (nanoseconds): the
     /// paste, then that byte as a key, so that a lost marker cannot swallow every key after it. Long enough
     /// that a paste stalled on a slow link is not cut in two (the rest of it would be read as keys).
@@ -195,51 +190,39 @@ public final class CursesTerminal {
             inputTaken += 1
             let now = DispatchTime.now()
             let marker = result == KEY_CODE_YES && (Int32(value) == Self.pasteStart || Int32(value) == Self.pasteEnd)
-            if let text = pasting, !marker, now.uptimeNanoseconds - lastPasteByte.uptimeNanoseconds > pasteSilence {
+            if let open = paste, !marker, now.uptimeNanoseconds - open.lastByte.uptimeNanoseconds > pasteSilence {
                 // The end marker was lost: the paste ends here, and what came now is read as input again.
-                endPaste()
-                pending.append(.key(.paste(text)))
+                paste = nil
+                pending.append(.key(.paste(open.text)))
                 if let event = decode(result, value) { pending.append(event) }
                 return pending.removeFirst()
             }
-            if pasting != nil { lastPasteByte = now }
+            paste?.lastByte = now
             if result == KEY_CODE_YES {
                 switch Int32(value) {
                 case Self.pasteStart:
                     // A second start before an end: the first paste ends there.
-                    if let text = pasting { pending.append(.key(.paste(text))) }
-                    pasting = ""
-                    pastedScalars = 0
-                    pasteTail = ""
-                    lastPasteByte = now
+                    if let open = paste { pending.append(.key(.paste(open.text))) }
+                    paste = Paste(lastByte: now)
                     if !pending.isEmpty { return pending.removeFirst() }
                     continue
                 case Self.pasteEnd:
-                    guard let text = pasting else { continue }
-                    endPaste()
-                    return .key(.paste(text))
+                    guard let open = paste else { continue }
+                    paste = nil
+                    return .key(.paste(open.text))
                 case KEY_RESIZE:
                     repaintAll = true
                     return .resize
                 default:
                     // A key code inside a paste is curses' reading of pasted escape bytes: not text, dropped.
-                    if pasting == nil, let event = decode(result, value) { return event }
+                    if paste == nil, let event = decode(result, value) { return event }
                     continue
                 }
             }
-            if pasting != nil {
+            if paste != nil {
                 guard let scalar = Unicode.Scalar(UInt32(value)) else { continue }
-                if pastedScalars < Self.pasteLimit {
-                    pasting!.unicodeScalars.append(scalar)
-                    pastedScalars += 1
-                }
-                pasteTail.unicodeScalars.append(scalar)
-                if pasteTail.unicodeScalars.count > Self.pasteEndText.unicodeScalars.count { pasteTail.unicodeScalars.removeFirst() }
-                // The end marker, come apart on the way and read as characters.
-                if pasteTail == Self.pasteEndText {
-                    var text = pasting!
-                    if text.hasSuffix(Self.pasteEndText) { text.unicodeScalars.removeLast(Self.pasteEndText.unicodeScalars.count) }
-                    endPaste()
+                if let text = paste!.take(scalar) {
+                    paste = nil
                     return .key(.paste(text))
                 }
                 continue
@@ -248,10 +231,27 @@ public final class CursesTerminal {
         }
     }
 
-    private func endPaste() {
-        pasting = nil
-        pastedScalars = 0
-        pasteTail = ""
+    /// A bracketed paste being read: its text (the first `pasteLimit` scalars), its last scalars (where an end
+    /// marker that came apart shows) and when its last byte came.
+    private struct Paste {
+        var text = ""
+        var scalars = 0
+        var tail = ""
+        var lastByte: DispatchTime
+
+        /// Takes a scalar of the paste; its text when the scalar completed an end marker read as characters.
+        mutating func take(_ scalar: Unicode.Scalar) -> String? {
+            if scalars < CursesTerminal.pasteLimit {
+                text.unicodeScalars.append(scalar)
+                scalars += 1
+            }
+            let marker = CursesTerminal.pasteEndText.unicodeScalars
+            tail.unicodeScalars.append(scalar)
+            if tail.unicodeScalars.count > marker.count { tail.unicodeScalars.removeFirst() }
+            guard tail.unicodeScalars.elementsEqual(marker) else { return nil }
+            if text.unicodeScalars.reversed().starts(with: marker.reversed()) { text.unicodeScalars.removeLast(marker.count) }
+            return text
+        }
     }
 
     /// A key curses read, as ferry's event; nil for one ferry does not use.

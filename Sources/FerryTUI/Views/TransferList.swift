@@ -124,9 +124,10 @@ enum TransferList {
         var nameCap = max(16, width * 2 / 5)
         // A wide row has room for a reason with its countdown ("connection lost, in 8s", "no such host, in 12s")
         // and for sizes in two units ("293.0 KiB/1.0 MiB"), which 15 columns cut; the name gives it up.
-        if width >= 110, left >= wideStatus - status + wideSize - size + 20 {
-            left -= wideStatus - status + wideSize - size
-            nameCap -= wideStatus - status + wideSize - size
+        let widening = wideStatus - status + wideSize - size
+        if width >= 110, left >= widening + 20 {
+            left -= widening
+            nameCap -= widening
             columns.status = wideStatus
             columns.size = wideSize
         }
