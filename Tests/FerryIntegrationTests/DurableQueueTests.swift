@@ -43,8 +43,11 @@ import TestHTTPServer
         let partSize = size(part)
         #expect(partSize == 3 << 20)
 
+        // The stored row still says running; with no engine, nothing runs: the listing says queued.
         let listed = try await runFerry(["list", "--json"], stateDir: state)
-        #expect(listed.stdout.contains("\"state\" : \"running\""))
+        #expect(listed.stdout.contains("\"state\" : \"queued\""), "\(listed.stdout)")
+        #expect(!listed.stdout.contains("\"state\" : \"running\""))
+        #expect(try await runFerry(["list", "--state", "running"], stateDir: state).stdout == "no items match --state running\n")
 
         let result = try await runFerry(["run"], stateDir: state)
         #expect(result.status == 0, "\(result.stderr)")

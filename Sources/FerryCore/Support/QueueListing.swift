@@ -192,7 +192,7 @@ extension QueueListing {
     /// The items of `view`, in queue order, handed to `add` in runs of up to 1,000: rows from the store, one at
     /// a time (memory stays flat whatever the queue's length); with an engine running, what moves (running
     /// items, and those waiting for a retry) as it is this moment, and the engine's unwritten changes written
-    /// first.
+    /// first. Without one, nothing is running or waiting: such rows are an engine's that stopped, and queued.
     public static func items(of view: QueueView, in directory: StateDirectory, _ add: ([StoredTransfer]) throws -> Void) throws {
         var live: [TransferID: StoredTransfer]?
         if let client = ControlClient.connect(directory) {
@@ -209,9 +209,10 @@ extension QueueListing {
         do {
             try store.forEach { row in
                 var item = live?[row.id] ?? row
-                // A row left running by an engine that stopped, or saved running a moment ago: queued unless
-                // the engine says it moves.
-                if let live, live[row.id] == nil, item.state == .running || item.state == .waiting { item.state = .queued }
+                // A row left running by an engine that stopped (a kill -9, a crash) or saved running a moment
+                // ago: queued unless a running engine says it moves (with none, nothing moves; the next engine
+                // takes the row up again as a queued one).
+                if live?[row.id] == nil, item.state == .running || item.state == .waiting { item.state = .queued }
                 guard matcher.matches(id: item.id, state: item.state, batch: item.batch, spec: item.spec, fileName: item.fileName) else { return }
                 pending.append(item)
                 if pending.count >= 1_000 {

@@ -303,6 +303,34 @@ public final class CursesTerminal {
     public static var boldAttribute: attr_t { ferry_a_bold() }
     public static var reverseAttribute: attr_t { ferry_a_reverse() }
 
+    /// Ctrl-Z: gives the shell the terminal as it was (the screen, the cursor, the modes curses set, and
+    /// bracketed paste off, which curses does not know about), stops the process as SIGTSTP's default would,
+    /// and when continued (`fg`) takes the terminal again; the next `draw` repaints everything (the shell wrote
+    /// over the screen, and the size may have changed meanwhile).
+    public func suspend() {
+        guard isOpen else { return }
+        _ = curs_set(1)
+        Self.write(Self.bracketedPasteOff, to: output)
+        endwin()
+        // SIGTSTP's default action, for this once: the process stops here and goes on from here.
+        var stop = sigaction()
+        var kept = sigaction()
+        stop.__sigaction_handler.sa_handler = SIG_DFL
+        sigaction(SIGTSTP, &stop, &kept)
+        var tstp = sigset_t()
+        var mask = sigset_t()
+        sigemptyset(&tstp)
+        sigaddset(&tstp, SIGTSTP)
+        pthread_sigmask(SIG_UNBLOCK, &tstp, &mask)
+        raise(SIGTSTP)
+        pthread_sigmask(SIG_SETMASK, &mask, nil)
+        sigaction(SIGTSTP, &kept, nil)
+        Self.write(Self.bracketedPasteOn, to: output)
+        _ = curs_set(0)
+        updateSize()
+        repaintAll = true
+    }
+
     /// Leaves curses and restores the terminal (idempotent).
     public func close() {
         guard isOpen else { return }

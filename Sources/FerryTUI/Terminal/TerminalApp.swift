@@ -80,7 +80,8 @@ public final class TerminalApp {
     public static func launch(queue: any QueueControl, options: Options, select: TransferID? = nil,
                               wakeup: TerminalWakeup? = nil) throws(TerminalOpenError) -> TerminalApp {
         // Ours before curses opens: ncurses then leaves SIGINT/SIGTERM alone (it only takes default dispositions).
-        for sig in [SIGINT, SIGTERM, SIGHUP, SIGPIPE] { signal(sig, SIG_IGN) }
+        // SIGTSTP (Ctrl-Z) too: curses' own handler would leave bracketed paste on in the shell.
+        for sig in [SIGINT, SIGTERM, SIGHUP, SIGPIPE, SIGTSTP] { signal(sig, SIG_IGN) }
         guard let output = fdopen(STDOUT_FILENO, "w"), let input = fdopen(STDIN_FILENO, "r") else {
             throw .unusable(options.term ?? "")
         }
@@ -116,7 +117,17 @@ public final class TerminalApp {
                 self.wake()
             }
         }
-        sources = [input as any DispatchSourceProtocol, timer as any DispatchSourceProtocol, resize as any DispatchSourceProtocol]
+        let suspend = DispatchSource.makeSignalSource(signal: SIGTSTP, queue: .main)
+        suspend.setEventHandler {
+            MainActor.assumeIsolated {
+                self.terminal.suspend()
+                // Continued: the shell wrote over the screen, so the same frame is drawn again, whole.
+                self.lastCanvas = nil
+                self.pump(inputReady: false)
+            }
+        }
+        sources = [input as any DispatchSourceProtocol, timer as any DispatchSourceProtocol, resize as any DispatchSourceProtocol,
+                   suspend as any DispatchSourceProtocol]
         let stops: [(Int32, Int32)] = [(SIGINT, 130), (SIGTERM, 143), (SIGHUP, 129)]
         for (sig, code) in stops {
             let source = DispatchSource.makeSignalSource(signal: sig, queue: .main)
@@ -234,7 +245,7 @@ public final class TerminalApp {
         let now = Date()
         let second = Int(now.timeIntervalSince1970)
         let ticking = Pace.wanted(snapshot, state) != .off
-        guard changed || snapshot.shown != lastVersion || (ticking && second != lastSecond)
+        guard changed || lastCanvas == nil || snapshot.shown != lastVersion || (ticking && second != lastSecond)
               || state.width != terminal.width || state.height != terminal.height else { return }
         lastVersion = snapshot.shown
         lastSecond = second
