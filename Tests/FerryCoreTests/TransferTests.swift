@@ -61,6 +61,31 @@ import Testing
 
     let lostConnection = AttemptOutcome.failed(.transport(code: -1005, message: "connection lost"), progressed: false)
 
+    /// A name that did not resolve has 2 retries, not 5: what the row and the detail view show says so
+    /// ("retry 1/2"), and after any other failure the whole budget shows again.
+    @Test func theRetriesShownAfterANameThatDidNotResolveAreItsOwnBudget() throws {
+        let transfer = download()
+        let dns = AttemptOutcome.failed(.transport(code: -1003, message: "cannot find host"), progressed: false)
+        var attempt = try #require(ranges(transfer.start(partSize: nil)).first)
+        _ = transfer.ended(serial: attempt.serial, AttemptReport(outcome: dns))
+        #expect(transfer.state == .waiting)
+        #expect(transfer.snapshot().retries == 1 && transfer.snapshot().maxRetries == 2)
+        _ = transfer.retryDue(token: transfer.generation)
+        attempt = try #require(ranges(transfer.start(partSize: nil)).first)
+        _ = transfer.ended(serial: attempt.serial, AttemptReport(outcome: lostConnection))
+        #expect(transfer.snapshot().retries == 2 && transfer.snapshot().maxRetries == 5)
+        _ = transfer.retryDue(token: transfer.generation)
+        attempt = try #require(ranges(transfer.start(partSize: nil)).first)
+        _ = transfer.ended(serial: attempt.serial, AttemptReport(outcome: dns))
+        #expect(transfer.state == .waiting)
+        #expect(transfer.snapshot().retries == 3 && transfer.snapshot().maxRetries == 3)  // the name's last one
+        _ = transfer.retryDue(token: transfer.generation)
+        attempt = try #require(ranges(transfer.start(partSize: nil)).first)
+        _ = transfer.ended(serial: attempt.serial, AttemptReport(outcome: dns))
+        #expect(transfer.state == .failed)
+        #expect(transfer.snapshot().retries == 3 && transfer.snapshot().maxRetries == 3)
+    }
+
     @Test func aPauseDuringTheRetryWaitHoldsUntilResumed() throws {
         let transfer = download()
         let attempt = try #require(ranges(transfer.start(partSize: nil)).first)

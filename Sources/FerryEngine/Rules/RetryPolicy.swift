@@ -29,6 +29,19 @@ public struct RetryPolicy: Sendable, Equatable {
         return min(maxDelay, raw.isFinite ? raw : maxDelay)
     }
 
+    /// Whether `failure` is a name that did not resolve (which gets `maxDNSRetries` retries at most).
+    public func isDNS(_ failure: TransferFailure) -> Bool {
+        if case let .transport(code, _) = failure { return dnsTransportCodes.contains(code) }
+        return false
+    }
+
+    /// The retries an item has in all, counted as `retries` is (what "retry 2/5" shows): after a name that did
+    /// not resolve, the retries spent and those its DNS budget leaves, fewer than `maxRetries`.
+    public func budget(retries: Int, dnsRetries: Int, afterDNS: Bool) -> Int {
+        guard afterDNS else { return maxRetries }
+        return retries + max(0, min(maxRetries - retries, maxDNSRetries - dnsRetries))
+    }
+
     public enum Decision: Sendable, Equatable {
         case retry(after: TimeInterval)
         case giveUp
@@ -52,7 +65,7 @@ public struct RetryPolicy: Sendable, Equatable {
             guard idempotent || retryableStatusesForNonIdempotent.contains(status) else { return .giveUp }
             if let retryAfter { floor = min(max(0, retryAfter), maxRetryAfter) }
         case let .transport(code, _):
-            if dnsTransportCodes.contains(code) {
+            if isDNS(failure) {
                 guard dnsRetries < maxDNSRetries else { return .giveUp }
             } else if !retryableTransportCodes.contains(code) {
                 return .giveUp

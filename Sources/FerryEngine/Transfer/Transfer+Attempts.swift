@@ -261,12 +261,13 @@ extension Transfer {
             // A POST whose upload the server keeps at a location goes on there, not again at the endpoint.
             idempotent = upload.method.uppercased() != "POST" || resumable?.location != nil
         }
+        lastFailureWasDNS = policy.isDNS(failure)
         switch policy.decide(failure, retries: retries, dnsRetries: dnsRetries, idempotent: idempotent) {
         case .giveUp:
             return fail(failure.message)
         case let .retry(after):
             retries += 1
-            if case let .transport(code, _) = failure, policy.dnsTransportCodes.contains(code) { dnsRetries += 1 }
+            if lastFailureWasDNS { dnsRetries += 1 }
             state = .waiting
             lastError = failure.message
             nextRetryAt = Date().addingTimeInterval(after)

@@ -58,7 +58,7 @@ extension Transfer {
         var snapshot = TransferSnapshot(
             id: id, spec: spec, state: state, bytesDone: done, bytesExpected: expected,
             fileName: fileName, savedPath: savedPath, bytesPerSecond: rate, eta: eta,
-            retries: retries, maxRetries: policy.maxRetries, nextRetryAt: nextRetryAt, lastError: lastError,
+            retries: retries, maxRetries: policy.budget(retries: retries, dnsRetries: dnsRetries, afterDNS: lastFailureWasDNS), nextRetryAt: nextRetryAt, lastError: lastError,
             attempts: attempts, validators: validators, lastStatus: lastStatus, response: response,
             rateHistory: rateHistory, segments: liveSegments)
         snapshot.rateLimit = rateLimit

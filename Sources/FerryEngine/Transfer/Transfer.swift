@@ -76,6 +76,8 @@ final class Transfer {
     var highWater: Int64 = 0
     var retries = 0
     var dnsRetries = 0
+    /// The last failure was a name that did not resolve: the retries shown are out of its smaller budget.
+    var lastFailureWasDNS = false
     var attempts: [Attempt] = []
     var lastError: String?
     var lastStatus: Int?
@@ -209,6 +211,7 @@ final class Transfer {
         state = .queued
         retries = 0
         dnsRetries = 0
+        lastFailureWasDNS = false
         rangeRetries = [:]
         cancelAfterFinish = false
         lastError = nil
