@@ -50,8 +50,6 @@ public final class Aria2RPC: @unchecked Sendable {
     ]
     /// aria2's methods for what ferry does not do: answered with that, not with "no such method".
     static let unsupported = ["aria2.addTorrent", "aria2.addMetalink", "aria2.getPeers", "aria2.getServers"]
-    /// The most places `changePosition` moves an item (one step each).
-    static let maxSteps = 10_000
 
     public init(manager: TransferManager, secret: String, defaultDirectory: String,
                 onShutdown: @escaping @Sendable () -> Void = {}) {
@@ -146,7 +144,7 @@ public final class Aria2RPC: @unchecked Sendable {
         case "aria2.getUris": return uris(try snapshot(try params.gid()))
         case "aria2.tellActive":
             return manager.snapshot(QueueView(states: [.running])).items.map { describe($0, keys: params.keys()) }
-        case "aria2.tellWaiting": return try window(states: [.queued, .waiting, .paused], &params)
+        case "aria2.tellWaiting": return try window(states: Self.waitingStates, &params)
         case "aria2.tellStopped": return try window(states: [.completed, .failed, .cancelled], &params)
         case "aria2.pause", "aria2.forcePause":
             return try act(&params, allowed: [.queued, .running, .waiting]) { manager.pause($0) }
@@ -295,27 +293,29 @@ public final class Aria2RPC: @unchecked Sendable {
         return items.reversed().map { describe($0, keys: keys) }
     }
 
-    private func changePosition(_ params: inout Params) throws -> String {
+    /// aria2's waiting list: what `tellWaiting` lists, and what `changePosition` places an item in.
+    static let waitingStates: [TransferState] = [.queued, .waiting, .paused]
+
+    /// A place in the waiting list, from its start (POS_SET), from where the item is (POS_CUR) or from its end
+    /// (POS_END), kept within the list; the answer is the place the item has then, as aria2 gives it.
+    private func changePosition(_ params: inout Params) throws -> Int {
         let id = try params.gid()
         guard params.values.count >= 2, let position = Self.int(params.values[0]), let how = params.values[1] as? String else {
             throw Failure("changePosition takes a GID, a position and POS_SET, POS_CUR or POS_END")
         }
-        _ = try snapshot(id)
-        // A place in the queue's order: from the top, from the bottom, or steps from where it is.
-        guard abs(position) <= Self.maxSteps else { throw Failure("changePosition moves an item at most \(Self.maxSteps) places at once") }
-        switch how {
-        case "POS_SET":
-            _ = manager.move(id, .top)
-            for _ in 0..<max(0, position) { _ = manager.move(id, .down) }
-        case "POS_END":
-            _ = manager.move(id, .bottom)
-            for _ in 0..<max(0, -position) { _ = manager.move(id, .up) }
-        case "POS_CUR":
-            for _ in 0..<abs(position) { _ = manager.move(id, position < 0 ? .up : .down) }
-        default:
-            throw Failure("changePosition takes POS_SET, POS_CUR or POS_END")
+        guard ["POS_SET", "POS_CUR", "POS_END"].contains(how) else { throw Failure("changePosition takes POS_SET, POS_CUR or POS_END") }
+        let item = try snapshot(id)
+        let placed = manager.place(id, among: Set(Self.waitingStates)) { at, count in
+            // Clamped before any sum, so that no position overflows (Int.min or Int.max from a client).
+            let step = min(max(position, -count), count)
+            switch how {
+            case "POS_SET": return step
+            case "POS_CUR": return at + step
+            default: return count - 1 + step
+            }
         }
-        return "\(position)"
+        guard let placed else { throw Failure("GID \(Self.gid(id)) is not in the waiting list: it is \(Self.status(item.state))") }
+        return placed
     }
 
     private func globalStat() -> [String: Any] {

@@ -140,10 +140,10 @@ import TestHTTPServer
         #expect(try await status(slow)["status"] as? String == "paused")
         let waiting = try #require(try await call("aria2.tellWaiting", [0, 10, ["gid", "status"]]) as? [[String: Any]])
         #expect(waiting.count == 2)
-        // Places in the queue: the paused one to the top, then one down.
-        #expect(try await call("aria2.changePosition", [paused, 0, "POS_SET"]) as? String == "0")
+        // Places in the waiting list: the paused one to the top, then one down; the answer is the place it has.
+        #expect(try await call("aria2.changePosition", [paused, 0, "POS_SET"]) as? Int == 0)
         #expect((try await call("aria2.tellWaiting", [0, 10, ["gid"]]) as? [[String: Any]])?.first?["gid"] as? String == paused)
-        #expect(try await call("aria2.changePosition", [paused, 1, "POS_CUR"]) as? String == "1")
+        #expect(try await call("aria2.changePosition", [paused, 1, "POS_CUR"]) as? Int == 1)
         #expect(try await call("aria2.unpause", [paused]) as? String == paused)
         try await finish(manager, [TransferID(2)])
         // remove keeps the result, as aria2's does; removeDownloadResult takes it away.
@@ -157,6 +157,55 @@ import TestHTTPServer
         #expect(try await call("aria2.purgeDownloadResult") as? String == "OK")
         #expect((try await call("aria2.tellStopped", [0, 10]) as? [Any])?.isEmpty == true)
         #expect(dir.contents("b.bin") == Data("b".utf8), "results go, files stay")
+    }
+
+    /// changePosition places an item in the waiting list (what tellWaiting lists), whatever runs or has ended
+    /// between its items, and answers the place it has then; a position past either end is that end, and no
+    /// number a client sends can overflow (Int.min once trapped the engine).
+    @Test func changePositionPlacesAnItemInTheWaitingList() async throws {
+        defer { tearDown() }
+        server.route("/done.bin", .serve(Resource(body: Data("d".utf8))))
+        server.route("/stall.bin", .serve(Resource(body: Data(repeating: 1, count: 1 << 20)), ServeOptions(stallAfter: 64 << 10)))
+        let done = try #require(try await call("aria2.addUri", [[server.url("/done.bin").absoluteString]]) as? String)
+        try await finish(manager, [TransferID(1)])
+        var waiting: [String] = []
+        for n in 1...2 {
+            waiting.append(try #require(try await call("aria2.addUri", [[server.url("/w\(n).bin").absoluteString], ["pause": "true"]]) as? String))
+        }
+        let active = try #require(try await call("aria2.addUri", [[server.url("/stall.bin").absoluteString]]) as? String)
+        try await eventually("the stalled one runs") { manager.snapshot(of: TransferID(4))?.state == .running }
+        for n in 3...4 {
+            waiting.append(try #require(try await call("aria2.addUri", [[server.url("/w\(n).bin").absoluteString], ["pause": "true"]]) as? String))
+        }
+        func order() async throws -> [String] {
+            try #require(try await call("aria2.tellWaiting", [0, 10, ["gid"]]) as? [[String: Any]]).compactMap { $0["gid"] as? String }
+        }
+        let (w1, w2, w3, w4) = (waiting[0], waiting[1], waiting[2], waiting[3])
+        #expect(try await order() == [w1, w2, w3, w4])
+        #expect(try await call("aria2.changePosition", [w4, 0, "POS_SET"]) as? Int == 0)
+        #expect(try await order() == [w4, w1, w2, w3])
+        // One step down passes w1, not the running or the completed item next to it in the whole queue.
+        #expect(try await call("aria2.changePosition", [w4, 1, "POS_CUR"]) as? Int == 1)
+        #expect(try await order() == [w1, w4, w2, w3])
+        #expect(try await call("aria2.changePosition", [w2, -1, "POS_CUR"]) as? Int == 1)
+        #expect(try await order() == [w1, w2, w4, w3])
+        #expect(try await call("aria2.changePosition", [w2, 0, "POS_END"]) as? Int == 3)
+        #expect(try await call("aria2.changePosition", [w1, -1, "POS_END"]) as? Int == 2)
+        #expect(try await order() == [w4, w3, w1, w2])
+        #expect(try await call("aria2.changePosition", [w3, Int.min, "POS_CUR"]) as? Int == 0)
+        #expect(try await call("aria2.changePosition", [w3, "-9223372036854775808", "POS_SET"]) as? Int == 0)
+        #expect(try await call("aria2.changePosition", [w3, Int.max, "POS_CUR"]) as? Int == 3)
+        #expect(try await call("aria2.changePosition", [w3, Int.max, "POS_END"]) as? Int == 3)
+        #expect(try await order() == [w4, w1, w2, w3])
+        await #expect(throws: RPCCallError(code: 1, message: "GID \(active) is not in the waiting list: it is active")) {
+            _ = try await call("aria2.changePosition", [active, 0, "POS_SET"])
+        }
+        await #expect(throws: RPCCallError(code: 1, message: "GID \(done) is not in the waiting list: it is complete")) {
+            _ = try await call("aria2.changePosition", [done, 0, "POS_SET"])
+        }
+        // The order is the queue's: the store has it, as the next engine and `ferry list` read it.
+        let ranks = manager.snapshot(QueueView()).items.map { Aria2RPC.gid($0.id) }
+        #expect(ranks.filter { waiting.contains($0) } == [w4, w1, w2, w3])
     }
 
     @Test func globalOptionsAndWhatFerryDoesNotDo() async throws {

@@ -307,6 +307,33 @@ extension TransferManager {
         }
     }
 
+    /// Puts an item at a place among the items in `states` (aria2's waiting list: its changePosition), counted
+    /// from 0 in queue order: `target` gets the item's place and how many there are, and answers the place
+    /// wanted (kept within the list). The items from its old place to its new one each take their neighbour's
+    /// rank, so the others keep their order; those ranks are written. nil when the item is not in `states`.
+    public func place(_ id: TransferID, among states: Set<TransferState>, _ target: (_ at: Int, _ count: Int) -> Int) -> Int? {
+        mutate { core in
+            let among = core.queue.indices.filter { states.contains(core.queue[$0].state) }
+            guard let from = among.firstIndex(where: { core.queue[$0].id == id }) else { return (nil, []) }
+            let to = min(max(0, target(from, among.count)), among.count - 1)
+            let span = min(among[from], among[to])...max(among[from], among[to])
+            let ranks = span.map { core.queue[$0].rank }
+            // Ranks are unique where moves made them; where two are equal, the id orders them and a shift cannot.
+            guard to != from, zip(ranks, ranks.dropFirst()).allSatisfy({ $0 < $1 }) else { return (from, []) }
+            let entry = core.queue.remove(at: among[from])
+            core.queue.insert(entry, at: among[to])
+            for (index, rank) in zip(span, ranks) {
+                core.queue[index].rank = rank
+                let moved = core.queue[index].id
+                core.items[moved]?.rank = rank
+                core.rankChanged[moved] = rank
+            }
+            core.settledPrefix = 0
+            core.version &+= 1
+            return (to, self.pump(&core))
+        }
+    }
+
     /// Sets the global cap (kept in ConcurrencyCaps.range); a per-host cap of its own stays, one that follows
     /// the global cap moves with it. Running transfers are never interrupted by a lower cap.
     public func setConcurrency(maxConcurrent: Int) {
