@@ -59,7 +59,7 @@ extension TransferFailure {
                                 ("no space left", "disk full"), ("disk holding", "disk full"), ("quota", "disk full"),
                                 ("permission denied", "no permission"), ("read-only", "read-only"),
                                 ("sha-256 mismatch", "bad checksum"), ("no free name", "no free name"),
-                                ("changed while it was being uploaded", "file changed"), ("shrank while", "file changed"),
+                                ("changed while it was being uploaded", "file changed"), ("changed since its upload began", "file changed"), ("shrank while", "file changed"),
                                 ("cannot read the body", "unreadable file")]
         where lower.contains(words) {
             return reason

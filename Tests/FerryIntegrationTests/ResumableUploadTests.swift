@@ -197,6 +197,108 @@ import TestHTTPServer
         #expect(server.stored("/files/1")?.data == body)
     }
 
+    // MARK: Servers that answer wrongly
+
+    /// A tus server that answers a PATCH with success and its old offset keeps none of what it is sent: it is
+    /// asked once where it stands, and the upload ends there (it once sent the rest again without end: 15 GB
+    /// in 20 s for a 1 MB file).
+    @Test func aTusServerThatKeepsNothingEndsTheUploadAfterOneQuery() async throws {
+        let server = try TestUploadServer(.tus)
+        defer { server.shutdown() }
+        server.answerPatches(.keepsNothing)
+        let path = file("data.bin", Resource.randomBytes(count: 1 << 20, seed: 261))
+        let manager = try TransferManager(configuration: testConfiguration(), store: InMemoryQueueStore())
+        defer { manager.shutdown() }
+        let id = manager.add(spec(path, target(server), .tus))
+        try await finish(manager, [id])
+        let item = try #require(manager.snapshot(of: id))
+        #expect(item.state == .failed)
+        #expect(item.lastError?.contains("kept none of the 1048576 bytes sent to it") == true, "\(item.lastError ?? "")")
+        #expect(methods(server) == ["POST", "PATCH", "HEAD"], "one body sent, then the question; no retry")
+    }
+
+    /// A PATCH answered with an offset past the file's length is no end: the upload starts over, as an offset
+    /// past the length from a HEAD makes it, and a server that keeps saying so fails the item.
+    @Test func aTusOffsetPastTheLengthIsNotAFinishedUpload() async throws {
+        let server = try TestUploadServer(.tus)
+        defer { server.shutdown() }
+        server.answerPatches(.claimsMore)
+        let path = file("data.bin", Resource.randomBytes(count: 64 << 10, seed: 262))
+        var configuration = testConfiguration()
+        configuration.retry.maxRetries = 0
+        let manager = try TransferManager(configuration: configuration, store: InMemoryQueueStore())
+        defer { manager.shutdown() }
+        let id = manager.add(spec(path, target(server), .tus))
+        try await finish(manager, [id])
+        let item = try #require(manager.snapshot(of: id))
+        #expect(item.state == .failed)
+        #expect(item.lastError?.contains("says it holds 66536 bytes of a 65536-byte file") == true, "\(item.lastError ?? "")")
+        #expect(methods(server) == ["POST", "PATCH", "POST", "PATCH"], "started over once")
+    }
+
+    /// An IETF server that answers the append with success but says the upload is incomplete is asked where
+    /// it stands, not taken at the file's end (it was: "done" with 51 MB of 64 on the server).
+    @Test func anIETFAppendAnsweredIncompleteIsNotTheEnd() async throws {
+        let server = try TestHTTPServer()
+        defer { server.shutdown() }
+        let body = Resource.randomBytes(count: 1 << 20, seed: 263)
+        let path = file("data.bin", body)
+        // The server holds half; its answer to the rest: success, incomplete, and the same offset.
+        server.routeHead("/loc", .status(204, headers: [("Upload-Offset", "524288"), ("Upload-Complete", "?0"), ("Upload-Draft-Interop-Version", "6")]))
+        server.route("/loc", .status(204, headers: [("Upload-Offset", "524288"), ("Upload-Complete", "?0"), ("Upload-Draft-Interop-Version", "6")]))
+        let id = try await resumed(path, at: server.url("/loc"))
+        let item = try #require(id.manager.snapshot(of: id.id))
+        #expect(item.state == .failed)
+        #expect(item.lastError?.contains("kept none of the 524288 bytes sent to it") == true, "\(item.lastError ?? "")")
+        #expect(server.requests("/loc").map(\.method) == ["PATCH"])
+        #expect(server.headRequests("/loc").count == 2)
+        id.manager.shutdown()
+    }
+
+    /// An IETF server that takes part of an append (its answer: incomplete, at a later offset) is sent the rest.
+    @Test func anIETFAppendTakenInPartSendsTheRest() async throws {
+        let server = try TestHTTPServer()
+        defer { server.shutdown() }
+        let body = Resource.randomBytes(count: 1 << 20, seed: 264)
+        let path = file("data.bin", body)
+        server.routeHead("/loc", .status(204, headers: [("Upload-Offset", "524288"), ("Upload-Complete", "?0"), ("Upload-Draft-Interop-Version", "6")]))
+        server.route("/loc", [.status(204, headers: [("Upload-Offset", "786432"), ("Upload-Complete", "?0"), ("Upload-Draft-Interop-Version", "6")]),
+                              .status(204, headers: [("Upload-Complete", "?1"), ("Upload-Draft-Interop-Version", "6")])])
+        let id = try await resumed(path, at: server.url("/loc"))
+        let item = try #require(id.manager.snapshot(of: id.id))
+        #expect(item.state == .completed, "\(item.lastError ?? "")")
+        let patches = server.requests("/loc")
+        #expect(patches.map { $0.header("Upload-Offset") } == ["524288", "786432"])
+        #expect(patches.last?.bodySHA256 == sha256Hex(body.suffix(from: 786432)))
+        id.manager.shutdown()
+    }
+
+    /// An engine that takes up an IETF upload whose location the queue already holds (as after a kill -9),
+    /// run to its end.
+    func resumed(_ path: String, at location: URL) async throws -> (manager: TransferManager, id: TransferID) {
+        let store = InMemoryQueueStore()
+        let stored = try #require(try store.add([spec(path, location.deletingLastPathComponent().appendingPathComponent("up"), .ietf)]).first)
+        var upload = ResumableUpload(kind: .ietf)
+        upload.location = location.absoluteString
+        try store.recordResumable(stored.id, upload)
+        let manager = try TransferManager(configuration: testConfiguration(), store: store)
+        try await finish(manager, [stored.id])
+        return (manager, stored.id)
+    }
+
+    /// tus: an empty file is whole once its upload is made; no PATCH of nothing follows.
+    @Test func anEmptyFileIsUploadedByItsCreationAlone() async throws {
+        let server = try TestUploadServer(.tus)
+        defer { server.shutdown() }
+        let path = file("empty.bin", Data())
+        let manager = try TransferManager(configuration: testConfiguration(), store: InMemoryQueueStore())
+        defer { manager.shutdown() }
+        let id = manager.add(spec(path, target(server), .tus))
+        try await finish(manager, [id])
+        #expect(manager.snapshot(of: id)?.state == .completed, "\(manager.snapshot(of: id)?.lastError ?? "")")
+        #expect(methods(server) == ["POST"])
+    }
+
     // MARK: The file changed
 
     @Test(arguments: [TestUploadServer.Kind.ietf, .tus])
@@ -218,6 +320,37 @@ import TestHTTPServer
         #expect(server.requests.count == requestsBefore, "nothing more was sent")
         #expect(item.resumable?.location == nil, "a retry starts over")
         #expect(server.storedPaths.isEmpty)
+    }
+
+    /// A file written to while it is sent fails the item ("file changed"), and one `ferry retry` sends the file
+    /// as it is then, from the start (it took two: the first failed again, "changed since its upload began").
+    @Test(arguments: [TestUploadServer.Kind.ietf, .tus])
+    func aFileChangedWhileSentIsSentAfreshByOneRetry(_ kind: TestUploadServer.Kind) async throws {
+        let server = try TestUploadServer(kind)
+        defer { server.shutdown() }
+        let first = Resource.randomBytes(count: 1 << 20, seed: 265)
+        let path = file("data.bin", first)
+        let manager = try TransferManager(configuration: testConfiguration(), store: InMemoryQueueStore())
+        defer { manager.shutdown() }
+        var upload = spec(path, target(server), kind == .tus ? .tus : .ietf)
+        upload.rateLimit = 512 << 10
+        let id = manager.add(upload)
+        try await eventually("bytes are on their way") { (manager.snapshot(of: id)?.bytesDone ?? 0) > 0 }
+        let more = Resource.randomBytes(count: 64 << 10, seed: 266)
+        let handle = try FileHandle(forWritingTo: URL(fileURLWithPath: path))
+        try handle.seekToEnd()
+        try handle.write(contentsOf: more)
+        try handle.close()
+        try await finish(manager, [id])
+        let failed = try #require(manager.snapshot(of: id))
+        #expect(failed.state == .failed)
+        #expect(failed.lastError.map(TransferFailure.short) == "file changed", "\(failed.lastError ?? "")")
+        manager.retry(id)
+        try await eventually("sent again") { manager.snapshot(of: id)?.state.isTerminal == true }
+        let item = try #require(manager.snapshot(of: id))
+        #expect(item.state == .completed, "\(item.lastError ?? "")")
+        let stored = try #require(server.storedPaths.last.flatMap(server.stored))
+        #expect(stored.data == first + more)
     }
 
     // MARK: Cancel ends the upload on the server

@@ -57,6 +57,17 @@ public final class TestUploadServer: @unchecked Sendable {
         var keepsBytes = true
         /// tus: answer the next PATCH with 409 (an offset conflict), once.
         var conflictOnce = false
+        /// tus: how every PATCH is answered from now on.
+        var patches = PatchAnswer.honest
+    }
+
+    /// How a tus server answers a PATCH: as the protocol says, or as the broken servers a client meets do.
+    public enum PatchAnswer: Sendable {
+        case honest
+        /// 204 with the offset it had before: it keeps none of the bytes (and reads them all).
+        case keepsNothing
+        /// 204 with an offset past the upload's length.
+        case claimsMore
     }
 
     struct TusUpload {
@@ -132,6 +143,8 @@ public final class TestUploadServer: @unchecked Sendable {
     public func holdOnce(after bytes: Int64) { state.withLockedValue { $0.holdAfter = bytes } }
     /// tus: the next PATCH is answered 409 Conflict whatever its offset, once.
     public func conflictOnce() { state.withLockedValue { $0.conflictOnce = true } }
+    /// tus: every PATCH from now on is answered so.
+    public func answerPatches(_ answer: PatchAnswer) { state.withLockedValue { $0.patches = answer } }
 
     /// Closes the connections held so far (`holdOnce`): a cut at a moment the test chose, after the client
     /// has seen everything the server sent before it (a cut by `cutOnce` may reset the connection before the
@@ -352,7 +365,7 @@ private final class TusHandler: ChannelInboundHandler {
         case let .body(buffer):
             guard let id = appending else { return }
             let overflow = server.state.withLockedValue { s -> Bool in
-                guard var upload = s.tus[id] else { return false }
+                guard var upload = s.tus[id], s.patches != .keepsNothing else { return false }
                 guard upload.offset + Int64(buffer.readableBytes) <= upload.length else { return true }
                 buffer.withUnsafeReadableBytes { upload.hasher.update(bufferPointer: $0) }
                 upload.offset += Int64(buffer.readableBytes)
@@ -381,7 +394,8 @@ private final class TusHandler: ChannelInboundHandler {
                 return upload.offset
             }
             guard let offset else { return respond(context, .notFound, []) }
-            respond(context, .noContent, [("Upload-Offset", String(offset))])
+            let claimed = server.state.withLockedValue { s in s.patches == .claimsMore ? s.tus[id].map { $0.length + 1_000 } : nil }
+            respond(context, .noContent, [("Upload-Offset", String(claimed ?? offset))])
         }
     }
 

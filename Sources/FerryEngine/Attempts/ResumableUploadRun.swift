@@ -57,6 +57,10 @@ final class ResumableUploadRun: TaskRun {
         /// 409s answered by asking for the offset again, and start-overs, in this attempt.
         var conflicts = 0
         var restarts = 0
+        /// An append the server answered with success but did not move its offset for: the offset it was sent
+        /// from. The query that follows ends the attempt if the server still says that offset (a server that
+        /// keeps none of what it is sent would otherwise be sent the rest again and again).
+        var stalledAt: Int64?
         var finished = false
     }
 
@@ -222,8 +226,18 @@ final class ResumableUploadRun: TaskRun {
         let wire = ResumableWire(kind: upload.kind)
         let progressed = sentInAttempt.load(ordering: .relaxed) > 0
         if error != nil || answer.status == nil {
-            // Cut, stopped or unanswered: the next attempt asks the server where it stands.
-            return end(answer.outcome(error: error, progressed: progressed))
+            // Cut, stopped or unanswered: the next attempt asks the server where it stands; unless the file
+            // changed while it was sent (its body failed), whose copy on the server cannot be finished: the
+            // next attempt (`ferry retry`) starts over with the file as it is then.
+            let outcome = answer.outcome(error: error, progressed: progressed)
+            if case let .failed(failure, _) = outcome, TransferFailure.short(failure.message) == "file changed" {
+                let fresh = state.withLock { s -> ResumableUpload in
+                    s.upload = Self.fresh(s.upload.kind, reason: TerminalSafe.sanitize(failure.message))
+                    return s.upload
+                }
+                context.changed(fresh)
+            }
+            return end(outcome)
         }
         let status = answer.status!
         switch step {
@@ -234,7 +248,10 @@ final class ResumableUploadRun: TaskRun {
                 // version so): the upload goes again without the protocol, as it would to any other server.
                 return go(.plain)
             }
-            end(answer.outcome(error: nil, progressed: progressed))
+            let outcome = answer.outcome(error: nil, progressed: progressed)
+            // All of it in the first request: the server has every byte.
+            if case .finished = outcome, upload.location != nil { confirm(context.length) }
+            end(outcome)
         case .plain:
             end(answer.outcome(error: nil, progressed: progressed))
         case .tusCreate:
@@ -249,6 +266,8 @@ final class ResumableUploadRun: TaskRun {
                 return s.upload
             }
             context.changed(made)
+            // An empty file is whole once made (a PATCH of nothing is one that some servers refuse).
+            if context.length == 0 { return end(.finished(nil)) }
             go(.append(from: 0))
         case .query:
             if wire.forgotten(status) {
@@ -263,6 +282,11 @@ final class ResumableUploadRun: TaskRun {
             }
             guard offset <= context.length else {
                 return startOver("the server holds \(offset) bytes of a \(context.length)-byte file")
+            }
+            if let stalled = state.withLock({ s -> Int64? in defer { s.stalledAt = nil }; return s.stalledAt }), offset <= stalled {
+                return end(.failed(.integrity("the server at \(upload.displayLocation ?? "its location") kept none of the "
+                    + "\(context.length - stalled) bytes sent to it: it answered with success and its offset stayed at \(offset)"),
+                    progressed: false))
             }
             if offset == context.length, wire.complete(answer) {
                 // Everything arrived before the cut; the server's last answer to it was lost.
@@ -285,17 +309,26 @@ final class ResumableUploadRun: TaskRun {
                     : end(.failed(.http(status: 409, reason: "Conflict: the server's offset kept moving", retryAfter: nil), progressed: progressed))
             }
             guard (200..<300).contains(status) else { return end(answer.outcome(error: nil, progressed: progressed)) }
-            if upload.kind == .tus {
-                let offset = answer.value("Upload-Offset").flatMap(ResumableWire.integer) ?? from
-                confirm(offset)
-                // A tus server may take part of a PATCH: send the rest.
-                if offset < context.length {
-                    return offset > from ? go(.append(from: offset)) : go(.query)
-                }
-            } else {
-                confirm(context.length)
+            // Where the server says it stands: its Upload-Offset (tus always sends one), else for the IETF
+            // protocol the whole file unless it says the upload is incomplete.
+            let incomplete = wire.saysIncomplete(answer)
+            let offset = answer.value("Upload-Offset").flatMap(ResumableWire.integer)
+                ?? (upload.kind == .tus || incomplete ? from : context.length)
+            guard offset <= context.length else {
+                return startOver("the server says it holds \(offset) bytes of a \(context.length)-byte file")
             }
-            end(.finished(nil))
+            if offset == context.length, !incomplete {
+                confirm(offset)
+                return end(.finished(nil))
+            }
+            // A server may take part of an append: the rest goes from its offset. One that took none of it is
+            // asked where it stands, once.
+            if offset > from {
+                confirm(offset)
+                return go(.append(from: offset))
+            }
+            state.withLock { $0.stalledAt = from }
+            go(.query)
         }
     }
 
@@ -446,6 +479,13 @@ struct ResumableWire {
         case .tus:
             return true  // tus has no separate flag: the offset reaching the length is the end
         }
+    }
+
+    /// The answer says the upload is not complete (the IETF protocol's flag; tus has none).
+    func saysIncomplete(_ answer: UploadAnswer) -> Bool {
+        guard kind == .ietf else { return false }
+        if let value = answer.value("Upload-Complete") { return value.trimmingCharacters(in: .whitespaces) == "?0" }
+        return answer.value("Upload-Incomplete").map { $0.trimmingCharacters(in: .whitespaces) == "?1" } ?? false
     }
 
     /// A non-negative integer header (a structured-field integer or plain digits).

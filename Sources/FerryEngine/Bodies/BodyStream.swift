@@ -77,7 +77,7 @@ final class BodyStream: InputStream {
                     fdPath = path
                     guard fd >= 0 else { return fail("cannot read \(path): \(String(cString: strerror(errno)))") }
                     opened = Self.state(fd)
-                    if let opened, opened.size != length { return changed(path, length, opened.size) }
+                    if let opened, opened.size != length { return changed(path, "\(length) bytes when it began, \(opened.size) now") }
                 }
                 var got = -1
                 repeat { got = pread(fd, buffer, min(len, Int(remaining)), off_t(offsetInPiece)) } while got < 0 && errno == EINTR
@@ -87,9 +87,11 @@ final class BodyStream: InputStream {
                 // The last bytes of the file: it must still be the file whose length was sent. One that grew or
                 // was written meanwhile would arrive as its first `length` bytes, old and new mixed, and be
                 // reported as sent; its last read fails instead, so the server never has a whole body of it.
-                if Int64(got) == remaining, let before = opened, let now = Self.state(fd),
-                   now.size != before.size || now.modified.tv_sec != before.modified.tv_sec || now.modified.tv_nsec != before.modified.tv_nsec {
-                    return changed(path, length, now.size)
+                if Int64(got) == remaining, let before = opened, let now = Self.state(fd) {
+                    if now.size != before.size { return changed(path, "\(length) bytes when it began, \(now.size) now") }
+                    if now.modified.tv_sec != before.modified.tv_sec || now.modified.tv_nsec != before.modified.tv_nsec {
+                        return changed(path, "written to since it began")
+                    }
                 }
                 n = got
             case .standardInput:
@@ -116,8 +118,8 @@ final class BodyStream: InputStream {
         return (Int64(st.st_size), st.st_mtim)
     }
 
-    private func changed(_ path: String, _ length: Int64, _ size: Int64) -> Int {
-        fail("\(path) changed while it was being uploaded (\(length) bytes when it began, \(size) now)")
+    private func changed(_ path: String, _ how: String) -> Int {
+        fail("\(path) changed while it was being uploaded (\(how))")
     }
 
     private func fail(_ message: String) -> Int {
