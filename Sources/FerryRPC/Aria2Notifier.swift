@@ -4,14 +4,28 @@ import NIOCore
 import NIOWebSocket
 import Synchronization
 
-/// aria2's notifications for WebSocket clients, from the engine's events: `aria2.onDownloadStart` when an
-/// item starts running, `onDownloadPause` when it is paused, `onDownloadStop` when it is cancelled (aria2's
-/// remove), `onDownloadComplete` and `onDownloadError` when it ends; params `[{"gid": ...}]`, no id. Only
-/// changes of state are told (an item's other changes, its progress, are not). A client with more than
-/// `RPCServer.writeLimit` unread is dropped: the engine never waits for one.
+/// aria2's notifications for WebSocket clients, from the engine's events, as aria2 sends them: params
+/// `[{"gid": ...}]`, no id, once per change of what the client shows.
+/// - `aria2.onDownloadStart` when an item starts: not when it goes on after a retry's wait (aria2 retries
+///   within one start);
+/// - `onDownloadPause` and `onDownloadStop` (aria2's remove: ferry's cancel) only for an item that was
+///   active, running or waiting for a retry (aria2 says nothing when a waiting item is paused or removed);
+/// - `onDownloadComplete` and `onDownloadError` when it ends, once (a cancel of a download in ranges is told
+///   by each of its ranges).
+/// A client with more than `RPCServer.writeLimit` unread is dropped: the engine never waits for one.
 public final class Aria2Notifier: Sendable {
     private let channels = Mutex<[ObjectIdentifier: any Channel]>([:])
-    private let states = Mutex<[TransferID: TransferState]>([:])
+    /// What was last told of each item that is active (running or waiting for a retry), or ended lately
+    /// (so that an end told twice by the engine is told once); nothing for the others.
+    private let told = Mutex<Told>(Told())
+
+    private struct Told {
+        var active: [TransferID: TransferState] = [:]
+        var ended: [TransferID: TransferState] = [:]
+        /// Ends are kept this many at most (a repeated end comes at once; a queue of a million ends
+        /// does not grow this).
+        static let endsKept = 4_096
+    }
 
     public init() {}
 
@@ -19,12 +33,31 @@ public final class Aria2Notifier: Sendable {
     public func observe(_ event: TransferEvent) {
         // Only the id and the state go into the lock's closure (the event, with its snapshot, is large).
         let (id, state) = (event.id, event.state)
-        let before = states.withLock { states -> TransferState? in
-            let before = states[id]
-            states[id] = state.isTerminal ? nil : state
-            return before
+        let method = told.withLock { told -> String? in
+            let wasActive = told.active[id] != nil
+            let endedAs = told.ended[id]
+            switch state {
+            case .running, .waiting:
+                told.active[id] = state
+                told.ended[id] = nil
+                return state == .running && !wasActive ? "aria2.onDownloadStart" : nil
+            case .queued:
+                told.active[id] = nil
+                told.ended[id] = nil
+                return nil
+            case .paused:
+                told.active[id] = nil
+                return wasActive ? "aria2.onDownloadPause" : nil
+            case .cancelled, .completed, .failed:
+                told.active[id] = nil
+                guard endedAs != state else { return nil }
+                if told.ended.count >= Told.endsKept { told.ended.removeAll(keepingCapacity: true) }
+                told.ended[id] = state
+                if state == .cancelled, !wasActive { return nil }
+                return Self.method(for: state)
+            }
         }
-        guard before != state, let method = Self.method(for: state) else { return }
+        guard let method else { return }
         notify(method, gid: Aria2RPC.gid(id))
     }
 

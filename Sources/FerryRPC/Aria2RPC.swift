@@ -69,22 +69,30 @@ public final class Aria2RPC: @unchecked Sendable {
     // MARK: JSON-RPC
 
     /// The answer to a request body (a call or a batch), as JSON; a body that is not JSON gets a parse error.
-    public func answer(_ body: Data) -> (data: Data, shutdown: Bool) {
+    /// `status` is the HTTP status aria2 gives it: 200, or for a single call that failed 400 (500 for a body
+    /// that is not JSON), which is how a client over HTTP (AriaNg's default) tells an error from a result. A
+    /// batch is 200 whatever its calls' answers.
+    public func answer(_ body: Data) -> (data: Data, status: Int, shutdown: Bool) {
         var shutdown = false
         let reply: Any
+        var status = 200
         if let json = try? JSONSerialization.jsonObject(with: body, options: [.fragmentsAllowed]) {
-            if let batch = json as? [Any] {
-                reply = batch.isEmpty ? Self.error(id: NSNull(), Failure("Invalid Request", code: -32600))
-                    : batch.map { call($0, shutdown: &shutdown) } as [Any]
+            if let batch = json as? [Any], !batch.isEmpty {
+                reply = batch.map { call($0, shutdown: &shutdown) } as [Any]
             } else {
-                reply = call(json, shutdown: &shutdown)
+                let answer = (json as? [Any]) != nil ? Self.error(id: NSNull(), Failure("Invalid Request", code: -32600))
+                    : call(json, shutdown: &shutdown)
+                if answer["error"] != nil { status = 400 }
+                reply = answer
             }
         } else {
             reply = Self.error(id: NSNull(), Failure("Parse error", code: -32700))
+            status = 500
         }
-        let data = (try? JSONSerialization.data(withJSONObject: reply, options: [.withoutEscapingSlashes]))
-            ?? Data(#"{"jsonrpc":"2.0","id":null,"error":{"code":-32603,"message":"Internal error"}}"#.utf8)
-        return (data, shutdown)
+        guard let data = try? JSONSerialization.data(withJSONObject: reply, options: [.withoutEscapingSlashes]) else {
+            return (Data(#"{"jsonrpc":"2.0","id":null,"error":{"code":-32603,"message":"Internal error"}}"#.utf8), 500, shutdown)
+        }
+        return (data, status, shutdown)
     }
 
     private func call(_ request: Any, shutdown: inout Bool) -> [String: Any] {
@@ -405,6 +413,16 @@ public final class Aria2RPC: @unchecked Sendable {
     }
 
     private func path(_ item: TransferSnapshot) -> String {
+        // An upload's file is the one it sends (a form's first file; nothing for standard input).
+        if let upload = item.spec.upload {
+            switch upload.body {
+            case .raw(.file(let path), _): return path
+            case let .multipart(parts):
+                for case let .file(_, .file(path), _, _) in parts { return path }
+                return ""
+            default: return ""
+            }
+        }
         if let saved = item.savedPath { return saved }
         guard let name = item.fileName ?? item.spec.fileName else { return "" }
         return item.spec.directory + "/" + name
@@ -435,14 +453,15 @@ public final class Aria2RPC: @unchecked Sendable {
             "gid": Self.gid(item.id),
             "status": Self.status(item.state),
             "totalLength": "\(item.bytesExpected ?? 0)",
-            "completedLength": upload ? "0" : "\(item.bytesDone)",
+            // An upload's progress is its bytes sent (a client shows completedLength over totalLength).
+            "completedLength": "\(item.bytesDone)",
             "uploadLength": upload ? "\(item.bytesDone)" : "0",
             "downloadSpeed": upload ? "0" : "\(Int64(item.bytesPerSecond ?? 0))",
             "uploadSpeed": upload ? "\(Int64(item.bytesPerSecond ?? 0))" : "0",
             "connections": item.state == .running ? "\(item.segments?.count ?? 1)" : "0",
             "numPieces": "1",
             "pieceLength": "\(item.bytesExpected ?? 0)",
-            "dir": item.spec.directory,
+            "dir": upload ? (path(item) as NSString).deletingLastPathComponent : item.spec.directory,
             "files": files(item),
         ]
         if item.state == .failed {

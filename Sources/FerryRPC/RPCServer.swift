@@ -133,10 +133,10 @@ final class RPCHTTPHandler: ChannelInboundHandler, RemovableChannelHandler {
         let bound = NIOLoopBound((self, context), eventLoop: context.eventLoop)
         let rpc = self.rpc
         calls.async {
-            let (reply, shutdown) = rpc.answer(request)
+            let (reply, status, shutdown) = rpc.answer(request)
             bound.eventLoop.execute {
                 let (handler, context) = bound.value
-                handler.send(.ok, reply, type: "application/json-rpc", head: head, context: context)
+                handler.send(HTTPResponseStatus(statusCode: status), reply, type: "application/json-rpc", head: head, context: context)
                 if shutdown { rpc.shutdownAnswered() }
             }
         }
@@ -198,7 +198,7 @@ final class RPCWebSocketHandler: ChannelInboundHandler {
             let channel = context.channel
             let rpc = self.rpc
             calls.async {
-                let (reply, shutdown) = rpc.answer(request)
+                let (reply, _, shutdown) = rpc.answer(request)
                 var buffer = channel.allocator.buffer(capacity: reply.count)
                 buffer.writeBytes(reply)
                 channel.writeAndFlush(WebSocketFrame(fin: true, opcode: .text, data: buffer), promise: nil)

@@ -89,6 +89,25 @@ import TestHTTPServer
         #expect(stat["numStopped"] as? String == "1" && stat["numActive"] as? String == "0")
     }
 
+    /// An upload is an item like any other to a client: its progress is the bytes sent, its file the one sent.
+    @Test func anUploadShowsItsBytesSentAndItsFile() async throws {
+        defer { tearDown() }
+        server.route("/put", .status(201))
+        let body = Resource.randomBytes(count: 100 << 10, seed: 301)
+        let path = dir.path + "/sent.bin"
+        _ = FileManager.default.createFile(atPath: path, contents: body)
+        let id = manager.add(TransferSpec(upload: UploadSpec(method: "PUT", body: .raw(.file(path: path), contentType: "application/octet-stream")),
+                                          to: server.url("/put")))
+        try await finish(manager, [id])
+        let done = try await status(Aria2RPC.gid(id))
+        #expect(done["status"] as? String == "complete")
+        #expect(done["completedLength"] as? String == "\(body.count)" && done["totalLength"] as? String == "\(body.count)", "\(done)")
+        #expect(done["uploadLength"] as? String == "\(body.count)")
+        #expect(done["dir"] as? String == dir.path)
+        #expect((done["files"] as? [[String: Any]])?.first?["path"] as? String == path)
+        #expect((done["ferryUpload"] as? [String: Any])?["method"] as? String == "PUT")
+    }
+
     @Test func aBadTokenIsUnauthorizedAndTheListsNeedNone() async throws {
         defer { tearDown() }
         await #expect(throws: RPCCallError(code: 1, message: "Unauthorized")) {
@@ -237,7 +256,7 @@ import TestHTTPServer
     @Test func garbageAnOversizedBodyAndOtherPathsAreAnsweredNotCrashedOn() async throws {
         defer { tearDown() }
         let garbage = try await post(Data("{not json".utf8))
-        #expect(garbage.status == 200)
+        #expect(garbage.status == 500, "as aria2 answers a body that is not JSON")
         #expect(((garbage.json as? [String: Any])?["error"] as? [String: Any])?["code"] as? Int == -32700)
         let empty = try await post(Data("[]".utf8))
         #expect(((empty.json as? [String: Any])?["error"] as? [String: Any])?["code"] as? Int == -32600)
@@ -300,12 +319,80 @@ import TestHTTPServer
         #expect(await notified("aria2.onDownloadStart", slow))
         _ = try await call("aria2.pause", [slow])
         #expect(await notified("aria2.onDownloadPause", slow))
+        _ = try await call("aria2.unpause", [slow])
+        try await eventually("running again") { manager.snapshot(of: TransferID(3))?.state == .running }
         _ = try await call("aria2.remove", [slow])
         #expect(await notified("aria2.onDownloadStop", slow))
         // A batch over WebSocket, and a bad token.
         client.send(#"[{"jsonrpc":"2.0","id":"b1","method":"system.listMethods"},{"jsonrpc":"2.0","id":"b2","method":"aria2.getGlobalStat","params":["token:bad"]}]"#)
         let batch = try #require(await client.waitFor { $0.contains("\"b2\"") })
         #expect(batch.contains("Unauthorized"))
+    }
+
+    /// Notifications as aria2 sends them: one start for a download that waits out retries, one stop for a
+    /// download in ranges (each range's cancel once told it), a start again after an unpause, and nothing for a
+    /// waiting item paused or removed. Notifications go out in the engine's order: a later item's start marks
+    /// the point by which every earlier one has come.
+    @Test func notificationsAreToldOnceAsAria2TellsThem() async throws {
+        defer { tearDown() }
+        let client = try WebSocketTestClient(port: rpcServer.port)
+        defer { client.close() }
+        let busy = Behavior.status(503, headers: [("Retry-After", "0")])
+        server.route("/flaky.bin", [busy, busy, .serve(Resource(body: Data("f".utf8)))])
+        server.route("/ranges.bin", .serve(Resource(body: Data(repeating: 3, count: 8 << 20), etag: "\"r\""), ServeOptions(bytesPerSecond: 256 << 10)))
+        server.route("/marker.bin", .serve(Resource(body: Data("m".utf8))))
+        func said(_ method: String, _ gid: String) -> Int {
+            client.messages.filter { text in
+                guard let message = json(text), message["method"] as? String == method else { return false }
+                return ((message["params"] as? [[String: Any]])?.first?["gid"] as? String) == gid
+            }.count
+        }
+        func add(_ path: String, _ options: [String: Any] = [:]) async throws -> String {
+            try #require(try await call("aria2.addUri", [[server.url(path).absoluteString], options]) as? String)
+        }
+        /// Every notification the engine made before this returns has reached the client.
+        func mark(_ n: Int) async throws {
+            let marker = try await add("/marker.bin?\(n)")
+            #expect(await client.waitFor { json($0)?["method"] as? String == "aria2.onDownloadComplete" && $0.contains(marker) } != nil)
+        }
+        let flaky = try await add("/flaky.bin")
+        try await finish(manager, [TransferID(1)])
+        try await mark(1)
+        #expect(said("aria2.onDownloadStart", flaky) == 1, "retries are within one start")
+        #expect(said("aria2.onDownloadComplete", flaky) == 1)
+
+        let ranges = try await add("/ranges.bin", ["split": "4"])
+        let id = TransferID(3)
+        try await eventually("its ranges run") { (manager.snapshot(of: id)?.segments?.count ?? 0) == 4 && manager.snapshot(of: id)?.state == .running }
+        _ = try await call("aria2.pause", [ranges])
+        try await eventually("paused") { manager.snapshot(of: id)?.state == .paused }
+        _ = try await call("aria2.unpause", [ranges])
+        try await eventually("running again") { manager.snapshot(of: id)?.state == .running }
+        _ = try await call("aria2.remove", [ranges])
+        try await eventually("removed") { manager.snapshot(of: id)?.state == .cancelled }
+        try await mark(2)
+        #expect(said("aria2.onDownloadStart", ranges) == 2, "started, and started again after the unpause")
+        #expect(said("aria2.onDownloadPause", ranges) == 1)
+        #expect(said("aria2.onDownloadStop", ranges) == 1, "one stop, whatever its ranges")
+
+        let idle = try await add("/marker.bin?idle", ["pause": "true"])
+        _ = try await call("aria2.remove", [idle])
+        try await mark(3)
+        #expect(said("aria2.onDownloadPause", idle) == 0 && said("aria2.onDownloadStop", idle) == 0, "it never ran")
+    }
+
+    /// Over HTTP the status says what the body does, as aria2's: a call that failed is 400 (a body that is not
+    /// JSON 500), so that a client that looks only at the status (AriaNg) sees the error; a batch is 200.
+    @Test func anErrorIsAnHTTPErrorAsAria2SendsIt() async throws {
+        defer { tearDown() }
+        func status(_ body: String) async throws -> Int { try await post(Data(body.utf8)).status }
+        #expect(try await status(#"{"jsonrpc":"2.0","id":1,"method":"aria2.getGlobalStat","params":["token:\#(secret)"]}"#) == 200)
+        #expect(try await status(#"{"jsonrpc":"2.0","id":1,"method":"aria2.getGlobalStat","params":["token:bad"]}"#) == 400)
+        #expect(try await status(#"{"jsonrpc":"2.0","id":1,"method":"aria2.tellStatus","params":["token:\#(secret)","00000000000000ff"]}"#) == 400)
+        #expect(try await status(#"{"jsonrpc":"2.0","id":1,"method":"aria2.nope","params":["token:\#(secret)"]}"#) == 400)
+        #expect(try await status("garbage") == 500)
+        #expect(try await status("[]") == 400)
+        #expect(try await status(#"[{"jsonrpc":"2.0","id":1,"method":"aria2.nope","params":["token:\#(secret)"]}]"#) == 200)
     }
 
     @Test func aWebSocketClientThatSendsBinaryOrTooMuchIsDropped() async throws {
