@@ -140,7 +140,13 @@ public final class Aria2RPC: @unchecked Sendable {
             }
         default: break
         }
-        var params = Params(raw)
+        var params = Params(raw) { [manager] prefix in
+            // A GID shorter than 16 digits is a prefix, as in aria2: the one item whose GID begins so.
+            let shift = Int64(4 * (16 - prefix.count))
+            guard let value = Int64(prefix, radix: 16), value <= (Int64.max >> shift) else { return [] }
+            let low = value << shift
+            return manager.ids(in: low...(low | ((1 << shift) - 1)), limit: 2)
+        }
         try authorize(&params)
         if Self.unsupported.contains(method) {
             throw Failure("\(method): ferry does not do BitTorrent or Metalink")
@@ -229,19 +235,35 @@ public final class Aria2RPC: @unchecked Sendable {
         } catch {
             throw Failure(error.description)
         }
+        // `out` may name folders under `dir`, as in aria2: made, and never above `dir` ("..", "." and empty
+        // names are dropped).
+        var folders: [String] = []
+        var out = options["out"] as? String
+        if let path = out, path.contains("/") {
+            let names = path.split(separator: "/").map(String.init).filter { !["", ".", ".."].contains($0) }
+            folders = Array(names.dropLast())
+            out = names.last
+        }
         let directory: String
         do throws(UsageError) {
             // Made when missing, as -o makes it; relative to the engine's download folder.
             let base = defaults.withLock { $0.directory }
             let asked = (options["dir"] as? String).map { NSString(string: $0).expandingTildeInPath } ?? base
-            directory = try InputValidation.writableDirectory(asked, relativeTo: base)
+            let dir = try InputValidation.writableDirectory(asked, relativeTo: base)
+            directory = folders.isEmpty ? dir : try InputValidation.writableDirectory(folders.joined(separator: "/"), relativeTo: dir)
         } catch {
             throw Failure("dir: \(error.description)")
         }
         var spec = TransferSpec(download: url, directory: directory)
-        if let out = options["out"] as? String { spec.fileName = out }
-        if let headers = options["header"] {
-            let lines = (headers as? [String]) ?? (headers as? String).map { [$0] } ?? []
+        if let out { spec.fileName = out }
+        // Headers: `header` (one or a list), and aria2's `referer` and `user-agent` options as the headers they are.
+        var lines: [String] = []
+        if let headers = options["header"] { lines = (headers as? [String]) ?? (headers as? String).map { [$0] } ?? [] }
+        for (option, name) in [("referer", "Referer"), ("user-agent", "User-Agent")] {
+            guard let value = options[option] as? String else { continue }
+            if !lines.contains(where: { $0.lowercased().hasPrefix(name.lowercased() + ":") }) { lines.append("\(name): \(value)") }
+        }
+        if !lines.isEmpty {
             spec.headers = try lines.map { line in
                 guard let header = HTTPHeader.parse(line) else { throw Failure("header: not a header: \(TerminalSafe.sanitize(line))") }
                 return header
@@ -260,6 +282,12 @@ public final class Aria2RPC: @unchecked Sendable {
             }
             spec.sha256 = parts[1].lowercased()
         }
+        // aria2's `position`: a place in the waiting list, as changePosition's POS_SET.
+        var place: Int?
+        if let position = params.values.dropFirst().first, !(position is NSNull) {
+            guard let number = position as? Int, number >= 0 else { throw Failure("position: a number from 0") }
+            place = number
+        }
         let added: [AddedItem]
         do throws(StateError) {
             // Paused from the start with `pause`: never started and then stopped.
@@ -268,7 +296,7 @@ public final class Aria2RPC: @unchecked Sendable {
             throw Failure(error.description)
         }
         guard let id = added.first?.id else { throw Failure("the item was not added") }
-        if let position = params.values.dropFirst().first as? Int, position == 0 { _ = manager.move(id, .top) }
+        if let place { _ = manager.place(id, among: Set(Self.waitingStates)) { _, _ in place } }
         return Self.gid(id)
     }
 
@@ -401,6 +429,34 @@ public final class Aria2RPC: @unchecked Sendable {
 
     static func gid(_ id: TransferID) -> String { String(format: "%016llx", id.rawValue) }
 
+    /// aria2's `errorCode` for an item that ended: 0 complete, 31 removed, and for a failure the code aria2
+    /// gives the same cause (its manual, EXIT STATUS), read from the failure's few words as a row shows them;
+    /// 1 (unknown) for the rest. nil while the item has not ended.
+    static func errorCode(_ item: TransferSnapshot) -> String? {
+        switch item.state {
+        case .completed: return "0"
+        case .cancelled: return "31"
+        case .failed: break
+        case .queued, .running, .waiting, .paused: return nil
+        }
+        let code: Int
+        switch TransferFailure.short(item.lastError ?? "") {
+        case "HTTP 404": code = 3  // resource not found
+        case "HTTP 401": code = 24  // authorization failed
+        case "HTTP 503": code = 29  // service unavailable
+        case "bad response": code = 22  // HTTP protocol error
+        case let words where words.hasPrefix("HTTP "): code = 22
+        case "timed out": code = 2
+        case "refused", "no connection", "connection lost", "offline", "TLS failed", "TLS untrusted": code = 6  // network
+        case "no such host": code = 19  // name resolution
+        case "disk full": code = 9
+        case "bad checksum": code = 32
+        case "no permission", "read-only": code = 16  // could not create the file
+        default: code = 1
+        }
+        return "\(code)"
+    }
+
     static func status(_ state: TransferState) -> String {
         switch state {
         case .running: "active"
@@ -464,10 +520,8 @@ public final class Aria2RPC: @unchecked Sendable {
             "dir": upload ? (path(item) as NSString).deletingLastPathComponent : item.spec.directory,
             "files": files(item),
         ]
-        if item.state == .failed {
-            status["errorCode"] = "1"
-            status["errorMessage"] = TerminalSafe.sanitize(item.lastError ?? "failed")
-        }
+        if let code = Self.errorCode(item) { status["errorCode"] = code }
+        if item.state == .failed { status["errorMessage"] = TerminalSafe.sanitize(item.lastError ?? "failed") }
         if upload { status["ferryUpload"] = ["method": item.spec.upload?.method ?? "PUT"] }
         guard let keys, !keys.isEmpty else { return status }
         return status.filter { keys.contains($0.key) }
@@ -477,14 +531,29 @@ public final class Aria2RPC: @unchecked Sendable {
 
     struct Params {
         var values: [Any]
-        init(_ values: [Any]) { self.values = values }
+        /// The items whose GIDs begin with a prefix (two at most: enough to tell that it names more than one).
+        let matching: (String) -> [TransferID]
+        init(_ values: [Any], matching: @escaping (String) -> [TransferID] = { _ in [] }) {
+            self.values = values
+            self.matching = matching
+        }
 
+        /// The GID first in the parameters: 16 hex digits, or fewer that begin exactly one item's GID.
         mutating func gid() throws -> TransferID {
-            guard let text = values.first as? String, (1...16).contains(text.count), let raw = Int64(text, radix: 16), raw > 0 else {
-                throw Failure("a GID is 16 hex digits")
+            guard let text = values.first as? String, (1...16).contains(text.count), text.allSatisfy(\.isHexDigit),
+                  let raw = UInt64(text, radix: 16) else {
+                throw Failure("a GID is up to 16 hex digits")
             }
             values.removeFirst()
-            return TransferID(raw)
+            guard text.count < 16 else {
+                guard raw <= UInt64(Int64.max) else { throw Failure("GID \(text) is not found") }
+                return TransferID(Int64(raw))
+            }
+            let found = matching(text.lowercased())
+            guard found.count == 1 else {
+                throw Failure(found.isEmpty ? "GID \(text) is not found" : "GID \(text) is ambiguous: it begins more than one GID")
+            }
+            return found[0]
         }
 
         func keys() -> [String]? { values.first as? [String] }

@@ -108,6 +108,52 @@ import TestHTTPServer
         #expect((done["ferryUpload"] as? [String: Any])?["method"] as? String == "PUT")
     }
 
+    /// addUri's options as browser extensions send them: `referer` and `user-agent` as headers, `out` with
+    /// folders under `dir` (never above it), and `position` in the waiting list.
+    @Test func addUriTakesRefererUserAgentFoldersAndPosition() async throws {
+        defer { tearDown() }
+        server.route("/r.bin", .serve(Resource(body: Data("r".utf8))))
+        let gid = try #require(try await call("aria2.addUri", [[server.url("/r.bin").absoluteString],
+            ["referer": "http://ref.example/page", "user-agent": "MyUA/1", "out": "sub/../deeper/o.bin"]]) as? String)
+        try await finish(manager, [TransferID(1)])
+        let request = try #require(server.requests("/r.bin").first)
+        #expect(request.header("Referer") == "http://ref.example/page")
+        #expect(request.header("User-Agent") == "MyUA/1")
+        #expect(dir.contents("sub/deeper/o.bin") == Data("r".utf8), "folders made under dir, '..' dropped")
+        #expect(try await status(gid)["errorCode"] as? String == "0")
+        var waiting: [String] = []
+        for n in 1...3 {
+            waiting.append(try #require(try await call("aria2.addUri", [[server.url("/w\(n).bin").absoluteString], ["pause": "true"]]) as? String))
+        }
+        let first = try #require(try await call("aria2.addUri", [[server.url("/w0.bin").absoluteString], ["pause": "true"], 0]) as? String)
+        let second = try #require(try await call("aria2.addUri", [[server.url("/w9.bin").absoluteString], ["pause": "true"], 2]) as? String)
+        let order = try #require(try await call("aria2.tellWaiting", [0, 10, ["gid"]]) as? [[String: Any]]).compactMap { $0["gid"] as? String }
+        #expect(order == [first, waiting[0], second, waiting[1], waiting[2]])
+        await #expect(throws: RPCCallError(code: 1, message: "position: a number from 0")) {
+            _ = try await call("aria2.addUri", [[server.url("/w8.bin").absoluteString], [:], -1])
+        }
+        #expect(manager.snapshot(QueueView()).items.count == 6, "a refused add adds nothing")
+    }
+
+    /// A GID shorter than 16 digits is a prefix of one item's GID, as in aria2 (it was read as a number: "1"
+    /// named item 1, whose GID does not begin with 1).
+    @Test func aShortGIDIsAPrefix() async throws {
+        defer { tearDown() }
+        var gids: [String] = []
+        for n in 1...16 {
+            gids.append(try #require(try await call("aria2.addUri", [[server.url("/p.bin?\(n)").absoluteString], ["pause": "true"]]) as? String))
+        }
+        // 0000000000000010 alone begins so; 0000000000000001 to 000000000000000f all begin 000000000000000.
+        #expect(try await status("000000000000001")["gid"] as? String == gids[15])
+        #expect(try await call("aria2.unpause", ["000000000000001"]) as? String == gids[15])
+        await #expect(throws: RPCCallError(code: 1, message: "GID 000000000000000 is ambiguous: it begins more than one GID")) {
+            _ = try await status("000000000000000")
+        }
+        await #expect(throws: RPCCallError(code: 1, message: "GID 1 is not found")) { _ = try await status("1") }
+        await #expect(throws: RPCCallError(code: 1, message: "a GID is up to 16 hex digits")) { _ = try await status("00000000000000011") }
+        await #expect(throws: RPCCallError(code: 1, message: "GID ffffffffffffffff is not found")) { _ = try await status("ffffffffffffffff") }
+    }
+
     @Test func aBadTokenIsUnauthorizedAndTheListsNeedNone() async throws {
         defer { tearDown() }
         await #expect(throws: RPCCallError(code: 1, message: "Unauthorized")) {
@@ -168,6 +214,7 @@ import TestHTTPServer
         // remove keeps the result, as aria2's does; removeDownloadResult takes it away.
         #expect(try await call("aria2.remove", [slow]) as? String == slow)
         #expect(try await status(slow)["status"] as? String == "removed")
+        #expect(try await status(slow)["errorCode"] as? String == "31", "aria2's code for removed")
         let stopped = try #require(try await call("aria2.tellStopped", [-1, 1000, ["gid", "status"]]) as? [[String: Any]])
         // In the queue's order (aria2 uses the order they stopped); a negative offset counts from the end, last first.
         #expect(stopped.map { $0["gid"] as? String } == [paused, slow])
@@ -313,6 +360,7 @@ import TestHTTPServer
         let second = try #require(await client.waitFor { json($0)?["id"] as? String == "w2" })
         let failing = try #require(json(second)?["result"] as? String)
         #expect(await notified("aria2.onDownloadError", failing))
+        #expect(try await status(failing)["errorCode"] as? String == "3", "aria2's code for a resource not found")
         // Pause and stop (aria2's remove) of a slow one.
         server.route("/slow.bin", .serve(Resource(body: Data(repeating: 2, count: 4 << 20)), ServeOptions(bytesPerSecond: 128 << 10)))
         let slow = try #require(try await call("aria2.addUri", [[server.url("/slow.bin").absoluteString]]) as? String)

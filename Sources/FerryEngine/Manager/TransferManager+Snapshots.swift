@@ -224,6 +224,18 @@ extension TransferManager {
     /// Changes whenever a state, the order, a setting or a byte count changed (what `snapshot().version` says).
     public var version: UInt64 { core.withLock { $0.version } }
 
+    /// Ids of the queue's items within `range`, at most `limit` of them (in no order): one walk of the queue.
+    public func ids(in range: ClosedRange<Int64>, limit: Int) -> [TransferID] {
+        core.withLock { core in
+            var found: [TransferID] = []
+            for entry in core.queue where range.contains(entry.id.rawValue) {
+                found.append(entry.id)
+                if found.count >= limit { break }
+            }
+            return found
+        }
+    }
+
     public func snapshot(of id: TransferID) -> TransferSnapshot? {
         core.withLock { core in
             if let transfer = core.items[id] { return transfer.snapshot() }
