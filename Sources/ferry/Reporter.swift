@@ -84,9 +84,21 @@ final class Reporter: Sendable {
         }
     }
 
-    /// A line for each spec of the command that found its transfer in the queue already (nothing for new items).
+    /// Lines said of items found in the queue already, at most; past them one line counts the rest (a list of
+    /// 100,000 URLs added again printed 100,000 lines).
+    static let foundLinesShown = 20
+
+    /// A line for each spec of the command that found its transfer in the queue already (nothing for new items),
+    /// `foundLinesShown` at most, then how many more.
     func added(_ items: [AddedItem]) {
+        var shown = 0
+        var more: [AddedItem.How: Int] = [:]
         for item in items where item.how != .added {
+            guard shown < Self.foundLinesShown else {
+                more[item.how, default: 0] += 1
+                continue
+            }
+            shown += 1
             let name = "\(item.id) \(TerminalSafe.sanitize(item.name ?? ""))"
             let before = item.before?.rawValue ?? "queued"
             switch item.how {
@@ -101,6 +113,11 @@ final class Reporter: Sendable {
                 }
             }
         }
+        guard !more.isEmpty else { return }
+        let counts = [(AddedItem.How.alreadyQueued, "already in the queue, not added again"), (.resumed, "resumed"),
+                      (.alreadyDone, "already done")]
+            .compactMap { how, words in more[how].map { "\($0) \(words)" } }
+        printError("and \(more.values.reduce(0, +)) more found in the queue: \(counts.joined(separator: ", ")) (ferry list shows them)")
     }
 
     /// Progress of the running items among `items` (call once a second, on the output queue).

@@ -124,6 +124,22 @@ import TestHTTPServer
         #expect(server.requests("/p.bin").map { $0.header("Range") } == ["bytes=50000-"])
     }
 
+    /// A long list asked again says the first items found in the queue one by one, then counts the rest (a list
+    /// of 100,000 URLs added again printed 100,000 lines).
+    @Test func aLongListAskedAgainCountsWhatItFoundPastTheFirstLines() async throws {
+        server.route("/many.bin", .serve(Resource(body: Data("m".utf8))))
+        let list = dir.path + "/list.txt"
+        try (1...25).map { server.url("/many.bin?\($0)").absoluteString + "\n" }.joined().write(toFile: list, atomically: true, encoding: .utf8)
+        let arguments = ["get", "--no-tui", "-o", downloads, "-i", list]
+        let first = try await runFerry(arguments, stateDir: state)
+        #expect(first.status == 0, "\(first.stderr)")
+        let again = try await runFerry(arguments, stateDir: state)
+        #expect(again.status == 0, "\(again.stderr)")
+        let lines = again.stderr.split(separator: "\n")
+        #expect(lines.filter { $0.hasPrefix("ferry: already done: ") }.count == 20, "\(again.stderr)")
+        #expect(lines.contains("ferry: and 5 more found in the queue: 5 already done (ferry list shows them)"), "\(again.stderr)")
+    }
+
     @Test func aCompletedDownloadAskedAgainIsAlreadyDoneUnlessForced() async throws {
         let body = Resource.randomBytes(count: 100_000, seed: 13)
         server.route("/done.bin", .serve(Resource(body: body)))
