@@ -71,7 +71,13 @@ func jobsNotApplied(_ jobs: Int) -> String {
     "-j \(jobs) not applied: the running engine keeps its own number of transfers at once (ferry jobs \(jobs) sets it)"
 }
 
-/// Queues `specs` with the engine behind `client` as one batch (in parts, whatever their number).
+/// Queues `specs` with the engine behind `client` as one batch (in parts, whatever their number). An engine
+/// that went away part-way kept the parts it took: the message says where they are.
 func add(_ specs: [TransferSpec], to client: ControlClient, force: Bool = false) throws -> (batch: Int64, items: [AddedItem]) {
-    try QueueVerb.refusalIsUsage { try client.add(specs, command: typedCommand(), force: force) }
+    do {
+        return try QueueVerb.refusalIsUsage { try client.add(specs, command: typedCommand(), force: force) }
+    } catch let error as ControlError where !error.refused && specs.count > 1 {
+        throw ControlError(error.description + "; the items it took before are queued (ferry list shows them), "
+                           + "and the same command again adds only the rest")
+    }
 }
