@@ -23,7 +23,10 @@ enum TransportError {
             return (.cannotConnectToHost, "cannot connect to \(host) (\(String(cString: strerror(osError)).lowercased()))")
         case FERRY_CURLE_OPERATION_TIMEDOUT:
             let seconds = Int(idleTimeout.rounded())
-            return (.timedOut, "timed out: nothing (or under \(CurlTransfer.stallRate) B/s) from \(host) for \(seconds) s (the idle timeout): \(detail)")
+            let said = "timed out: nothing (or under \(CurlTransfer.stallRate) B/s) from \(host) for \(seconds) s (the idle timeout)"
+            // curl's own words for the low-speed limit say the same again ("Operation too slow. Less than 10
+            // bytes/sec..."); others (a connect that timed out) are kept.
+            return (.timedOut, detail.hasPrefix("Operation too slow") ? said : "\(said): \(detail)")
         case FERRY_CURLE_PEER_FAILED_VERIFICATION, FERRY_CURLE_SSL_CACERT_BADFILE, FERRY_CURLE_SSL_ISSUER_ERROR:
             return (.serverCertificateUntrusted,
                     "TLS: the certificate of \(host) is not trusted (\(detail)); for a private CA set SSL_CERT_FILE or [network] ca_file")
