@@ -94,6 +94,13 @@ public struct UploadSpec: Sendable, Codable, Equatable {
     /// the server parses as a whole.
     public var resumable: ResumableProtocol?
 
+    /// The method of the request the item's URL gets: tus makes the upload there with a POST (the bytes then
+    /// go by PATCH to the location it answers); otherwise `method`.
+    public var urlMethod: String { resumable == .tus ? "POST" : method }
+
+    /// The requests the upload is sent with, as the detail view says them.
+    public var methodText: String { resumable == .tus ? "POST, then PATCH (tus)" : method }
+
     public init(method: String, body: Body, resumable: ResumableProtocol? = nil) {
         self.method = method
         self.body = body

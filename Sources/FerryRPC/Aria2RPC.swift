@@ -522,7 +522,7 @@ public final class Aria2RPC: @unchecked Sendable {
         ]
         if let code = Self.errorCode(item) { status["errorCode"] = code }
         if item.state == .failed { status["errorMessage"] = TerminalSafe.sanitize(item.lastError ?? "failed") }
-        if upload { status["ferryUpload"] = ["method": item.spec.upload?.method ?? "PUT"] }
+        if upload { status["ferryUpload"] = ["method": item.spec.upload?.urlMethod ?? "PUT"] }
         guard let keys, !keys.isEmpty else { return status }
         return status.filter { keys.contains($0.key) }
     }

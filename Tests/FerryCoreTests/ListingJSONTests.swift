@@ -67,6 +67,10 @@ import Testing
         #expect((objects.last?["location"] as? String)?.contains("\u{1B}") == false)
         #expect(objects.last?["confirmed"] as? Int64 == 4096)
         #expect(objects.dropLast().allSatisfy { $0["resumable"] == nil && $0["location"] == nil && $0["confirmed"] == nil })
+        // A tus upload's URL gets a POST (the bytes go by PATCH to the upload it makes), whatever -X said.
+        var tus = upload
+        tus.upload?.resumable = .tus
+        #expect(try listed([StoredTransfer(id: TransferID(101), position: 101, spec: tus)]).first?["method"] as? String == "POST")
     }
 
     @Test func theLayoutIsAPrettyPrintedArrayWithSortedKeys() throws {

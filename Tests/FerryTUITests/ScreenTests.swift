@@ -186,6 +186,7 @@ import Testing
         state.screen = .detail(TransferID(2))
         let text = Fixtures.render(state, queue).text
         #expect(text.contains("Resumable    tus 1.0\n"), "\(text)")
+        #expect(text.contains("Method       POST, then PATCH (tus)\n"), "the requests tus sends, not the PUT of a plain upload")
         #expect(text.contains("Location     https://upload.example.com/files/7"))
         #expect(!text.contains("s3cret") && !text.contains("\u{1B}"))
         #expect(text.contains("Confirmed    9.0 MiB on the server"))

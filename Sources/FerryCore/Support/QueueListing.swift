@@ -37,7 +37,7 @@ public enum QueueListing {
             ? (item.savedPath ?? item.fileName.map { item.spec.directory + "/" + $0 } ?? item.spec.directory)
             : nil
         return Entry(id: item.id.rawValue, direction: item.spec.direction.rawValue,
-                     url: TerminalSafe.redactedURL(item.spec.url), method: item.spec.upload?.method,
+                     url: TerminalSafe.redactedURL(item.spec.url), method: item.spec.upload?.urlMethod,
                      destination: destination.map { TerminalSafe.sanitize($0) },
                      source: source.map { TerminalSafe.sanitize($0) }, state: item.state.rawValue,
                      bytes: item.bytesDone, total: item.total, attempts: item.attempts.count, retries: item.retries,

@@ -32,7 +32,7 @@ enum DetailView {
             } else {
                 field("Source", "standard input")
             }
-            field("Method", context.outside(upload.method))
+            field("Method", context.outside(upload.methodText))
             if let resumable = item.resumable {
                 // The protocol, where the server keeps the upload (no credentials), what it confirmed, each
                 // resumption with the offset it went on from, and why it last started over.
