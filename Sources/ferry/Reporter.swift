@@ -38,12 +38,15 @@ final class Reporter: Sendable {
         let id = item.id
         if let upload = item.resumable {
             let now = ResumableShown(upload)
-            let before = lastResumableShown.withLock { $0.updateValue(now, forKey: id) } ?? ResumableShown()
-            if let reason = upload.restartReason, reason != before.restartReason {
-                lines.send(["\(name): starting over from zero: \(TerminalSafe.sanitize(reason))"])
-            }
-            if now.lastResumption != before.lastResumption, let offset = upload.resumptions.last?.offset {
-                lines.send(["\(name): the server has \(ByteFormat.bytes(offset)); sending the rest"])
+            // What the item held when first seen is of an earlier run (a put asked again, `ferry run` after a
+            // kill): said then, not now.
+            if let before = lastResumableShown.withLock({ $0.updateValue(now, forKey: id) }) {
+                if let reason = upload.restartReason, reason != before.restartReason {
+                    lines.send(["\(name): starting over from zero: \(TerminalSafe.sanitize(reason))"])
+                }
+                if now.lastResumption != before.lastResumption, let offset = upload.resumptions.last?.offset {
+                    lines.send(["\(name): the server has \(ByteFormat.bytes(offset)); sending the rest"])
+                }
             }
         }
         let line: String
@@ -53,9 +56,14 @@ final class Reporter: Sendable {
             guard let attempt = item.attempts.last, case let number = attempt.number,
                   lastAttemptShown.withLock({ $0.updateValue(number, forKey: id) }) != number
             else { return }
-            line = attempt.fromOffset > 0
-                ? "\(name): resuming at \(ByteFormat.bytes(attempt.fromOffset)) (attempt \(attempt.number))"
-                : "\(name): \(item.spec.direction == .upload ? "uploading" : "downloading") (attempt \(attempt.number))"
+            if item.resumable?.location != nil {
+                // The server's offset decides where it goes on (its own line follows), not the one last confirmed.
+                line = "\(name): asking the server where the upload stands (attempt \(attempt.number))"
+            } else {
+                line = attempt.fromOffset > 0
+                    ? "\(name): resuming at \(ByteFormat.bytes(attempt.fromOffset)) (attempt \(attempt.number))"
+                    : "\(name): \(item.spec.direction == .upload ? "uploading" : "downloading") (attempt \(attempt.number))"
+            }
         case .waiting:
             let wait = item.nextRetryAt.map { max(0, $0.timeIntervalSinceNow) } ?? 0
             line = "\(name): retry \(item.retries)/\(item.maxRetries) in \(ByteFormat.duration(wait.rounded(.up))): \(TerminalSafe.sanitize(item.lastError ?? ""))"

@@ -353,6 +353,24 @@ import TestHTTPServer
         #expect(stored.data == first + more)
     }
 
+    /// What a run says of a resumable upload is of that run: a put asked again after one that resumed does not
+    /// say the old resumption again (it printed "the server has 512.0 KiB; sending the rest" for nothing sent).
+    @Test func aPutAskedAgainDoesNotRepeatAnEarlierRunsResumption() async throws {
+        let server = try TestUploadServer(.tus)
+        defer { server.shutdown() }
+        let path = file("data.bin", Resource.randomBytes(count: 2 << 20, seed: 267))
+        server.cutOnce(after: 1 << 20)
+        let state = dir.path + "/state"
+        let arguments = ["put", "--no-tui", "--tus", path, target(server).absoluteString]
+        let first = try await runFerry(arguments, stateDir: state)
+        #expect(first.status == 0, "\(first.stderr)")
+        #expect(first.stderr.contains("; sending the rest"), "\(first.stderr)")
+        let again = try await runFerry(arguments, stateDir: state)
+        #expect(again.status == 0, "\(again.stderr)")
+        #expect(again.stderr.contains("already sent"), "\(again.stderr)")
+        #expect(!again.stderr.contains("sending the rest"), "\(again.stderr)")
+    }
+
     // MARK: Cancel ends the upload on the server
 
     @Test(arguments: [TestUploadServer.Kind.ietf, .tus])
