@@ -328,12 +328,13 @@ import TestHTTPServer
     func aFileChangedWhileSentIsSentAfreshByOneRetry(_ kind: TestUploadServer.Kind) async throws {
         let server = try TestUploadServer(kind)
         defer { server.shutdown() }
-        let first = Resource.randomBytes(count: 1 << 20, seed: 265)
+        let first = Resource.randomBytes(count: 4 << 20, seed: 265)
         let path = file("data.bin", first)
         let manager = try TransferManager(configuration: testConfiguration(), store: InMemoryQueueStore())
         defer { manager.shutdown() }
+        // Slow (32 s for the file) until the file has changed, then at full speed to its last read.
         var upload = spec(path, target(server), kind == .tus ? .tus : .ietf)
-        upload.rateLimit = 512 << 10
+        upload.rateLimit = 128 << 10
         let id = manager.add(upload)
         try await eventually("bytes are on their way") { (manager.snapshot(of: id)?.bytesDone ?? 0) > 0 }
         let more = Resource.randomBytes(count: 64 << 10, seed: 266)
@@ -341,6 +342,7 @@ import TestHTTPServer
         try handle.seekToEnd()
         try handle.write(contentsOf: more)
         try handle.close()
+        #expect(manager.setRateLimit(id, nil))
         try await finish(manager, [id])
         let failed = try #require(manager.snapshot(of: id))
         #expect(failed.state == .failed)
