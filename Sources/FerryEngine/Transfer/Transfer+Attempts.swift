@@ -46,13 +46,16 @@ extension Transfer {
     func resumableChanged(serial: Int, _ upload: ResumableUpload) -> [Effect]? {
         guard live[0]?.serial == serial, state != .cancelled else { return nil }
         let before = resumable?.resumptions.last
+        // The upload started over (the server forgot it, the file changed, an offset past the length): the
+        // copy it leaves on the server is ended, as a cancel ends it.
+        let abandoned = resumable.flatMap { old in old.location != nil && old.location != upload.location ? old : nil }
         resumable = upload
         if let resumption = upload.resumptions.last, resumption != before, var attempt = attempts.popLast() {
             // The attempt goes on from the server's offset, as the detail view's list of attempts shows.
             attempt.fromOffset = resumption.offset
             attempts.append(attempt)
         }
-        return []
+        return abandoned.map { [.discardUpload($0)] } ?? []
     }
 
     /// The manager could not make the attempt (an upload body whose file went away).
