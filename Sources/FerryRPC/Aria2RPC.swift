@@ -55,7 +55,10 @@ public final class Aria2RPC: @unchecked Sendable {
                 onShutdown: @escaping @Sendable () -> Void = {}) {
         self.manager = manager
         self.secret = Array(secret.utf8)
-        self.defaults = Mutex((defaultDirectory, nil))
+        // As an absolute path: what getGlobalOption tells a client ("." said nothing about where files go).
+        let absolute = defaultDirectory.hasPrefix("/") ? defaultDirectory
+            : FileManager.default.currentDirectoryPath + "/" + defaultDirectory
+        self.defaults = Mutex((URL(fileURLWithPath: absolute).standardizedFileURL.path, nil))
         self.sessionID = RPCSettings.randomHex(bytes: 20)
         self.onShutdown = onShutdown
     }

@@ -274,6 +274,16 @@ import TestHTTPServer
         #expect(ranks.filter { waiting.contains($0) } == [w4, w1, w2, w3])
     }
 
+    /// getGlobalOption's dir is where files go, as an absolute path, whatever the engine was given ("." said
+    /// nothing to a client on another machine).
+    @Test func theDefaultDirIsAbsolute() throws {
+        let rpc = Aria2RPC(manager: manager, secret: secret, defaultDirectory: ".")
+        defer { tearDown() }
+        var shutdown = false
+        let options = try #require(try rpc.invoke("aria2.getGlobalOption", ["token:\(secret)"], shutdown: &shutdown) as? [String: Any])
+        #expect(options["dir"] as? String == URL(fileURLWithPath: FileManager.default.currentDirectoryPath).standardizedFileURL.path)
+    }
+
     @Test func globalOptionsAndWhatFerryDoesNotDo() async throws {
         defer { tearDown() }
         #expect(try await call("aria2.changeGlobalOption", [["max-concurrent-downloads": "7", "max-overall-download-limit": "1M",
