@@ -199,19 +199,25 @@ import TestHTTPServer
 
     // MARK: Servers that answer wrongly
 
+    /// A tus upload of `count` random bytes to a server that answers every PATCH so, to its end.
+    func tusUpload(to server: TestUploadServer, answering: TestUploadServer.PatchAnswer, count: Int, seed: UInt64,
+                   configuration: EngineConfiguration = testConfiguration()) async throws -> TransferSnapshot {
+        server.answerPatches(answering)
+        let path = file("data.bin", Resource.randomBytes(count: count, seed: seed))
+        let manager = try TransferManager(configuration: configuration, store: InMemoryQueueStore())
+        defer { manager.shutdown() }
+        let id = manager.add(spec(path, target(server), .tus))
+        try await finish(manager, [id])
+        return try #require(manager.snapshot(of: id))
+    }
+
     /// A tus server that answers a PATCH with success and its old offset keeps none of what it is sent: it is
     /// asked once where it stands, and the upload ends there (it once sent the rest again without end: 15 GB
     /// in 20 s for a 1 MB file).
     @Test func aTusServerThatKeepsNothingEndsTheUploadAfterOneQuery() async throws {
         let server = try TestUploadServer(.tus)
         defer { server.shutdown() }
-        server.answerPatches(.keepsNothing)
-        let path = file("data.bin", Resource.randomBytes(count: 1 << 20, seed: 261))
-        let manager = try TransferManager(configuration: testConfiguration(), store: InMemoryQueueStore())
-        defer { manager.shutdown() }
-        let id = manager.add(spec(path, target(server), .tus))
-        try await finish(manager, [id])
-        let item = try #require(manager.snapshot(of: id))
+        let item = try await tusUpload(to: server, answering: .keepsNothing, count: 1 << 20, seed: 261)
         #expect(item.state == .failed)
         #expect(item.lastError?.contains("kept none of the 1048576 bytes sent to it") == true, "\(item.lastError ?? "")")
         #expect(methods(server) == ["POST", "PATCH", "HEAD"], "one body sent, then the question; no retry")
@@ -222,15 +228,9 @@ import TestHTTPServer
     @Test func aTusOffsetPastTheLengthIsNotAFinishedUpload() async throws {
         let server = try TestUploadServer(.tus)
         defer { server.shutdown() }
-        server.answerPatches(.claimsMore)
-        let path = file("data.bin", Resource.randomBytes(count: 64 << 10, seed: 262))
         var configuration = testConfiguration()
         configuration.retry.maxRetries = 0
-        let manager = try TransferManager(configuration: configuration, store: InMemoryQueueStore())
-        defer { manager.shutdown() }
-        let id = manager.add(spec(path, target(server), .tus))
-        try await finish(manager, [id])
-        let item = try #require(manager.snapshot(of: id))
+        let item = try await tusUpload(to: server, answering: .claimsMore, count: 64 << 10, seed: 262, configuration: configuration)
         #expect(item.state == .failed)
         #expect(item.lastError?.contains("says it holds 66536 bytes of a 65536-byte file") == true, "\(item.lastError ?? "")")
         #expect(methods(server).filter { $0 != "DELETE" } == ["POST", "PATCH", "POST", "PATCH"], "started over once")
@@ -242,11 +242,10 @@ import TestHTTPServer
     @Test func anIETFAppendAnsweredIncompleteIsNotTheEnd() async throws {
         let server = try TestHTTPServer()
         defer { server.shutdown() }
-        let body = Resource.randomBytes(count: 1 << 20, seed: 263)
-        let path = file("data.bin", body)
+        let path = file("data.bin", Resource.randomBytes(count: 1 << 20, seed: 263))
         // The server holds half; its answer to the rest: success, incomplete, and the same offset.
-        server.routeHead("/loc", .status(204, headers: [("Upload-Offset", "524288"), ("Upload-Complete", "?0"), ("Upload-Draft-Interop-Version", "6")]))
-        server.route("/loc", .status(204, headers: [("Upload-Offset", "524288"), ("Upload-Complete", "?0"), ("Upload-Draft-Interop-Version", "6")]))
+        server.routeHead("/loc", ietfAnswer(offset: 524_288, complete: false))
+        server.route("/loc", ietfAnswer(offset: 524_288, complete: false))
         let id = try await resumed(path, at: server.url("/loc"))
         let item = try #require(id.manager.snapshot(of: id.id))
         #expect(item.state == .failed)
@@ -262,9 +261,8 @@ import TestHTTPServer
         defer { server.shutdown() }
         let body = Resource.randomBytes(count: 1 << 20, seed: 264)
         let path = file("data.bin", body)
-        server.routeHead("/loc", .status(204, headers: [("Upload-Offset", "524288"), ("Upload-Complete", "?0"), ("Upload-Draft-Interop-Version", "6")]))
-        server.route("/loc", [.status(204, headers: [("Upload-Offset", "786432"), ("Upload-Complete", "?0"), ("Upload-Draft-Interop-Version", "6")]),
-                              .status(204, headers: [("Upload-Complete", "?1"), ("Upload-Draft-Interop-Version", "6")])])
+        server.routeHead("/loc", ietfAnswer(offset: 524_288, complete: false))
+        server.route("/loc", [ietfAnswer(offset: 786_432, complete: false), ietfAnswer(offset: nil, complete: true)])
         let id = try await resumed(path, at: server.url("/loc"))
         let item = try #require(id.manager.snapshot(of: id.id))
         #expect(item.state == .completed, "\(item.lastError ?? "")")
@@ -272,6 +270,12 @@ import TestHTTPServer
         #expect(patches.map { $0.header("Upload-Offset") } == ["524288", "786432"])
         #expect(patches.last?.bodySHA256 == sha256Hex(body.suffix(from: 786432)))
         id.manager.shutdown()
+    }
+
+    /// An IETF server's 204: its offset (none: not said) and whether it says the upload is complete.
+    func ietfAnswer(offset: Int?, complete: Bool) -> Behavior {
+        .status(204, headers: (offset.map { [("Upload-Offset", String($0))] } ?? [])
+                    + [("Upload-Complete", complete ? "?1" : "?0"), ("Upload-Draft-Interop-Version", "6")])
     }
 
     /// An engine that takes up an IETF upload whose location the queue already holds (as after a kill -9),
