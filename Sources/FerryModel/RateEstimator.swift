@@ -7,9 +7,7 @@ import Foundation
 /// After a gap of `dt` seconds the previous estimate keeps the weight `0.5^(dt / halfLife)`; the first pair of samples
 /// between which bytes came sets the estimate to their instantaneous rate. Samples before any byte came (the
 /// connection, the server's first answer) start no estimate: an average begun on an empty window showed 186 KiB/s
-/// for a 1.7 MiB/s stream in its first seconds. For the same reason bytes after a quiet stretch of a half-life or
-/// more begin the estimate again: the engine's total rate, quiet between downloads, said 85 KB/s a second into one
-/// of 164 KB/s and took 8 s to get there.
+/// for a 1.7 MiB/s stream in its first seconds.
 public struct RateEstimator: Sendable {
     /// Rates below this (bytes per second) count as a stall for `eta`.
     public static let minimumRate: Double = 1e-3
@@ -18,8 +16,6 @@ public struct RateEstimator: Sendable {
     private var lastTime: TimeInterval?
     private var lastBytes: Int64 = 0
     private var rate: Double?
-    /// When the last bytes came (the time of the sample that brought them).
-    private var lastByteTime: TimeInterval?
 
     /// `halfLife` must be positive and finite; anything else falls back to 2 seconds.
     public init(halfLife: TimeInterval = 2) {
@@ -50,14 +46,12 @@ public struct RateEstimator: Sendable {
             lastTime = time
             return
         }
-        let quiet = previousTime - (lastByteTime ?? previousTime)
-        if let current = rate, totalBytes == lastBytes || quiet < halfLife {
+        if let current = rate {
             let keep = pow(0.5, dt / halfLife)
             rate = instant + (current - instant) * keep
         } else {
             rate = instant
         }
-        if totalBytes > lastBytes { lastByteTime = time }
         lastTime = time
         lastBytes = totalBytes
     }
@@ -78,6 +72,5 @@ public struct RateEstimator: Sendable {
         lastTime = nil
         lastBytes = 0
         rate = nil
-        lastByteTime = nil
     }
 }

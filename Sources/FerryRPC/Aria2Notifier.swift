@@ -42,7 +42,8 @@ public final class Aria2Notifier: Sendable {
                 told.ended[id] = nil
                 return state == .running && !wasActive ? "aria2.onDownloadStart" : nil
             case .queued:
-                told.active[id] = nil
+                // Between a retry's wait (or a probe of ranges) and the next run, the item stays in the start it
+                // was told of; an item queued again after an end or a pause is told when it starts.
                 told.ended[id] = nil
                 return nil
             case .paused:

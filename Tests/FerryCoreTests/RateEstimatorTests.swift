@@ -95,30 +95,6 @@ import Testing
         #expect(e.eta(remaining: 1000) == nil)
     }
 
-    /// Bytes after a quiet stretch of a half-life or more begin the estimate again, as the first bytes do: the
-    /// engine's total rate, quiet between downloads, climbed from ~0 over 8 s (85 KB/s a second into 164 KB/s).
-    /// A shorter pause is averaged in.
-    @Test func bytesAfterAQuietStretchBeginTheEstimateAgain() {
-        var e = RateEstimator(halfLife: 2)
-        e.add(totalBytes: 0, at: 0)
-        e.add(totalBytes: 10_000, at: 1)
-        var t = 1.0
-        for _ in 0..<20 {  // 10 s of nothing
-            t += 0.5
-            e.add(totalBytes: 10_000, at: t)
-        }
-        #expect(e.bytesPerSecond! < 400)
-        e.add(totalBytes: 10_000 + 82_000, at: t + 0.5)
-        #expect(e.bytesPerSecond == 164_000, "the new stream's rate from its first sample")
-
-        var brief = RateEstimator(halfLife: 2)
-        brief.add(totalBytes: 0, at: 0)
-        brief.add(totalBytes: 10_000, at: 1)
-        brief.add(totalBytes: 10_000, at: 2)  // a second's pause
-        brief.add(totalBytes: 20_000, at: 3)
-        #expect(brief.bytesPerSecond! > 5_000 && brief.bytesPerSecond! < 10_000, "averaged with the pause")
-    }
-
     /// Issue 24, bug 7: the wait before a stream's first byte (the connection, the server's answer) is not
     /// averaged in: a second of nothing then 1.7 MiB/s is 1.7 MiB/s from the first sample with data (it said
     /// 186 KiB/s, ETA 5m41s).

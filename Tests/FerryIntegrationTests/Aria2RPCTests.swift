@@ -413,14 +413,23 @@ import TestHTTPServer
             let marker = try await add("/marker.bin?\(n)")
             #expect(await client.waitFor { json($0)?["method"] as? String == "aria2.onDownloadComplete" && $0.contains(marker) } != nil)
         }
+        // One at a time: while the flaky one waits out its retries, the other takes the slot, so the flaky one
+        // is queued again before it runs again; still one start.
+        manager.setConcurrency(maxConcurrent: 1)
+        server.route("/other.bin", .serve(Resource(body: Data("o".utf8)), ServeOptions(delayBeforeHead: 0.5)))
         let flaky = try await add("/flaky.bin")
-        try await finish(manager, [TransferID(1)])
+        try await eventually("the flaky one waits for its retry") { manager.snapshot(of: TransferID(1))?.state == .waiting }
+        let other = try await add("/other.bin")
+        try await eventually("it is queued behind the other") { manager.snapshot(of: TransferID(1))?.state == .queued }
+        try await finish(manager, [TransferID(1), TransferID(2)])
+        manager.setConcurrency(maxConcurrent: 4)
         try await mark(1)
         #expect(said("aria2.onDownloadStart", flaky) == 1, "retries are within one start")
         #expect(said("aria2.onDownloadComplete", flaky) == 1)
+        #expect(said("aria2.onDownloadStart", other) == 1)
 
         let ranges = try await add("/ranges.bin", ["split": "4"])
-        let id = TransferID(3)
+        let id = TransferID(4)
         try await eventually("its ranges run") { (manager.snapshot(of: id)?.segments?.count ?? 0) == 4 && manager.snapshot(of: id)?.state == .running }
         _ = try await call("aria2.pause", [ranges])
         try await eventually("paused") { manager.snapshot(of: id)?.state == .paused }

@@ -43,6 +43,27 @@ import TestHTTPServer
 
     /// A name longer than a file system takes (300 bytes from the URL) is shortened to one whose `.part` fits:
     /// the download failed with "File name too long" when the name kept 255 bytes and the `.part` made it 260.
+    /// The engine's total rate begins again when something moves after a quiet stretch: a slow download after
+    /// a fast one is said at its own rate from its first samples (the estimate carried over said the fast
+    /// one's, decaying over seconds; the other way, 85 KB/s a second into a 164 KB/s download).
+    @Test func theTotalRateBeginsAgainAfterAQuietStretch() async throws {
+        server.route("/fast.bin", .serve(Resource(body: Data(repeating: 6, count: 8 << 20)), ServeOptions(bytesPerSecond: 8 << 20)))
+        server.route("/slow.bin", .serve(Resource(body: Data(repeating: 5, count: 1 << 20)), ServeOptions(bytesPerSecond: 128 << 10)))
+        let manager = try TransferManager(configuration: testConfiguration())
+        defer { manager.shutdown() }
+        let fast = download("/fast.bin", manager: manager)
+        try await eventually("the fast one's rate is said") {
+            manager.snapshot(QueueView(limit: 0)).totals.downloadBytesPerSecond > Double(4 << 20)
+        }
+        try await finish(manager, [fast])
+        try await eventually("a quiet stretch: the sampler stopped") { !manager.sampling }
+        let slow = download("/slow.bin", manager: manager)
+        try await eventually("half a second of the slow one") { (manager.snapshot(of: slow)?.bytesDone ?? 0) >= 64 << 10 }
+        let total = manager.snapshot(QueueView(limit: 0)).totals.downloadBytesPerSecond
+        #expect(total < Double(256 << 10), "the slow one's rate (128 KiB/s), not the fast one's carried over: \(total)")
+        manager.cancel(slow)
+    }
+
     @Test func aNameTooLongForTheFileSystemIsShortenedNotAFailure() async throws {
         let body = Data("long".utf8)
         let long = String(repeating: "A", count: 300) + ".txt"

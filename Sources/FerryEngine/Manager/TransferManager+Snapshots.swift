@@ -218,6 +218,9 @@ extension TransferManager {
         }
     }
 
+    /// The sampler runs (it stops at its first tick with nothing running or being finished).
+    package var sampling: Bool { core.withLock { $0.sampler != nil } }
+
     /// Something holds a connection slot or is being finished: byte counts and rates are moving.
     public var moving: Bool { core.withLock { !$0.slotHolders.isEmpty } }
 

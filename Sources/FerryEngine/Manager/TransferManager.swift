@@ -512,6 +512,12 @@ public final class TransferManager: Sendable {
             if !slotFreed { break }
         }
         if core.sampler == nil, core.items.values.contains(where: { $0.state == .running }) {
+            // Something moves after a quiet stretch (the sampler stops when nothing runs): the totals' rates begin
+            // again, as an item's does with its first bytes. Carried over, the first sample spanned the quiet
+            // stretch: the header and aria2's getGlobalStat said 85 KB/s a second into a 164 KB/s download, and
+            // took 8 s to get there.
+            core.moved.downRate = RateEstimator()
+            core.moved.upRate = RateEstimator()
             core.sampler = startSampler()
         }
         return effects
