@@ -61,6 +61,8 @@ final class ResumableUploadRun: TaskRun {
         /// from. The query that follows ends the attempt if the server still says that offset (a server that
         /// keeps none of what it is sent would otherwise be sent the rest again and again).
         var stalledAt: Int64?
+        /// The body of the request under way (nil for those without one).
+        var body: BodyStream?
         var finished = false
     }
 
@@ -184,14 +186,17 @@ final class ResumableUploadRun: TaskRun {
     /// The bytes of the upload (from the start) or of an append (from its offset); nil for the requests that
     /// carry none (asked for every task: a HEAD given a body would go out chunked and wait for ever).
     func makeBody() -> TransportBody? {
-        let from: Int64? = state.withLock { s in
+        let body = state.withLock { s -> BodyStream? in
+            let from: Int64?
             switch s.step {
-            case .create, .plain: return 0
-            case let .append(from): return from
-            case .tusCreate, .query: return nil
+            case .create, .plain: from = 0
+            case let .append(offset): from = offset
+            case .tusCreate, .query: from = nil
             }
+            s.body = from.map { BodyStream(plan: context.plan, skipping: $0) }
+            return s.body
         }
-        return from.map { .stream(BodyStream(plan: context.plan, skipping: $0)) }
+        return body.map { .stream($0) }
     }
 
     func didSend(bytes: Int64) {
@@ -222,15 +227,15 @@ final class ResumableUploadRun: TaskRun {
     }
 
     func didComplete(error: Error?) {
-        let (step, answer, upload) = state.withLock { ($0.step, $0.answer, $0.upload) }
+        let (step, answer, upload, body) = state.withLock { ($0.step, $0.answer, $0.upload, $0.body) }
         let wire = ResumableWire(kind: upload.kind)
         let progressed = sentInAttempt.load(ordering: .relaxed) > 0
         if error != nil || answer.status == nil {
             // Cut, stopped or unanswered: the next attempt asks the server where it stands; unless the file
-            // changed while it was sent (its body failed), whose copy on the server cannot be finished: the
+            // changed while it was sent (its body failed so), whose copy on the server cannot be finished: the
             // next attempt (`ferry retry`) starts over with the file as it is then.
             let outcome = answer.outcome(error: error, progressed: progressed)
-            if case let .failed(failure, _) = outcome, TransferFailure.short(failure.message) == "file changed" {
+            if let body, body.fileChanged.load(ordering: .acquiring), case let .failed(failure, _) = outcome {
                 let fresh = state.withLock { s -> ResumableUpload in
                     s.upload = Self.fresh(s.upload.kind, reason: TerminalSafe.sanitize(failure.message))
                     return s.upload
@@ -248,10 +253,12 @@ final class ResumableUploadRun: TaskRun {
                 // version so): the upload goes again without the protocol, as it would to any other server.
                 return go(.plain)
             }
-            let outcome = answer.outcome(error: nil, progressed: progressed)
-            // All of it in the first request: the server has every byte.
-            if case .finished = outcome, upload.location != nil { confirm(context.length) }
-            end(outcome)
+            // A server that took the protocol (it said where it keeps the upload) says how much of it arrived,
+            // as it does for an append; one that did not answers a plain upload.
+            guard upload.location != nil, (200..<300).contains(status) else {
+                return end(answer.outcome(error: nil, progressed: progressed))
+            }
+            sent(from: 0, answer, wire)
         case .plain:
             end(answer.outcome(error: nil, progressed: progressed))
         case .tusCreate:
@@ -270,6 +277,8 @@ final class ResumableUploadRun: TaskRun {
             if context.length == 0 { return end(.finished(nil)) }
             go(.append(from: 0))
         case .query:
+            // A query that follows an append the server took none of (read once, whatever this answer is).
+            let stalled = state.withLock { s -> Int64? in defer { s.stalledAt = nil }; return s.stalledAt }
             if wire.forgotten(status) {
                 return startOver("the server no longer has the upload at \(upload.displayLocation ?? "its location") (HTTP \(status))")
             }
@@ -283,12 +292,12 @@ final class ResumableUploadRun: TaskRun {
             guard offset <= context.length else {
                 return startOver("the server holds \(offset) bytes of a \(context.length)-byte file")
             }
-            if let stalled = state.withLock({ s -> Int64? in defer { s.stalledAt = nil }; return s.stalledAt }), offset <= stalled {
+            if let stalled, offset <= stalled {
                 return end(.failed(.integrity("the server at \(upload.displayLocation ?? "its location") kept none of the "
                     + "\(context.length - stalled) bytes sent to it: it answered with success and its offset stayed at \(offset)"),
                     progressed: false))
             }
-            if offset == context.length, wire.complete(answer) {
+            if offset == context.length, upload.kind == .tus || wire.completeness(answer) == true {
                 // Everything arrived before the cut; the server's last answer to it was lost.
                 confirm(offset)
                 return end(.finished(nil))
@@ -309,27 +318,32 @@ final class ResumableUploadRun: TaskRun {
                     : end(.failed(.http(status: 409, reason: "Conflict: the server's offset kept moving", retryAfter: nil), progressed: progressed))
             }
             guard (200..<300).contains(status) else { return end(answer.outcome(error: nil, progressed: progressed)) }
-            // Where the server says it stands: its Upload-Offset (tus always sends one), else for the IETF
-            // protocol the whole file unless it says the upload is incomplete.
-            let incomplete = wire.saysIncomplete(answer)
-            let offset = answer.value("Upload-Offset").flatMap(ResumableWire.integer)
-                ?? (upload.kind == .tus || incomplete ? from : context.length)
-            guard offset <= context.length else {
-                return startOver("the server says it holds \(offset) bytes of a \(context.length)-byte file")
-            }
-            if offset == context.length, !incomplete {
-                confirm(offset)
-                return end(.finished(nil))
-            }
-            // A server may take part of an append: the rest goes from its offset. One that took none of it is
-            // asked where it stands, once.
-            if offset > from {
-                confirm(offset)
-                return go(.append(from: offset))
-            }
-            state.withLock { $0.stalledAt = from }
-            go(.query)
+            sent(from: from, answer, wire)
         }
+    }
+
+    /// A request that carried the bytes from `from` was answered with success: where the server says it stands
+    /// decides what follows. Its Upload-Offset (tus always sends one), else for the IETF protocol the whole
+    /// file unless it says the upload is incomplete.
+    private func sent(from: Int64, _ answer: UploadAnswer, _ wire: ResumableWire) {
+        let incomplete = wire.completeness(answer) == false
+        let offset = answer.value("Upload-Offset").flatMap(ResumableWire.integer)
+            ?? (wire.kind == .tus || incomplete ? from : context.length)
+        guard offset <= context.length else {
+            return startOver("the server says it holds \(offset) bytes of a \(context.length)-byte file")
+        }
+        if offset == context.length, !incomplete {
+            confirm(offset)
+            return end(.finished(nil))
+        }
+        // A server may take part of it: the rest goes from its offset. One that took none of it is asked where
+        // it stands, once.
+        if offset > from {
+            confirm(offset)
+            return go(.append(from: offset))
+        }
+        state.withLock { $0.stalledAt = from }
+        go(.query)
     }
 
     /// The server confirmed `offset`: kept (the detail view lists resumptions) and shown as done.
@@ -347,6 +361,7 @@ final class ResumableUploadRun: TaskRun {
     private func startOver(_ reason: String) {
         let again = state.withLock { s -> ResumableUpload? in
             s.restarts += 1
+            s.stalledAt = nil
             guard s.restarts <= 1 else { return nil }
             s.upload = Self.fresh(s.upload.kind, reason: TerminalSafe.sanitize(reason))
             return s.upload
@@ -469,23 +484,20 @@ struct ResumableWire {
         status == 404 || status == 410 || (kind == .tus && status == 403)
     }
 
-    /// The answer says every byte has arrived.
-    func complete(_ answer: UploadAnswer) -> Bool {
-        switch kind {
-        case .ietf:
-            if let value = answer.value("Upload-Complete") { return value.trimmingCharacters(in: .whitespaces) == "?1" }
-            // Interop version 3 said it the other way round.
-            return answer.value("Upload-Incomplete").map { $0.trimmingCharacters(in: .whitespaces) == "?0" } ?? false
-        case .tus:
-            return true  // tus has no separate flag: the offset reaching the length is the end
+    /// What the answer says of the upload's completeness: true every byte arrived, false not, nil it does not
+    /// say (tus has no such flag: the offset reaching the length is the end). Who reads it decides what unsaid
+    /// means: after a HEAD not complete (an empty append says the end), after bytes sent complete.
+    func completeness(_ answer: UploadAnswer) -> Bool? {
+        guard kind == .ietf else { return nil }
+        func flag(_ name: String) -> Bool? {
+            switch answer.value(name)?.trimmingCharacters(in: .whitespaces) {
+            case "?1": true
+            case "?0": false
+            default: nil
+            }
         }
-    }
-
-    /// The answer says the upload is not complete (the IETF protocol's flag; tus has none).
-    func saysIncomplete(_ answer: UploadAnswer) -> Bool {
-        guard kind == .ietf else { return false }
-        if let value = answer.value("Upload-Complete") { return value.trimmingCharacters(in: .whitespaces) == "?0" }
-        return answer.value("Upload-Incomplete").map { $0.trimmingCharacters(in: .whitespaces) == "?1" } ?? false
+        // Interop version 3 said it the other way round.
+        return flag("Upload-Complete") ?? flag("Upload-Incomplete").map { !$0 }
     }
 
     /// A non-negative integer header (a structured-field integer or plain digits).

@@ -2,6 +2,7 @@ import FerryModel
 import FerryStorage
 import FerryTransport
 import Foundation
+import Synchronization
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -20,6 +21,9 @@ final class BodyStream: InputStream {
     private var opened: (size: Int64, modified: timespec)?
     private var status: Stream.Status = .notOpen
     private var failure: Error?
+    /// The body failed because its file changed while it was sent (its length or its writes): a resumable
+    /// upload's copy on the server is of another file then. Set on the reading thread, read once the task ended.
+    let fileChanged = Atomic<Bool>(false)
 
     /// `skipping`: bytes of the body not sent again (a resumable upload's append from the server's offset).
     init(plan: BodyPlan, skipping: Int64 = 0) {
@@ -119,7 +123,8 @@ final class BodyStream: InputStream {
     }
 
     private func changed(_ path: String, _ how: String) -> Int {
-        fail("\(path) changed while it was being uploaded (\(how))")
+        fileChanged.store(true, ordering: .releasing)
+        return fail("\(path) changed while it was being uploaded (\(how))")
     }
 
     private func fail(_ message: String) -> Int {
