@@ -323,6 +323,10 @@ public final class CursesTerminal {
         sigaddset(&tstp, SIGTSTP)
         pthread_sigmask(SIG_UNBLOCK, &tstp, &mask)
         raise(SIGTSTP)
+        // Continued in the background (`bg`): the terminal is the shell's still; stopped again until `fg`
+        // (curses would otherwise draw over the shell, and bracketed paste would be on in it).
+        let group = getpgrp()
+        while case let owner = tcgetpgrp(outputFD), owner != -1, owner != group { raise(SIGTSTP) }
         pthread_sigmask(SIG_SETMASK, &mask, nil)
         sigaction(SIGTSTP, &kept, nil)
         Self.write(Self.bracketedPasteOn, to: output)
