@@ -395,7 +395,8 @@ import TestHTTPServer
         defer { tearDown() }
         let client = try WebSocketTestClient(port: rpcServer.port)
         defer { client.close() }
-        let busy = Behavior.status(503, headers: [("Retry-After", "0")])
+        // Each wait a second long (Retry-After), so that the test sees it; the other holds the slot past it.
+        let busy = Behavior.status(503, headers: [("Retry-After", "1")])
         server.route("/flaky.bin", [busy, busy, .serve(Resource(body: Data("f".utf8)))])
         server.route("/ranges.bin", .serve(Resource(body: Data(repeating: 3, count: 8 << 20), etag: "\"r\""), ServeOptions(bytesPerSecond: 256 << 10)))
         server.route("/marker.bin", .serve(Resource(body: Data("m".utf8))))
@@ -416,7 +417,7 @@ import TestHTTPServer
         // One at a time: while the flaky one waits out its retries, the other takes the slot, so the flaky one
         // is queued again before it runs again; still one start.
         manager.setConcurrency(maxConcurrent: 1)
-        server.route("/other.bin", .serve(Resource(body: Data("o".utf8)), ServeOptions(delayBeforeHead: 0.5)))
+        server.route("/other.bin", .serve(Resource(body: Data("o".utf8)), ServeOptions(delayBeforeHead: 2)))
         let flaky = try await add("/flaky.bin")
         try await eventually("the flaky one waits for its retry") { manager.snapshot(of: TransferID(1))?.state == .waiting }
         let other = try await add("/other.bin")

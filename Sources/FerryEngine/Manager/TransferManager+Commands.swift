@@ -288,34 +288,46 @@ extension TransferManager {
     /// Moves items together (QueueMove.apply); those that moved. Only the ranks that changed are written.
     func move(_ ids: [TransferID], _ direction: QueueMove) -> [TransferID] {
         mutate { core in
-            let wanted = Set(ids)
-            guard !wanted.isEmpty else { return ([], []) }
-            let before = core.queue.count
-            let (ranked, moved) = direction.apply(to: &core.queue, rank: \.rank) { wanted.contains($0.id) }
-            guard moved > 0 else { return ([], []) }
-            for entry in ranked {
-                core.items[entry.id]?.rank = entry.rank
-                core.rankChanged[entry.id] = entry.rank
-            }
-            assert(core.queue.count == before)
-            assert(core.queue.count > 2_000 || zip(core.queue, core.queue.dropFirst()).allSatisfy { $0.precedes(rank: $1.rank, id: $1.id) },
-                   "a move left the queue out of its ranks' order")
-            core.settledPrefix = 0
-            core.version &+= 1
-            let rerankedIDs = Set(ranked.map(\.id))
-            return (ids.filter(rerankedIDs.contains), self.pump(&core))
+            let moved = Self.move(Set(ids), direction, &core)
+            guard !moved.isEmpty else { return ([], []) }
+            return (ids.filter(moved.contains), self.pump(&core))
         }
+    }
+
+    /// Moves `wanted` (QueueMove.apply) and keeps what changed: the items' ranks, the ranks to write. The
+    /// items whose rank changed.
+    private static func move(_ wanted: Set<TransferID>, _ direction: QueueMove, _ core: inout Core) -> Set<TransferID> {
+        guard !wanted.isEmpty else { return [] }
+        let before = core.queue.count
+        let (ranked, moved) = direction.apply(to: &core.queue, rank: \.rank) { wanted.contains($0.id) }
+        guard moved > 0 else { return [] }
+        for entry in ranked {
+            core.items[entry.id]?.rank = entry.rank
+            core.rankChanged[entry.id] = entry.rank
+        }
+        assert(core.queue.count == before)
+        assert(core.queue.count > 2_000 || zip(core.queue, core.queue.dropFirst()).allSatisfy { $0.precedes(rank: $1.rank, id: $1.id) },
+               "a move left the queue out of its ranks' order")
+        core.settledPrefix = 0
+        core.version &+= 1
+        return Set(ranked.map(\.id))
     }
 
     /// Puts an item at a place among the items in `states` (aria2's waiting list: its changePosition), counted
     /// from 0 in queue order: `target` gets the item's place and how many there are, and answers the place
-    /// wanted (kept within the list). The items from its old place to its new one each take their neighbour's
-    /// rank, so the others keep their order; those ranks are written. nil when the item is not in `states`.
+    /// wanted (kept within the list). To the first or the last place it goes to the queue's top or bottom, one
+    /// rank written, as `move` does; elsewhere the items from its old place to its new one each take their
+    /// neighbour's rank, so the others keep their order, and those ranks are written. nil when the item is not
+    /// in `states`.
     public func place(_ id: TransferID, among states: Set<TransferState>, _ target: (_ at: Int, _ count: Int) -> Int) -> Int? {
         mutate { core in
             let among = core.queue.indices.filter { states.contains(core.queue[$0].state) }
             guard let from = among.firstIndex(where: { core.queue[$0].id == id }) else { return (nil, []) }
             let to = min(max(0, target(from, among.count)), among.count - 1)
+            if to != from, to == 0 || to == among.count - 1 {
+                _ = Self.move([id], to == 0 ? .top : .bottom, &core)
+                return (to, self.pump(&core))
+            }
             let span = min(among[from], among[to])...max(among[from], among[to])
             let ranks = span.map { core.queue[$0].rank }
             // Ranks are unique where moves made them; where two are equal, the id orders them and a shift cannot.
