@@ -26,6 +26,8 @@ static struct {
     int (*multi_poll)(void *, void *, unsigned int, int, int *);
     int (*multi_wakeup)(void *);
     curl_message *(*multi_info_read)(void *, int *);
+    void *(*share_init)(void);
+    int (*share_setopt)(void *, int, ...);
     char *(*version)(void);
 } curl;
 
@@ -63,6 +65,8 @@ static void load(void) {
     LOAD(multi_poll, "curl_multi_poll");
     LOAD(multi_wakeup, "curl_multi_wakeup");
     LOAD(multi_info_read, "curl_multi_info_read");
+    LOAD(share_init, "curl_share_init");
+    LOAD(share_setopt, "curl_share_setopt");
     LOAD(version, "curl_version");
     load_status = 0;
 }
@@ -117,6 +121,12 @@ int ferry_curl_multi_remove_handle(void *multi, void *easy) { return curl.multi_
 int ferry_curl_multi_perform(void *multi, int *running) { return curl.multi_perform(multi, running); }
 int ferry_curl_multi_poll(void *multi, int timeout_ms, int *numfds) { return curl.multi_poll(multi, NULL, 0, timeout_ms, numfds); }
 int ferry_curl_multi_wakeup(void *multi) { return curl.multi_wakeup(multi); }
+
+void *ferry_curl_connection_cache(void) {
+    void *share = curl.share_init();
+    if (share && curl.share_setopt(share, 1 /* CURLSHOPT_SHARE */, 5 /* CURL_LOCK_DATA_CONNECT */) != 0) return NULL;
+    return share;
+}
 
 void *ferry_curl_multi_next_done(void *multi, int *result) {
     int queued = 0;

@@ -61,6 +61,8 @@ final class CurlTransfer: @unchecked Sendable {
     private var hops = 0
 
     private(set) var easy: UnsafeMutableRawPointer?
+    /// This hop asked for HTTP/2 (it may be a stream on a shared connection).
+    private(set) var askedForHTTP2 = false
     private var headerList: UnsafeMutableRawPointer?
     private let errorBuffer = UnsafeMutablePointer<CChar>.allocate(capacity: Int(FERRY_CURL_ERROR_SIZE))
     private var response = ResponseHead()
@@ -153,12 +155,16 @@ final class CurlTransfer: @unchecked Sendable {
         // connection of its own: libcurl 7.88 holds a paused stream's data in its 32 MiB stream window
         // instead of holding the server back (an item limited to 512 KiB/s drew 5.6 MiB in 4 s from the server),
         // while a socket's receive buffer holds back one connection only.
-        if url.scheme?.lowercased() == "https", !(limits?.limited ?? false) {
+        // Its connections are kept apart from the others' (CurlTransport.limitedConnections says why).
+        let limited = limits?.limited ?? false
+        askedForHTTP2 = url.scheme?.lowercased() == "https" && !limited
+        if askedForHTTP2 {
             set(FERRY_CURLOPT_HTTP_VERSION, FERRY_CURL_HTTP_VERSION_2TLS)
             set(FERRY_CURLOPT_PIPEWAIT, 1)
         } else {
             set(FERRY_CURLOPT_HTTP_VERSION, FERRY_CURL_HTTP_VERSION_1_1)
         }
+        if limited, let cache = transport.limitedConnections { _ = ferry_curl_easy_setopt_pointer(handle, FERRY_CURLOPT_SHARE, cache) }
         // Bytes are handed over as the server sent them (downloads ask for identity; ranges count raw bytes).
         set(FERRY_CURLOPT_HTTP_CONTENT_DECODING, 0)
         set(FERRY_CURLOPT_FOLLOWLOCATION, 0)
@@ -260,6 +266,16 @@ final class CurlTransfer: @unchecked Sendable {
     /// Removed from libcurl after a cancel (the client was told by URLSession itself).
     func stopped() {
         end()
+    }
+
+    /// Removed from libcurl because a limit now holds it back while it is an HTTP/2 stream: it ends as a lost
+    /// connection, which the engine retries at once from where it was (a Range), on a connection of its own.
+    /// libcurl 7.88 cannot hold one stream back: a paused stream's data piles up in its window (a 512 MiB
+    /// download limited to 64 KiB/s took RSS from 80 to 158 MB in 2 s and failed "Out of memory").
+    func endedForLimit() {
+        flush()
+        fail(code: .networkConnectionLost,
+             "the connection to \(hostDescription(request.url)) was left for one of its own: a bandwidth limit cannot hold back one HTTP/2 stream")
     }
 
     private func end() {

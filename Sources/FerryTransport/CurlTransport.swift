@@ -65,6 +65,13 @@ package final class CurlTransport: @unchecked Sendable {
         let limits: ObjectIdentifier
         let direction: Direction
     }
+    /// The connection cache of limited transfers (on HTTP/1.1, each on a connection of its own), apart from the
+    /// multi's: libcurl 7.88 keeps whether a host multiplexes per host, not per connection, and once a host
+    /// had answered over HTTP/2 it took a limited transfer's busy HTTP/1.1 connection for a multiplexed one;
+    /// the new request went out in the middle of the limited download, which was published with the other's
+    /// response in it. Apart, no other transfer sees those connections.
+    let limitedConnections: UnsafeMutableRawPointer?
+
     private let multi: UnsafeMutableRawPointer?
     /// Why libcurl cannot be used (nil when it can).
     let unavailable: String?
@@ -73,10 +80,13 @@ package final class CurlTransport: @unchecked Sendable {
         if ferry_curl_load() != 0 {
             unavailable = ferry_curl_load_error().map { String(cString: $0) } ?? "libcurl cannot be loaded"
             multi = nil
+            limitedConnections = nil
             return
         }
         multi = ferry_curl_multi_init()
-        unavailable = multi == nil ? "curl_multi_init failed" : nil
+        limitedConnections = ferry_curl_connection_cache()
+        unavailable = multi == nil ? "curl_multi_init failed"
+            : limitedConnections == nil ? "curl_share_init failed (the connection cache of limited transfers)" : nil
         guard let multi else { return }
         // HTTP/2 transfers to one host share a connection (libcurl's default since 7.62, stated), up to
         // this many at once on it (or the server's own limit, if lower); past it another connection opens.
@@ -230,6 +240,8 @@ package final class CurlTransport: @unchecked Sendable {
         }
         // Those waiting for their rate wait for the new one (resumeRateWaiters lets them go when it allows).
         defer { for transfer in rateWaiting { transfer.rateChanged(now: now) } }
+        // An HTTP/2 stream that a limit now holds back leaves for a connection of its own (endedForLimit).
+        defer { endStreamsUnderLimits() }
         var groups: [ObjectIdentifier: [CurlTransfer]] = [:]
         for transfer in running.values {
             guard let limits = transfer.limits else { continue }
@@ -265,6 +277,18 @@ package final class CurlTransport: @unchecked Sendable {
                     for member in members { member.setRate(rate.map { $0 / Double(members.count) }, now: now) }
                 }
             }
+        }
+    }
+
+    /// Ends the transfers that asked for HTTP/2 and that a limit now holds back (transport thread).
+    private func endStreamsUnderLimits() {
+        guard let multi else { return }
+        let limited = running.filter { $0.value.askedForHTTP2 && ($0.value.limits?.limited ?? false) }
+        for (easy, transfer) in limited {
+            running.removeValue(forKey: easy)
+            _ = ferry_curl_multi_remove_handle(multi, easy)
+            forget(transfer)
+            transfer.endedForLimit()
         }
     }
 

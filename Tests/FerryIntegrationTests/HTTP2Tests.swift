@@ -140,6 +140,58 @@ import TestHTTPServer
         manager.cancel(slow)
     }
 
+    /// A limited download's HTTP/1.1 connection is never taken by a download that wants a stream: once the
+    /// host had answered over HTTP/2, libcurl 7.88 sent the next request on the limited one's busy connection,
+    /// which failed ("Received HTTP/0.9") and the limited file was published with that response in it.
+    @Test func aLimitedDownloadsConnectionIsNeverTakenForAStream() async throws {
+        let limited = Resource.randomBytes(count: 2 << 20, seed: 226)
+        server.route("/limited.bin", .serve(Resource(body: limited)))
+        let small = (0..<2).map { Resource.randomBytes(count: 64 << 10, seed: UInt64(227 + $0)) }
+        for (index, body) in small.enumerated() { server.route("/s\(index).bin", .serve(Resource(body: body))) }
+        let manager = try TransferManager(configuration: configuration())
+        defer { manager.shutdown() }
+        var limitedSpec = spec("/limited.bin")
+        limitedSpec.rateLimit = 1 << 20
+        let slow = manager.add(limitedSpec)
+        try await eventually("the limited one moves") { !server.bytesSent("/limited.bin").isEmpty }
+        // One at a time, each after the one before it: the second comes once the host is known to multiplex.
+        var ids: [TransferID] = []
+        for index in small.indices {
+            let id = manager.add(spec("/s\(index).bin"))
+            try await finish(manager, [id])
+            ids.append(id)
+        }
+        try await finish(manager, [slow])
+        for (index, id) in ids.enumerated() {
+            #expect(manager.snapshot(of: id)?.state == .completed, "\(manager.snapshot(of: id)?.lastError ?? "")")
+            #expect(dir.contents("s\(index).bin") == small[index])
+        }
+        #expect(manager.snapshot(of: slow)?.state == .completed)
+        #expect(dir.contents("limited.bin") == limited, "the limited file is the server's, nothing else in it")
+        #expect(server.requests("/limited.bin").map(\.version) == ["HTTP/1.1"])
+        #expect(server.requests("/s1.bin").map(\.version) == ["HTTP/2.0"])
+        #expect(server.connectionsAccepted == 2, "the limited one's, and the streams' one: \(server.connectionsAccepted)")
+    }
+
+    /// A limit set on a download running as an HTTP/2 stream moves it to a connection of its own, from where it
+    /// was (a Range): libcurl 7.88 cannot hold one stream back, and the paused stream's data piled up in memory
+    /// until it failed "Out of memory".
+    @Test func aLimitSetOnAStreamMovesItToAConnectionOfItsOwn() async throws {
+        let body = Resource.randomBytes(count: 8 << 20, seed: 229)
+        server.route("/big.bin", .serve(Resource(body: body, etag: "\"b\""), ServeOptions(bytesPerSecond: 2 << 20)))
+        let manager = try TransferManager(configuration: configuration())
+        defer { manager.shutdown() }
+        let id = manager.add(spec("/big.bin"))
+        try await eventually("a MiB over HTTP/2") { (manager.snapshot(of: id)?.bytesDone ?? 0) >= 1 << 20 }
+        #expect(manager.setRateLimit(id, 4 << 20))
+        try await finish(manager, [id])
+        #expect(manager.snapshot(of: id)?.state == .completed, "\(manager.snapshot(of: id)?.lastError ?? "")")
+        #expect(dir.contents("big.bin") == body)
+        let requests = server.requests("/big.bin")
+        #expect(requests.map(\.version) == ["HTTP/2.0", "HTTP/1.1"], "\(requests.map(\.version))")
+        #expect(requests.last?.header("Range")?.hasPrefix("bytes=") == true && requests.last?.header("If-Range") == "\"b\"")
+    }
+
     @Test func throughAProxysTunnelDownloadsShareOneConnection() async throws {
         let proxy = try TestForwardProxy()
         defer { proxy.shutdown() }

@@ -32,6 +32,9 @@ void *ferry_curl_slist_append(void *list, const char *string);
 void ferry_curl_slist_free_all(void *list);
 
 void *ferry_curl_multi_init(void);
+/// A connection cache of its own (a share object holding connections, CURLOPT_SHARE): NULL on failure.
+/// Its handles' connections are not the multi's, so no other handle takes one of them, nor they another's.
+void *ferry_curl_connection_cache(void);
 int ferry_curl_multi_cleanup(void *multi);
 int ferry_curl_multi_setopt_long(void *multi, long option, long value);
 int ferry_curl_multi_add_handle(void *multi, void *easy);
@@ -88,6 +91,8 @@ enum {
     FERRY_CURL_HTTP_VERSION_2TLS = 4,
     /// Wait for a connection that may multiplex rather than open another (CURLOPT_PIPEWAIT).
     FERRY_CURLOPT_PIPEWAIT = 237,
+    /// The share object whose connection cache the handle uses (CURLOPT_SHARE).
+    FERRY_CURLOPT_SHARE = 10100,
     FERRY_CURLMOPT_PIPELINING = 3,
     FERRY_CURLPIPE_MULTIPLEX = 2,
     FERRY_CURLMOPT_MAX_CONCURRENT_STREAMS = 16,
