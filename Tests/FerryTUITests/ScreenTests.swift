@@ -40,6 +40,22 @@ import Testing
                 || wide.contains("Download URL (into /home/me/Downloads; Tab: another folder): http://h/x.bin"), "\(wide)")
     }
 
+    /// A prompt holding a long paste shows the text before the cursor that fits, up to the cursor (2,000 URLs
+    /// pasted took 80 s to show: each frame measured the text before the cursor again for every character it
+    /// dropped from the front).
+    @Test func aPromptWithAHugePasteShowsItsTailAtTheCursor() {
+        let urls = (0..<2_000).map { "http://h/\($0).bin" }.joined(separator: " ")
+        var state = Fixtures.state(width: 100)
+        state.prompt = .init(kind: .downloadURL, editor: LineEditor(urls))
+        let footer = Fixtures.render(state).text.split(separator: "\n").last.map(String.init) ?? ""
+        #expect(footer.hasSuffix("http://h/1998.bin http://h/1999.bin"), "\(footer)")
+        var editor = LineEditor(urls)
+        for _ in 0..<18 { _ = editor.apply(.left) }  // before " http://h/1999.bin"
+        state.prompt = .init(kind: .downloadURL, editor: editor)
+        let middle = Fixtures.render(state).text.split(separator: "\n").last.map(String.init) ?? ""
+        #expect(middle.hasSuffix("http://h/1997.bin http://h/1998.bin"), "up to the cursor: \(middle)")
+    }
+
     /// Every row shows its id (for a shell verb) and a failed or retrying one why, in a few words (issue 24);
     /// sizes in one unit when both halves have it.
     @Test func queueWithEveryState() {
