@@ -40,6 +40,34 @@ import Testing
                 || wide.contains("Download URL (into /home/me/Downloads; Tab: another folder): http://h/x.bin"), "\(wide)")
     }
 
+    /// The list scrolls only as far as keeps the selection on screen: after G, k moves the highlight up a row
+    /// and the list stays (the highlight stayed on the bottom row and the list scrolled under it).
+    @Test func theHighlightMovesUpAfterAJumpToTheEnd() {
+        let items = (1...100).map { Fixtures.item(Int64($0), "f\($0).bin", .queued) }
+        var totals = QueueTotals()
+        totals.count[.queued] = 100
+        let queue = QueueSnapshot(version: 1, items: items, totals: totals, maxConcurrent: 4, maxPerHost: 4)
+        var state = Fixtures.state(width: 80, height: 12)  // 10 rows of list
+        func highlighted() -> Int? {
+            let canvas = Fixtures.render(state, queue)
+            state.listTop = state.firstRow(state.rows(queue))  // what the app keeps after drawing
+            return (1...10).first { canvas[0, $0].style.reverse }
+        }
+        state.selectedID = TransferID(100)
+        #expect(highlighted() == 10, "G: the last row at the bottom")
+        state.selectedID = TransferID(99)
+        #expect(highlighted() == 9, "k: the highlight moves up, the list stays")
+        #expect(Fixtures.render(state, queue).text.split(separator: "\n")[10].contains("#100"))
+        state.selectedID = TransferID(91)
+        #expect(highlighted() == 1)
+        state.selectedID = TransferID(90)
+        #expect(highlighted() == 1, "past the top: the list scrolls one row")
+        state.selectedID = TransferID(1)
+        #expect(highlighted() == 1)
+        state.selectedID = TransferID(2)
+        #expect(highlighted() == 2)
+    }
+
     /// A prompt holding a long paste shows the text before the cursor that fits, up to the cursor (2,000 URLs
     /// pasted took 80 s to show: each frame measured the text before the cursor again for every character it
     /// dropped from the front).

@@ -159,6 +159,13 @@ public struct AppState: Sendable, Equatable {
 
     /// Rows of the list between the header and the footer.
     public var listHeight: Int { max(1, height - 2) }
+    /// The row at the top of the list when it was last drawn (the list scrolls from there: `firstRow`).
+    public var listTop = 0
+
+    /// The row at the top of the list now: from where it was, as far as keeps the selection on screen.
+    public func firstRow(_ rows: ListRows) -> Int {
+        TransferList.firstRow(selected: selectionIndex(in: rows) ?? 0, rows: listHeight, count: rows.total, previous: listTop)
+    }
 
     /// The list's rows: the view's window the engine sent (an engine behind its socket), or the whole view
     /// filtered here (an engine in this process). One rule for what matches: QueueView.
@@ -198,8 +205,7 @@ public struct AppState: Sendable, Equatable {
     /// side, so that moving the selection a little needs no new window.
     public func wantedView(_ rows: ListRows) -> QueueView {
         var wanted = queueView
-        let selected = selectionIndex(in: rows) ?? 0
-        let first = TransferList.firstRow(selected: selected, rows: listHeight, count: rows.total)
+        let first = firstRow(rows)
         wanted.offset = max(0, first - listHeight)
         wanted.limit = listHeight * 3
         return wanted
@@ -209,8 +215,7 @@ public struct AppState: Sendable, Equatable {
     public func windowCovers(_ held: QueueView, _ rows: ListRows) -> Bool {
         let asked = queueView
         guard held.states == asked.states, held.filter == asked.filter, held.sort == asked.sort, held.detail == asked.detail else { return false }
-        let selected = selectionIndex(in: rows) ?? 0
-        let first = TransferList.firstRow(selected: selected, rows: listHeight, count: rows.total)
+        let first = firstRow(rows)
         let last = min(rows.total, first + listHeight)
         return held.windowContains(first) && (last == first || held.windowContains(last - 1))
     }

@@ -252,7 +252,13 @@ public final class TerminalApp {
         state.sampleRate(snapshot, second: second)
         state.width = terminal.width
         state.height = terminal.height
+        let rows = state.rows(snapshot)
+        let first = state.firstRow(rows)
+        // A screenful whose window is on its way is not drawn blank: the screen stays as it was until its rows
+        // come (a jump with g or G sent a frame that erased every row, then one that drew them).
+        if lastCanvas != nil, state.screen == .list, !TransferList.rowsHeld(rows, first: first, rows: state.listHeight) { return }
         let canvas = Screen.render(state, snapshot, RenderContext(unicode: unicode, now: now))
+        state.listTop = first
         guard canvas != lastCanvas else { return }
         terminal.draw(canvas)
         lastCanvas = canvas

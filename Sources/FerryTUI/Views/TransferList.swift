@@ -14,10 +14,21 @@ enum TransferList {
         var size: Int
     }
 
-    /// The row at the top of the list for a selection at `selected` with `rows` rows: the selection stays on screen.
-    static func firstRow(selected: Int, rows: Int, count: Int) -> Int {
+    /// The row at the top of the list for a selection at `selected` with `rows` rows, `previous` at the top
+    /// before: the list scrolls only as far as keeps the selection on screen (as htop's and less's do; worked
+    /// out from the selection alone, the selection stayed on the bottom row once past the first screen, and
+    /// `k` after `G` scrolled the list under it).
+    static func firstRow(selected: Int, rows: Int, count: Int, previous: Int = 0) -> Int {
         guard rows > 0, count > rows else { return 0 }
-        return min(max(0, selected - rows + 1), count - rows)
+        var first = previous
+        if selected < first { first = selected }
+        if selected >= first + rows { first = selected - rows + 1 }
+        return min(max(0, first), count - rows)
+    }
+
+    /// Whether every row the list shows at `first` is held (a window the engine sends may be on its way).
+    static func rowsHeld(_ items: ListRows, first: Int, rows: Int) -> Bool {
+        (first..<min(items.total, first + rows)).allSatisfy { items[$0] != nil }
     }
 
     static func render(_ state: AppState, _ snapshot: QueueSnapshot, _ items: ListRows, _ context: RenderContext,
@@ -35,7 +46,7 @@ enum TransferList {
             return
         }
         let selected = state.selectionIndex(in: items) ?? 0
-        let first = firstRow(selected: selected, rows: rows, count: items.total)
+        let first = state.firstRow(items)
         // Rows of a window still on its way are left blank for a frame.
         let shown = (first..<min(items.total, first + rows)).map { items[$0] }
 
