@@ -12,21 +12,25 @@ public struct Selection: Sendable, Codable, Equatable {
     public var filter: String?
     /// Items left out of what the conditions choose.
     public var except: [Int64]?
+    /// The conditions choose among the items with ids up to this one only: those there when the selection was
+    /// made (a view marked in the UI), not items added since.
+    public var upTo: Int64?
 
     public init(ids: [Int64]? = nil, all: Bool = false, states: [TransferState]? = nil, batch: Int64? = nil,
-                filter: String? = nil, except: [Int64]? = nil) {
+                filter: String? = nil, except: [Int64]? = nil, upTo: Int64? = nil) {
         self.ids = ids.flatMap { $0.isEmpty ? nil : $0 }
         self.all = all ? true : nil
         self.states = states.flatMap { $0.isEmpty ? nil : $0 }
         self.batch = batch
         self.filter = filter.flatMap { $0.trimmingCharacters(in: .whitespaces).isEmpty ? nil : $0 }
         self.except = except.flatMap { $0.isEmpty ? nil : $0 }
+        self.upTo = upTo
     }
 
-    /// The items a view shows (its states, batch and filter), but `except`.
-    public init(view: QueueView, except: [Int64] = []) {
+    /// The items a view shows (its states, batch and filter), but `except`, among those up to `upTo`.
+    public init(view: QueueView, except: [Int64] = [], upTo: Int64? = nil) {
         self.init(all: view.states == nil && view.batch == nil && view.filter == nil, states: view.states,
-                  batch: view.batch, filter: view.filter, except: except)
+                  batch: view.batch, filter: view.filter, except: except, upTo: upTo)
     }
 
     /// Names no item at all (a usage error before anything is asked).
@@ -49,7 +53,8 @@ public struct Selection: Sendable, Codable, Equatable {
         let left = Set(except ?? [])
         let text = filter == nil ? nil : text
         return .success(items.filter { item in
-            matcher.matches(id: item.id, state: item.state, batch: item.batch, name: { nil }, url: { "" })
+            item.id.rawValue <= upTo ?? .max
+                && matcher.matches(id: item.id, state: item.state, batch: item.batch, name: { nil }, url: { "" })
                 && !left.contains(item.id.rawValue) && text?(item.id) ?? true
         }.map(\.id))
     }

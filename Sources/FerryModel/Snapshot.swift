@@ -139,6 +139,9 @@ public struct QueueTotals: Sendable, Equatable, Codable {
     public var count: [TransferState: Int] = [:]
     public var downloadBytesPerSecond: Double = 0
     public var uploadBytesPerSecond: Double = 0
+    /// The highest id in the queue (nil from an engine that does not say): what a rule marked now covers, so
+    /// that items added after it are not taken by it.
+    public var lastID: Int64?
     public init() {}
 
     /// The items per state among `items`.

@@ -328,12 +328,27 @@ import Testing
         start.filter = "iso"
         let (state, _) = press([.character("M")], start)
         #expect(!state.marks.isEmpty && state.marks.count(current: state.queueView, rows: state.rows(queue)) == 1)
-        #expect(press([.character("M"), .character("r")], start).1 == [.queueSaying(.retry(Selection(states: [.failed, .cancelled], filter: "iso")))])
+        #expect(press([.character("M"), .character("r")], start).1 == [.queueSaying(.retry(Selection(states: [.failed, .cancelled], filter: "iso", upTo: 9)))])
         // One unmarked after M is left out; a second M clears them.
         let (some, _) = press([.character("M"), .character("m")])
         #expect(some.marks.count(current: some.queueView, rows: some.rows(queue)) == 8)
-        #expect(press([.character("M"), .character("m"), .character("c")]).1 == [.queueSaying(.cancel(Selection(all: true, except: [1])))])
+        #expect(press([.character("M"), .character("m"), .character("c")]).1 == [.queueSaying(.cancel(Selection(all: true, except: [1], upTo: 9)))])
         #expect(press([.character("M"), .character("M")]).0.marks.isEmpty)
+    }
+
+    /// M marks the view's items there are now: one added afterwards (by another ferry get) is not marked, and
+    /// the command leaves it out (p paused it, and c or d would have taken items the user never saw).
+    @Test func capitalMDoesNotMarkItemsAddedAfterIt() {
+        let (marked, _) = press([.character("M")])
+        var later = queue
+        later.items.append(Fixtures.item(10, "later.iso", .queued))
+        later.totals.count[.queued, default: 0] += 1
+        later.totals.lastID = 10
+        #expect(marked.marks.contains(later.items[0]) && !marked.marks.contains(later.items[9]))
+        let selection = marked.marks.selection
+        #expect(selection.upTo == 9)
+        let chosen = selection.choose(among: later.items.map { ($0.id, $0.state, $0.batch) })
+        #expect((try? chosen.get())?.map(\.rawValue) == Array(1...9))
     }
 
     @Test func capitalRRetriesTheFailedOfTheViewAndXClearsTheFinishedAfterAsking() {

@@ -14,6 +14,7 @@ extension TransferManager {
         core.withLock { core in
             var totals = QueueTotals()
             totals.count = core.counts.filter { $0.value > 0 }
+            totals.lastID = core.nextID - 1
             // While anything runs (only items holding a slot can): the engine's bytes moved per second, finished
             // files included; until that has two samples, the sum of the running items' rates.
             let running = core.slotHolders.keys.compactMap { core.items[$0] }.filter { $0.state == .running }

@@ -12,6 +12,8 @@ public struct Marks: Sendable, Equatable {
     public private(set) var except: Set<TransferID> = []
     /// Rows of `view` when it was marked: its count while another view is shown.
     public private(set) var viewTotal = 0
+    /// The highest id in the queue when the view was marked: items added since are not marked.
+    public private(set) var upTo: Int64?
 
     public init() {}
 
@@ -19,7 +21,7 @@ public struct Marks: Sendable, Equatable {
 
     public func contains(_ item: TransferSnapshot) -> Bool {
         guard let view else { return ids.contains(item.id) }
-        return !except.contains(item.id) && Self.shows(view, item)
+        return item.id.rawValue <= upTo ?? .max && !except.contains(item.id) && Self.shows(view, item)
     }
 
     static func shows(_ view: QueueView, _ item: TransferSnapshot) -> Bool {
@@ -37,11 +39,12 @@ public struct Marks: Sendable, Equatable {
         return true
     }
 
-    /// Marks every item of `view` (`total` rows now).
-    public mutating func markAll(of view: QueueView, total: Int) {
+    /// Marks every item of `view` (`total` rows now) there is now, up to the item `upTo`.
+    public mutating func markAll(of view: QueueView, total: Int, upTo: Int64?) {
         self = Marks()
         self.view = view.conditions
         viewTotal = total
+        self.upTo = upTo
     }
 
     public mutating func clear() { self = Marks() }
@@ -56,7 +59,7 @@ public struct Marks: Sendable, Equatable {
 
     /// The marked items, as a command names them.
     public var selection: Selection {
-        if let view { return Selection(view: view, except: except.map(\.rawValue).sorted()) }
+        if let view { return Selection(view: view, except: except.map(\.rawValue).sorted(), upTo: upTo) }
         return Selection(ids: ids.map(\.rawValue).sorted())
     }
 }
