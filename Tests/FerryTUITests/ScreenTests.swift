@@ -40,6 +40,19 @@ import Testing
                 || wide.contains("Download URL (into /home/me/Downloads; Tab: another folder): http://h/x.bin"), "\(wide)")
     }
 
+    /// A retry that came due while every slot was taken still says the failure it retries ("HTTP 503, next"),
+    /// not a bare "queued" (a user's retry starts afresh: plain "queued").
+    @Test func aRetryWaitingForASlotSaysWhy() {
+        var item = Fixtures.item(3, "backup.tar.gz", .queued)
+        item.retries = 1
+        item.lastError = "HTTP 503 Service Unavailable"
+        #expect(RowText.status(item, now: Fixtures.now) == "HTTP 503, next")
+        item.lastError = nil
+        #expect(RowText.status(item, now: Fixtures.now) == "retry 1/5, next")
+        item.retries = 0
+        #expect(RowText.status(item, now: Fixtures.now) == "queued")
+    }
+
     /// The list scrolls only as far as keeps the selection on screen: after G, k moves the highlight up a row
     /// and the list stays (the highlight stayed on the bottom row and the list scrolled under it).
     @Test func theHighlightMovesUpAfterAJumpToTheEnd() {
