@@ -231,6 +231,13 @@ public final class Aria2RPC: @unchecked Sendable {
         }
         params.values.removeFirst()
         let options = params.values.first as? [String: Any] ?? [:]
+        // aria2's `position`: a place in the waiting list, as changePosition's POS_SET (checked before anything
+        // is made: a refused add leaves no folder behind).
+        var place: Int?
+        if let position = params.values.dropFirst().first, !(position is NSNull) {
+            guard let number = position as? Int, number >= 0 else { throw Failure("position: a number from 0") }
+            place = number
+        }
         let url: URL
         do throws(UsageError) {
             // aria2 takes several URIs as mirrors of one file; ferry fetches the first.
@@ -263,7 +270,9 @@ public final class Aria2RPC: @unchecked Sendable {
         var lines: [String] = []
         if let headers = options["header"] { lines = (headers as? [String]) ?? (headers as? String).map { [$0] } ?? [] }
         for (option, name) in [("referer", "Referer"), ("user-agent", "User-Agent")] {
-            guard let value = options[option] as? String else { continue }
+            guard var value = options[option] as? String else { continue }
+            // aria2's `referer=*`: the download's own URI.
+            if option == "referer", value == "*" { value = url.absoluteString }
             if !lines.contains(where: { $0.lowercased().hasPrefix(name.lowercased() + ":") }) { lines.append("\(name): \(value)") }
         }
         if !lines.isEmpty {
@@ -284,12 +293,6 @@ public final class Aria2RPC: @unchecked Sendable {
                 throw Failure("checksum: only sha-256=HEX (64 hex digits) is checked")
             }
             spec.sha256 = parts[1].lowercased()
-        }
-        // aria2's `position`: a place in the waiting list, as changePosition's POS_SET.
-        var place: Int?
-        if let position = params.values.dropFirst().first, !(position is NSNull) {
-            guard let number = position as? Int, number >= 0 else { throw Failure("position: a number from 0") }
-            place = number
         }
         let added: [AddedItem]
         do throws(StateError) {

@@ -76,7 +76,7 @@ func jobsNotApplied(_ jobs: Int) -> String {
 func add(_ specs: [TransferSpec], to client: ControlClient, force: Bool = false) throws -> (batch: Int64, items: [AddedItem]) {
     do {
         return try QueueVerb.refusalIsUsage { try client.add(specs, command: typedCommand(), force: force) }
-    } catch let error as ControlError where !error.refused && specs.count > 1 {
+    } catch let error as ControlError where !error.refused && specs.count > 1 && !force {
         throw ControlError(error.description + "; the items it took before are queued (ferry list shows them), "
                            + "and the same command again adds only the rest")
     }

@@ -121,6 +121,11 @@ import TestHTTPServer
         #expect(request.header("User-Agent") == "MyUA/1")
         #expect(dir.contents("sub/deeper/o.bin") == Data("r".utf8), "folders made under dir, '..' dropped")
         #expect(try await status(gid)["errorCode"] as? String == "0")
+        // aria2's referer=*: the download's own URI.
+        server.route("/star.bin", .serve(Resource(body: Data("s".utf8))))
+        _ = try await call("aria2.addUri", [[server.url("/star.bin").absoluteString], ["referer": "*"]])
+        try await finish(manager, [TransferID(2)])
+        #expect(server.requests("/star.bin").first?.header("Referer") == server.url("/star.bin").absoluteString)
         var waiting: [String] = []
         for n in 1...3 {
             waiting.append(try #require(try await call("aria2.addUri", [[server.url("/w\(n).bin").absoluteString], ["pause": "true"]]) as? String))
@@ -132,7 +137,7 @@ import TestHTTPServer
         await #expect(throws: RPCCallError(code: 1, message: "position: a number from 0")) {
             _ = try await call("aria2.addUri", [[server.url("/w8.bin").absoluteString], [:], -1])
         }
-        #expect(manager.snapshot(QueueView()).items.count == 6, "a refused add adds nothing")
+        #expect(manager.snapshot(QueueView()).items.count == 7, "a refused add adds nothing")
     }
 
     /// A GID shorter than 16 digits is a prefix of one item's GID, as in aria2 (it was read as a number: "1"

@@ -57,7 +57,8 @@ public struct RetryPolicy: Sendable, Equatable {
         _ failure: TransferFailure, retries: Int, dnsRetries: Int = 0, idempotent: Bool = true,
         random: (ClosedRange<Double>) -> Double = { Double.random(in: $0) }
     ) -> Decision {
-        guard retries < maxRetries else { return .giveUp }
+        // The budget says how many retries this failure has (a name that does not resolve has fewer).
+        guard retries < budget(retries: retries, dnsRetries: dnsRetries, afterDNS: isDNS(failure)) else { return .giveUp }
         var floor: TimeInterval = 0
         switch failure {
         case let .http(status, _, retryAfter):
@@ -65,11 +66,7 @@ public struct RetryPolicy: Sendable, Equatable {
             guard idempotent || retryableStatusesForNonIdempotent.contains(status) else { return .giveUp }
             if let retryAfter { floor = min(max(0, retryAfter), maxRetryAfter) }
         case let .transport(code, _):
-            if isDNS(failure) {
-                guard dnsRetries < maxDNSRetries else { return .giveUp }
-            } else if !retryableTransportCodes.contains(code) {
-                return .giveUp
-            }
+            if !isDNS(failure), !retryableTransportCodes.contains(code) { return .giveUp }
         case .protocolViolation:
             break
         case .local, .integrity:

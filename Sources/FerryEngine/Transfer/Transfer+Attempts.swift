@@ -257,6 +257,7 @@ extension Transfer {
             retries = 0
             dnsRetries = 0
         }
+        lastFailureWasDNS = policy.isDNS(failure)
         var idempotent = true
         if let upload = spec.upload {
             guard retryUploads else { return fail(failure.message) }
@@ -264,7 +265,6 @@ extension Transfer {
             // A POST whose upload the server keeps at a location goes on there, not again at the endpoint.
             idempotent = upload.method.uppercased() != "POST" || resumable?.location != nil
         }
-        lastFailureWasDNS = policy.isDNS(failure)
         switch policy.decide(failure, retries: retries, dnsRetries: dnsRetries, idempotent: idempotent) {
         case .giveUp:
             return fail(failure.message)
