@@ -11,6 +11,8 @@ import Synchronization
 final class Reporter: Sendable {
     private let lastPrinted = Mutex<[TransferID: Int64]>([:])
     private let lastAttemptShown = Mutex<[TransferID: Int]>([:])
+    /// The state each item's last line said.
+    private let lastStateShown = Mutex<[TransferID: TransferState]>([:])
     /// Resumable uploads: the resumptions and the start-over reason already said.
     private let lastResumableShown = Mutex<[TransferID: ResumableShown]>([:])
     let output = DispatchQueue(label: "ferry.output")
@@ -78,6 +80,10 @@ final class Reporter: Sendable {
         case .queued, .paused, .cancelled:
             line = "\(name): \(item.state.rawValue)"
         }
+        // One line per change: the engine tells a state again (a pause of a download in 4 ranges, by each range).
+        let state = item.state
+        guard item.state == .running || lastStateShown.withLock({ $0.updateValue(state, forKey: id) }) != state else { return }
+        if item.state == .running { lastStateShown.withLock { $0[id] = .running } }
         lines.send([line])
     }
 

@@ -56,6 +56,31 @@ import TestHTTPServer
         print("verb \(arguments.joined(separator: " ")): \(what) after \(String(format: "%.3f", Date().timeIntervalSince(started))) s (the command's own start included)")
     }
 
+    /// A headless run says each change of an item once: a pause of a download in 4 ranges printed "paused" 5
+    /// times (once per range and once for the item), a cancel twice.
+    @Test func aRunSaysEachChangeOnce() async throws {
+        let body = Resource.randomBytes(count: 8 << 20, seed: 83)
+        server.route("/r.bin", .serve(Resource(body: body, etag: "\"r\""), ServeOptions(bytesPerSecond: 512 << 10)))
+        let log = dir.path + "/run.err"
+        _ = FileManager.default.createFile(atPath: log, contents: nil)
+        let engine = ChildProcess()
+        engine.executableURL = ferryExecutable()
+        engine.arguments = ["get", "--no-tui", "--segments", "4", "-o", downloads, server.url("/r.bin").absoluteString]
+        engine.environment = isolatedEnvironment(stateDir: state, configHome: dir.path + "/config")
+        engine.standardOutput = FileHandle.nullDevice
+        engine.standardError = try FileHandle(forWritingTo: URL(fileURLWithPath: log))
+        try engine.run()
+        defer { if engine.isRunning { engine.terminate() } }
+        try await until("the engine listens") { ControlClient.connect(StateDirectory(option: state)) != nil }
+        try await until("its ranges run") { server.requests("/r.bin").count >= 5 }
+        try await expectEffect(["pause", "1"], "#1 paused") { try await state(of: 1) == "paused" }
+        try await expectEffect(["cancel", "1"], "#1 cancelled") { try await state(of: 1) == "cancelled" }
+        await exited(engine)
+        let lines = (try String(contentsOfFile: log, encoding: .utf8)).split(separator: "\n")
+        #expect(lines.filter { $0.hasSuffix("#1 r.bin: paused") }.count == 1, "\(lines)")
+        #expect(lines.filter { $0.hasSuffix("#1 r.bin: cancelled") }.count == 1, "\(lines)")
+    }
+
     @Test func verbsSteerALiveEngine() async throws {
         for name in ["a", "b"] {
             let body = Resource.randomBytes(count: 6 << 20, seed: name == "a" ? 81 : 82)
