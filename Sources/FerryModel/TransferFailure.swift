@@ -53,7 +53,7 @@ extension TransferFailure {
         }
         for (words, reason) in [("cannot connect", lower.contains("refused") ? "refused" : "no connection"),
                                 ("cannot resolve", "no such host"), ("timed out", "timed out"), ("was lost", "connection lost"),
-                                ("tls: the certificate", "TLS untrusted"), ("tls:", "TLS failed"),
+                                ("is for another name", "TLS wrong name"), ("tls: the certificate", "TLS untrusted"), ("tls:", "TLS failed"),
                                 ("is not http", "bad response"), ("cannot be decoded", "bad encoding"),
                                 ("malformed url", "bad URL"), ("unsupported url", "bad URL"),
                                 ("no space left", "disk full"), ("disk holding", "disk full"), ("quota", "disk full"),

@@ -27,6 +27,11 @@ enum TransportError {
             // curl's own words for the low-speed limit say the same again ("Operation too slow. Less than 10
             // bytes/sec..."); others (a connect that timed out) are kept.
             return (.timedOut, detail.hasPrefix("Operation too slow") ? said : "\(said): \(detail)")
+        case FERRY_CURLE_PEER_FAILED_VERIFICATION where detail.contains("subject name") || detail.contains("does not match"):
+            // Trusted, but made out for another name: no CA file helps (curl: "no alternative certificate
+            // subject name matches target host name ...").
+            return (.serverCertificateUntrusted,
+                    "TLS: the certificate of \(host) is for another name (\(detail)); the URL must name the host as its certificate does")
         case FERRY_CURLE_PEER_FAILED_VERIFICATION, FERRY_CURLE_SSL_CACERT_BADFILE, FERRY_CURLE_SSL_ISSUER_ERROR:
             return (.serverCertificateUntrusted,
                     "TLS: the certificate of \(host) is not trusted (\(detail)); for a private CA set SSL_CERT_FILE or [network] ca_file")

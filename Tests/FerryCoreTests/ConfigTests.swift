@@ -1,3 +1,4 @@
+import CCurl
 import Foundation
 import Testing
 @testable import FerryCore
@@ -213,5 +214,21 @@ import Testing
     @Test func aMissingDefaultFileGivesTheDefaults() throws {
         #expect(try Config.load(option: nil, environment: ["XDG_CONFIG_HOME": "/nonexistent-ferry"]) == Config())
         #expect(throws: ConfigError.self) { try Config.load(option: "/nonexistent-ferry/c.toml", environment: [:]) }
+    }
+}
+
+/// libcurl's results in ferry's words: a certificate made out for another name is said so, without the advice
+/// about a CA file that only fits an untrusted one (it said "not trusted ... set SSL_CERT_FILE").
+@Suite struct TransportErrorTests {
+    @Test func aCertificateForAnotherNameIsNotCalledUntrusted() {
+        let url = URL(string: "https://example.test:8443/f")!
+        let (_, mismatch) = TransportError.describe(Int(FERRY_CURLE_PEER_FAILED_VERIFICATION),
+            curlMessage: "SSL: no alternative certificate subject name matches target host name 'example.test'",
+            osError: 0, url: url, bodyFailure: nil, idleTimeout: 30)
+        #expect(mismatch.hasPrefix("TLS: the certificate of example.test:8443 is for another name ("), "\(mismatch)")
+        #expect(!mismatch.contains("SSL_CERT_FILE"))
+        let (_, untrusted) = TransportError.describe(Int(FERRY_CURLE_PEER_FAILED_VERIFICATION),
+            curlMessage: "SSL certificate problem: self-signed certificate", osError: 0, url: url, bodyFailure: nil, idleTimeout: 30)
+        #expect(untrusted.contains("is not trusted") && untrusted.contains("SSL_CERT_FILE"), "\(untrusted)")
     }
 }

@@ -14,6 +14,7 @@ import Testing
         (TransferFailure.transport(code: -1001, message: "timed out: nothing from h for 30 s").message, "timed out"),
         (TransferFailure.transport(code: -1005, message: "the connection to h was lost: x").message, "connection lost"),
         (TransferFailure.transport(code: -1202, message: "TLS: the certificate of h is not trusted").message, "TLS untrusted"),
+        (TransferFailure.transport(code: -1202, message: "TLS: the certificate of h is for another name (x)").message, "TLS wrong name"),
         (TransferFailure.transport(code: -1200, message: "TLS: the secure connection to h failed").message, "TLS failed"),
         (TransferFailure.transport(code: -1011, message: "h sent something that is not HTTP").message, "bad response"),
         (TransferFailure.transport(code: -7, message: "odd").message, "odd"),
