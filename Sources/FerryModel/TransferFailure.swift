@@ -51,7 +51,8 @@ extension TransferFailure {
             default: return "error \(code)"
             }
         }
-        for (words, reason) in [("cannot connect", lower.contains("refused") ? "refused" : "no connection"),
+        for (words, reason) in [("cannot connect to the proxy", "no proxy"), ("refused the tunnel", "proxy refused"),
+                                ("cannot connect", lower.contains("refused") ? "refused" : "no connection"),
                                 ("cannot resolve", "no such host"), ("timed out", "timed out"), ("was lost", "connection lost"),
                                 ("is for another name", "TLS wrong name"), ("tls: the certificate", "TLS untrusted"), ("tls:", "TLS failed"),
                                 ("is not http", "bad response"), ("cannot be decoded", "bad encoding"),

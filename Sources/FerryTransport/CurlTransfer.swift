@@ -258,7 +258,8 @@ final class CurlTransfer: @unchecked Sendable {
         if let easy { _ = ferry_curl_easy_getinfo_long(easy, FERRY_CURLINFO_OS_ERRNO, &osError) }
         let (code, message) = TransportError.describe(result, curlMessage: String(cString: errorBuffer), osError: Int32(osError),
                                                       url: request.url, bodyFailure: bodyFailure,
-                                                      idleTimeout: request.timeoutInterval)
+                                                      idleTimeout: request.timeoutInterval,
+                                                      proxy: request.url.flatMap(settings.proxy(for:)).flatMap { $0.isEmpty ? nil : $0 })
         fail(code: code, message)
         return nil
     }

@@ -8,10 +8,22 @@ import FoundationNetworking
 /// libcurl's result codes as the URLError codes the engine's retry rules know, with a message that names
 /// the host and the cause.
 enum TransportError {
+    /// - Parameter proxy: the proxy the request went through (its URL as configured), nil for none.
     static func describe(_ result: Int, curlMessage: String, osError: Int32, url: URL?, bodyFailure: String?,
-                         idleTimeout: TimeInterval) -> (URLError.Code, String) {
+                         idleTimeout: TimeInterval, proxy: String? = nil) -> (URLError.Code, String) {
         let host = hostDescription(url)
         let detail = curlMessage.isEmpty ? String(cString: ferry_curl_easy_strerror(Int32(result))) : curlMessage
+        // The proxy, when curl's words say it was the one that failed (they name its port, or the tunnel).
+        let proxyURL = proxy.flatMap { URL(string: $0.contains("://") ? $0 : "http://" + $0) }
+        let proxyName = proxyURL.map { "the proxy " + hostDescription(URL(string: "\($0.scheme ?? "http")://\($0.host ?? ""):\($0.port ?? 1080)")) }
+        if let proxyName, detail.hasPrefix("CONNECT tunnel failed") {
+            return (.cannotConnectToHost, "\(proxyName) refused the tunnel to \(host): \(detail)")
+        }
+        if result == FERRY_CURLE_COULDNT_CONNECT, let proxyName, let port = proxyURL?.port ?? proxyURL.map({ _ in 1080 }),
+           detail.contains("port \(port)") {
+            let why = osError != 0 ? " (\(String(cString: strerror(osError)).lowercased()))" : ": \(detail)"
+            return (.cannotConnectToHost, "cannot connect to \(proxyName)\(why)")
+        }
         switch result {
         case FERRY_CURLE_COULDNT_RESOLVE_HOST:
             return (.cannotFindHost, "cannot resolve host name \(url?.host ?? host) (DNS): \(detail)")

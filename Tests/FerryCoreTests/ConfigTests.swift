@@ -231,4 +231,21 @@ import Testing
             curlMessage: "SSL certificate problem: self-signed certificate", osError: 0, url: url, bodyFailure: nil, idleTimeout: 30)
         #expect(untrusted.contains("is not trusted") && untrusted.contains("SSL_CERT_FILE"), "\(untrusted)")
     }
+
+    /// A proxy that failed is named, not the server behind it (a refused proxy read "cannot connect to" the
+    /// server, a tunnel refused with 502 "the connection ... was lost").
+    @Test func aProxyThatFailedIsNamed() {
+        let url = URL(string: "https://example.test:8443/f")!
+        let (_, refused) = TransportError.describe(Int(FERRY_CURLE_COULDNT_CONNECT),
+            curlMessage: "Failed to connect to 127.0.0.1 port 23999 after 0 ms: Couldn't connect to server",
+            osError: ECONNREFUSED, url: url, bodyFailure: nil, idleTimeout: 30, proxy: "http://user:pw@127.0.0.1:23999")
+        #expect(refused == "cannot connect to the proxy 127.0.0.1:23999 (connection refused)")
+        let (_, server) = TransportError.describe(Int(FERRY_CURLE_COULDNT_CONNECT),
+            curlMessage: "Failed to connect to example.test port 8443 after 0 ms: Couldn't connect to server",
+            osError: ECONNREFUSED, url: url, bodyFailure: nil, idleTimeout: 30, proxy: "http://127.0.0.1:23999")
+        #expect(server == "cannot connect to example.test:8443 (connection refused)", "through the proxy, the server refused")
+        let (_, tunnel) = TransportError.describe(Int(FERRY_CURLE_RECV_ERROR), curlMessage: "CONNECT tunnel failed, response 502",
+            osError: 0, url: url, bodyFailure: nil, idleTimeout: 30, proxy: "127.0.0.1:28999")
+        #expect(tunnel == "the proxy 127.0.0.1:28999 refused the tunnel to example.test:8443: CONNECT tunnel failed, response 502")
+    }
 }

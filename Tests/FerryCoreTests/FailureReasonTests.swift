@@ -15,6 +15,8 @@ import Testing
         (TransferFailure.transport(code: -1005, message: "the connection to h was lost: x").message, "connection lost"),
         (TransferFailure.transport(code: -1202, message: "TLS: the certificate of h is not trusted").message, "TLS untrusted"),
         (TransferFailure.transport(code: -1202, message: "TLS: the certificate of h is for another name (x)").message, "TLS wrong name"),
+        (TransferFailure.transport(code: -1004, message: "cannot connect to the proxy 127.0.0.1:3128 (connection refused)").message, "no proxy"),
+        (TransferFailure.transport(code: -1004, message: "the proxy p:3128 refused the tunnel to h: CONNECT tunnel failed, response 502").message, "proxy refused"),
         (TransferFailure.transport(code: -1200, message: "TLS: the secure connection to h failed").message, "TLS failed"),
         (TransferFailure.transport(code: -1011, message: "h sent something that is not HTTP").message, "bad response"),
         (TransferFailure.transport(code: -7, message: "odd").message, "odd"),
