@@ -178,12 +178,13 @@ import TestHTTPServer
     /// until it failed "Out of memory".
     @Test func aLimitSetOnAStreamMovesItToAConnectionOfItsOwn() async throws {
         let body = Resource.randomBytes(count: 8 << 20, seed: 229)
-        server.route("/big.bin", .serve(Resource(body: body, etag: "\"b\""), ServeOptions(bytesPerSecond: 2 << 20)))
+        server.route("/big.bin", .serve(Resource(body: body, etag: "\"b\""), ServeOptions(bytesPerSecond: 1 << 20)))
         let manager = try TransferManager(configuration: configuration())
         defer { manager.shutdown() }
         let id = manager.add(spec("/big.bin"))
         try await eventually("a MiB over HTTP/2") { (manager.snapshot(of: id)?.bytesDone ?? 0) >= 1 << 20 }
         #expect(manager.setRateLimit(id, 4 << 20))
+        try await eventually("asked again, on a connection of its own") { server.requests("/big.bin").count == 2 }
         try await finish(manager, [id])
         #expect(manager.snapshot(of: id)?.state == .completed, "\(manager.snapshot(of: id)?.lastError ?? "")")
         #expect(dir.contents("big.bin") == body)
