@@ -21,6 +21,9 @@ public struct QueueView: Sendable, Codable, Equatable, Hashable {
     public var detail: Int64?
     /// The rows' order (nil: the queue's).
     public var sort: QueueSort?
+    /// An item whose row in the view the window says (QueueWindow.aroundRow): a client keeps its selection
+    /// when the view changes under it (a filter cleared).
+    public var around: Int64?
 
     public init(states: [TransferState]? = nil, filter: String? = nil, ids: [Int64]? = nil, batch: Int64? = nil,
                 offset: Int = 0, limit: Int? = nil, detail: Int64? = nil, sort: QueueSort? = nil) {
@@ -126,6 +129,8 @@ public struct QueueWindow: Sendable, Codable, Equatable {
     /// In a view of every item: the row of the first running item (where a screen opens on a long queue of
     /// finished files), nil when none runs.
     public var firstRunning: Int?
+    /// The row of the view's `around` item, nil when the view does not show it.
+    public var aroundRow: Int?
 
     public init(offset: Int, total: Int, of view: QueueView? = nil) {
         self.offset = offset

@@ -25,7 +25,7 @@ extension TransferManager {
                 totals.downloadBytesPerSecond = core.moved.downRate.bytesPerSecond ?? sum(.download)
                 totals.uploadBytesPerSecond = core.moved.upRate.bytesPerSecond ?? sum(.upload)
             }
-            let (rows, total) = window(view ?? .everything, &core)
+            let (rows, total, aroundRow) = window(view ?? .everything, &core)
             var items: [TransferSnapshot] = []
             items.reserveCapacity(rows.count)
             let stored = records(of: rows.filter { core.items[$0.id] == nil }.map(\.id))
@@ -48,6 +48,7 @@ extension TransferManager {
             snapshot.downloadLimit = rates.download
             snapshot.uploadLimit = rates.upload
             snapshot.window = view.map { QueueWindow(offset: $0.offset, total: total, of: $0) }
+            snapshot.window?.aroundRow = aroundRow
             if let view, view.selectsAll { snapshot.window?.firstRunning = Self.firstRunning(core) }
             return snapshot
         }
@@ -71,7 +72,7 @@ extension TransferManager {
     public func records(_ view: QueueView) -> (items: [StoredTransfer], total: Int) {
         storeWriter.flush()
         return core.withLock { core in
-            let (rows, total) = window(view, &core)
+            let (rows, total, _) = window(view, &core)
             let stored = records(of: rows.filter { core.items[$0.id] == nil }.map(\.id))
             let items = rows.compactMap { entry -> StoredTransfer? in
                 if let transfer = core.items[entry.id] { return transfer.record() }
@@ -87,19 +88,23 @@ extension TransferManager {
     /// The entries in `view`'s window, and how many rows the whole view has: a slice of the queue when the
     /// view has every item, else one walk over the queue's index (a filter's text is matched on what the
     /// store keeps of names and URLs: TextMatches).
-    private func window(_ view: QueueView, _ core: inout Core) -> (rows: [Entry], total: Int) {
+    private func window(_ view: QueueView, _ core: inout Core) -> (rows: [Entry], total: Int, aroundRow: Int?) {
         // A window in queue order: what was kept for a sort goes (made again if a sort is asked again), not held
         // for the engine's life.
         if view.sort == nil, core.sortedRows != nil || !core.storedSortKeys.isEmpty {
             core.storedSortKeys = [:]
             core.sortedRows = nil
         }
-        if view.selectsAll { return (Array(core.queue[view.window(among: core.queue.count)]), core.queue.count) }
+        let around = view.around.map(TransferID.init)
+        if view.selectsAll {
+            return (Array(core.queue[view.window(among: core.queue.count)]), core.queue.count, around.flatMap { core.position(of: $0) })
+        }
         // A sorted view whose rows cannot have moved since they were sorted: its window is a slice of them. A
         // 100,000-row view sorted by name re-sorted at every sample while 2 items ran: 34 % of a core, 0.4 %
         // in queue order.
         if let sort = view.sort, let sorted = core.sortedRows, sorted.view == SortedRows.key(view), sorted.made == SortedRows.stamp(sort, core) {
-            return (Array(sorted.rows[view.window(among: sorted.rows.count)]), sorted.total)
+            return (Array(sorted.rows[view.window(among: sorted.rows.count)]), sorted.total,
+                    around.flatMap { id in sorted.rows.firstIndex { $0.id == id } })
         }
         var conditions = view
         conditions.filter = nil
@@ -107,18 +112,20 @@ extension TransferManager {
         let text = textMatches(for: view.filter, &core)
         var rows: [Entry] = []
         var total = 0
+        var aroundRow: Int?
         let sorted = view.sort != nil
         for entry in core.queue {
             guard matcher.matches(id: entry.id, state: entry.state, batch: entry.batch, name: { nil }, url: { "" }) else { continue }
             if let text, !(core.items[entry.id].map(text.matches) ?? text.contains(entry.id)) { continue }
             if sorted || view.windowContains(total) { rows.append(entry) }
+            if entry.id == around { aroundRow = total }
             total += 1
         }
-        guard let sort = view.sort else { return (rows, total) }
+        guard let sort = view.sort else { return (rows, total, aroundRow) }
         let keys = sortKeys(of: rows, &core)
         rows = sort.sorted(rows) { keys[$0.id] ?? QueueSort.Key(id: $0.id, state: $0.state, name: "", progress: nil, rate: nil) }
         core.sortedRows = SortedRows(view: SortedRows.key(view), made: SortedRows.stamp(sort, core), rows: rows, total: total)
-        return (Array(rows[view.window(among: rows.count)]), total)
+        return (Array(rows[view.window(among: rows.count)]), total, around.flatMap { id in rows.firstIndex { $0.id == id } })
     }
 
     /// What a sort compares of each row: loaded items as they are now, the others as the store keeps them

@@ -208,6 +208,8 @@ public struct AppState: Sendable, Equatable {
         let first = firstRow(rows)
         wanted.offset = max(0, first - listHeight)
         wanted.limit = listHeight * 3
+        // The selected item is not among the rows held (the view changed under it): the engine says its row.
+        if let selectedID, rows.index(of: selectedID) == nil { wanted.around = selectedID.rawValue }
         return wanted
     }
 
