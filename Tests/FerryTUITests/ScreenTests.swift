@@ -40,6 +40,33 @@ import Testing
                 || wide.contains("Download URL (into /home/me/Downloads; Tab: another folder): http://h/x.bin"), "\(wide)")
     }
 
+    /// The header keeps its layout as the selection moves (the place is as wide at row 1 as at the last: the
+    /// counts flipped between words and glyphs), shows the rate graph only while something moves (after P it
+    /// showed the last bars for ever), and its history is of seconds (quiet seconds with no frame are zeros).
+    @Test func theHeaderHoldsStillAndItsGraphIsOfTheLastSeconds() {
+        let items = (1...5_400).map { Fixtures.item(Int64($0), "f\($0).bin", $0 <= 2 ? .running : .queued, rate: $0 <= 2 ? 1000 : nil) }
+        var totals = QueueTotals()
+        totals.count = [.running: 2, .queued: 5_398]
+        let queue = QueueSnapshot(version: 1, items: items, totals: totals, maxConcurrent: 4, maxPerHost: 4)
+        var state = Fixtures.state(width: 100, height: 12)
+        state.selectedID = TransferID(1)
+        let first = Fixtures.render(state, queue).text.split(separator: "\n")[0]
+        state.selectedID = TransferID(5_400)
+        let last = Fixtures.render(state, queue).text.split(separator: "\n")[0]
+        #expect(first.contains("   1/5400 ") && last.contains("5400/5400 "), "\(first)\n\(last)")
+        #expect(first.replacingOccurrences(of: "   1/5400", with: "5400/5400") == last, "the same layout")
+
+        state.sampleRate(queue, second: 100)
+        #expect(state.rateHistory.count == 1)
+        state.sampleRate(queue, second: 110)  // nine seconds without a frame
+        #expect(state.rateHistory.count == 11 && state.rateHistory[1..<10].allSatisfy { $0 == 0 })
+        state.rateHistory = Array(repeating: 5_000, count: 20)
+        #expect(Fixtures.render(state, queue).text.split(separator: "\n")[0].contains("█"), "a graph while items run")
+        var paused = queue
+        paused.totals.count = [.paused: 5_400]
+        #expect(!Fixtures.render(state, paused).text.split(separator: "\n")[0].contains("█"), "none with nothing moving")
+    }
+
     /// A retry that came due while every slot was taken still says the failure it retries ("HTTP 503, next"),
     /// not a bare "queued" (a user's retry starts afresh: plain "queued").
     @Test func aRetryWaitingForASlotSaysWhy() {

@@ -111,6 +111,11 @@ public struct AppState: Sendable, Equatable {
     /// Takes the snapshot's total rate as this second's sample (once a second).
     public mutating func sampleRate(_ snapshot: QueueSnapshot, second: Int) {
         guard second != rateSecond else { return }
+        // Seconds with no frame drawn (nothing moved, nothing was drawn) were quiet: they count as such, so
+        // the history is of the last seconds, not of the last frames.
+        if rateSecond > 0, second > rateSecond + 1 {
+            rateHistory += Array(repeating: 0, count: min(60, second - rateSecond - 1))
+        }
         rateSecond = second
         rateHistory.append(snapshot.totals.downloadBytesPerSecond + snapshot.totals.uploadBytesPerSecond)
         if rateHistory.count > 60 { rateHistory.removeFirst(rateHistory.count - 60) }

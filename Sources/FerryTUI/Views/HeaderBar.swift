@@ -20,7 +20,11 @@ enum HeaderBar {
         // What says which rows are shown, and where the selection is among them (`512/2041`): never cut (the
         // filter, typed by the user, is made safe and kept short).
         var shown = ""
-        if let listed, let index = state.selectionIndex(in: listed) { shown += "\(index + 1)/\(listed.total) " }
+        if let listed, let index = state.selectionIndex(in: listed) {
+            // As wide at the first row as at the last: the header's layout does not change as the selection moves.
+            let place = "\(index + 1)/\(listed.total)"
+            shown += String(repeating: " ", count: max(0, 2 * "\(listed.total)".count + 1 - place.count)) + place + " "
+        }
         if state.view != .all { shown += "[\(state.view.title)] " }
         if state.sort != .queue { shown += "sort:\(state.sort.rawValue) " }
         if !state.marks.isEmpty { shown += "\(state.marks.count(current: state.queueView, rows: listed)) marked " }
@@ -34,11 +38,13 @@ enum HeaderBar {
         }
         settings += "\(snapshot.maxConcurrent) at once "
 
-        // The last minute's total rate as a small graph (htop's meters), the first thing to go when crowded.
-        let graph = state.rateHistory.contains { $0 > 0 }
-            ? DetailView.sparkline(state.rateHistory.suffix(20), unicode: context.unicode) + "  " : ""
+        // The last 20 seconds' total rate as a small graph (htop's meters) while something moves, the first thing
+        // to go when crowded (with nothing moving it showed the last bars for ever).
+        let recent = state.rateHistory.suffix(20)
+        let graph = (totals.count[.running] ?? 0) > 0 && recent.contains { $0 > 0 }
+            ? DetailView.sparkline(recent, unicode: context.unicode) + "  " : ""
         let candidates = [(rates + graph + counts, shown + settings), (rates + counts, shown + settings),
-                          (rates + glyphs, shown + settings), (rates + glyphs, shown)]
+                          (rates + graph + glyphs, shown + settings), (rates + glyphs, shown + settings), (rates + glyphs, shown)]
         for (left, right) in candidates.map({ (context.ascii($0.0), $0.1) })
         where DisplayWidth.of(left) + 2 + DisplayWidth.of(right) <= canvas.width {
             canvas.put(left, x: 0, y: 0, style: Palette.header)
