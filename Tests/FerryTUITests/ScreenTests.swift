@@ -142,7 +142,7 @@ import Testing
 
 
 
-            ? Help  Space Pause  c Cancel  r Retry  d Remove  a Add  u Upload  Enter Detail
+            ? Help  Space Pause  c Cancel  r Retry  d Remove  a Add  u Upload  q Detach
             """)
         // The first row is selected when nothing was chosen: reverse video across the whole width.
         #expect((0..<80).allSatisfy { canvas[$0, 1].style.reverse })
@@ -170,7 +170,7 @@ import Testing
 
 
 
-            ? Help  Space Pause  c Cancel  r Retry  d Remove  a Add  u Upload  Enter Detail
+            ? Help  Space Pause  c Cancel  r Retry  d Remove  a Add  u Upload  q Detach
             """)
         #expect(canvas.cells.allSatisfy { $0.character.unicodeScalars.allSatisfy(\.isASCII) })
         #expect((0..<80).allSatisfy { canvas[$0, 3].style.reverse })
@@ -248,7 +248,7 @@ import Testing
 
              Rate, last minute (peak 800.0 KiB/s)
                ▁▂▃▅██▅▃▂▁
-            Esc Back  ? Help  Space Pause  c Cancel  r Retry  d Remove  a Add  u Upload
+            Esc Back  ? Help  Space Pause  c Cancel  r Retry  d Remove  a Add  q Detach
             """)
         #expect(!canvas.text.contains("s3cret"))
     }
@@ -386,7 +386,7 @@ import Testing
             ↓ ✗   #6 missing… ······      HTTP 404
             ↓ ✓   #7 song.fl… ██████ 100% done
             ↓ ·   #8 later.b… ······      queued
-            ? Help  Space Pause  c Cancel  r Retry
+            ? Help  Space Pause  c Cancel  q Detach
             """)
     }
 

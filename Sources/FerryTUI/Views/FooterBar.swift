@@ -25,6 +25,10 @@ enum FooterBar {
         case .detail: entries.insert((key: "Esc", label: "Back"), at: 0)
         case .help: entries = [(key: "Esc", label: "Back"), (key: "j/k", label: "Scroll")]
         }
+        // Crowded, the entries before the last give way from the end: the last (q Detach) stays in sight, as
+        // htop keeps Quit (at 80 columns it and / Filter were cut).
+        func width(_ entry: (key: String, label: String)) -> Int { DisplayWidth.of(entry.key) + DisplayWidth.of(entry.label) + 3 }
+        while entries.count > 2, entries.map(width).reduce(0, +) - 2 > canvas.width { entries.remove(at: entries.count - 2) }
         var x = 0
         for entry in entries {
             let need = DisplayWidth.of(entry.key) + DisplayWidth.of(entry.label) + 1
