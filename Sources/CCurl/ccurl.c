@@ -28,6 +28,7 @@ static struct {
     curl_message *(*multi_info_read)(void *, int *);
     void *(*share_init)(void);
     int (*share_setopt)(void *, int, ...);
+    int (*share_cleanup)(void *);
     char *(*version)(void);
 } curl;
 
@@ -67,6 +68,7 @@ static void load(void) {
     LOAD(multi_info_read, "curl_multi_info_read");
     LOAD(share_init, "curl_share_init");
     LOAD(share_setopt, "curl_share_setopt");
+    LOAD(share_cleanup, "curl_share_cleanup");
     LOAD(version, "curl_version");
     load_status = 0;
 }
@@ -124,7 +126,10 @@ int ferry_curl_multi_wakeup(void *multi) { return curl.multi_wakeup(multi); }
 
 void *ferry_curl_connection_cache(void) {
     void *share = curl.share_init();
-    if (share && curl.share_setopt(share, 1 /* CURLSHOPT_SHARE */, 5 /* CURL_LOCK_DATA_CONNECT */) != 0) return NULL;
+    if (share && curl.share_setopt(share, 1 /* CURLSHOPT_SHARE */, 5 /* CURL_LOCK_DATA_CONNECT */) != 0) {
+        curl.share_cleanup(share);
+        return NULL;
+    }
     return share;
 }
 

@@ -269,14 +269,20 @@ final class CurlTransfer: @unchecked Sendable {
         end()
     }
 
-    /// Removed from libcurl because a limit now holds it back while it is an HTTP/2 stream: it ends as a lost
-    /// connection, which the engine retries at once from where it was (a Range), on a connection of its own.
+    /// This download is a stream of an HTTP/2 connection (its answer came over HTTP/2): what a limit cannot
+    /// hold back (transport thread).
+    var receivesAsStream: Bool { askedForHTTP2 && limits?.direction == .download && response.version.hasPrefix("HTTP/2") }
+
+    /// Removed from libcurl because a limit now holds it back while it is an HTTP/2 stream: it ends with
+    /// `movedForLimit`, and the engine starts it again from where it was (a Range), on a connection of its own.
     /// libcurl 7.88 cannot hold one stream back: a paused stream's data piles up in its window (a 512 MiB
     /// download limited to 64 KiB/s took RSS from 80 to 158 MB in 2 s and failed "Out of memory").
     func endedForLimit() {
         flush()
-        fail(code: .networkConnectionLost,
-             "the connection to \(hostDescription(request.url)) was left for one of its own: a bandwidth limit cannot hold back one HTTP/2 stream")
+        var info: [String: Any] = [NSLocalizedDescriptionKey: "moved from an HTTP/2 stream to a connection of its own, where its bandwidth limit holds"]
+        if let url = request.url { info[NSURLErrorFailingURLErrorKey] = url }
+        let error = NSError(domain: NSURLErrorDomain, code: TransportCodes.movedForLimit, userInfo: info)
+        finish { $0 { $1.urlProtocol($0, didFailWithError: error) } }
     }
 
     private func end() {
@@ -373,7 +379,11 @@ final class CurlTransfer: @unchecked Sendable {
             delegate?.transportInformational(for: task, response: interim)
         }
         guard response.complete else { return count }
-        if let url = request.url { delegate?.transportAnswered(for: task, url: url, multiplexed: response.version.hasPrefix("HTTP/2")) }
+        // Only an answer to a transfer that offered HTTP/2 says whether the host multiplexes (a limited one keeps
+        // HTTP/1.1 whatever the host offers: told, it took the host out of the multiplexed ones and its caps flapped).
+        if askedForHTTP2, let url = request.url {
+            delegate?.transportAnswered(for: task, url: url, multiplexed: response.version.hasPrefix("HTTP/2"))
+        }
         if (300..<400).contains(response.status), let location = response.value("Location"),
            let next = redirectTarget(location) {
             redirect = next

@@ -85,8 +85,8 @@ package final class CurlTransport: @unchecked Sendable {
         }
         multi = ferry_curl_multi_init()
         limitedConnections = ferry_curl_connection_cache()
-        unavailable = multi == nil ? "curl_multi_init failed"
-            : limitedConnections == nil ? "curl_share_init failed (the connection cache of limited transfers)" : nil
+        // Without a cache of their own (curl_share_init failed), limited transfers share the multi's: as before.
+        unavailable = multi == nil ? "curl_multi_init failed" : nil
         guard let multi else { return }
         // HTTP/2 transfers to one host share a connection (libcurl's default since 7.62, stated), up to
         // this many at once on it (or the server's own limit, if lower); past it another connection opens.
@@ -280,10 +280,11 @@ package final class CurlTransport: @unchecked Sendable {
         }
     }
 
-    /// Ends the transfers that asked for HTTP/2 and that a limit now holds back (transport thread).
+    /// Ends the downloads received as HTTP/2 streams that a limit now holds back (transport thread); an upload
+    /// is held back at its own reads, and a body may not be sendable again.
     private func endStreamsUnderLimits() {
         guard let multi else { return }
-        let limited = running.filter { $0.value.askedForHTTP2 && ($0.value.limits?.limited ?? false) }
+        let limited = running.filter { $0.value.receivesAsStream && ($0.value.limits?.limited ?? false) }
         for (easy, transfer) in limited {
             running.removeValue(forKey: easy)
             _ = ferry_curl_multi_remove_handle(multi, easy)

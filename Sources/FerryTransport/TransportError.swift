@@ -5,6 +5,13 @@ import Foundation
 import FoundationNetworking
 #endif
 
+/// Codes of ferry's own transport that are not libcurl's.
+package enum TransportCodes {
+    /// A download a limit moved off an HTTP/2 stream (CurlTransfer.endedForLimit): the engine starts it again at
+    /// once from where it was, spending no retry.
+    package static let movedForLimit = -30_001
+}
+
 /// libcurl's result codes as the URLError codes the engine's retry rules know, with a message that names
 /// the host and the cause.
 enum TransportError {

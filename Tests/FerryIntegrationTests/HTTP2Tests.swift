@@ -161,6 +161,7 @@ import TestHTTPServer
             try await finish(manager, [id])
             ids.append(id)
         }
+        #expect(manager.snapshot(of: slow)?.state == .running, "the limited one ran beside them all along")
         try await finish(manager, [slow])
         for (index, id) in ids.enumerated() {
             #expect(manager.snapshot(of: id)?.state == .completed, "\(manager.snapshot(of: id)?.lastError ?? "")")
@@ -191,6 +192,25 @@ import TestHTTPServer
         let requests = server.requests("/big.bin")
         #expect(requests.map(\.version) == ["HTTP/2.0", "HTTP/1.1"], "\(requests.map(\.version))")
         #expect(requests.last?.header("Range")?.hasPrefix("bytes=") == true && requests.last?.header("If-Range") == "\"b\"")
+        let item = try #require(manager.snapshot(of: id))
+        #expect(item.retries == 0 && item.lastError == nil, "a move, not a failure: no retry spent, no waiting")
+        #expect(item.attempts.first?.error?.contains("moved from an HTTP/2 stream") == true, "\(item.attempts)")
+    }
+
+    /// With --retries 0 a limit set on a stream still moves it (it went through the retry rules and failed).
+    @Test func aLimitMovesAStreamEvenWithNoRetries() async throws {
+        let body = Resource.randomBytes(count: 4 << 20, seed: 230)
+        server.route("/norety.bin", .serve(Resource(body: body, etag: "\"n\""), ServeOptions(bytesPerSecond: 1 << 20)))
+        var noRetries = configuration()
+        noRetries.retry.maxRetries = 0
+        let manager = try TransferManager(configuration: noRetries)
+        defer { manager.shutdown() }
+        let id = manager.add(spec("/norety.bin"))
+        try await eventually("half a MiB over HTTP/2") { (manager.snapshot(of: id)?.bytesDone ?? 0) >= 512 << 10 }
+        #expect(manager.setRateLimit(id, 8 << 20))
+        try await finish(manager, [id])
+        #expect(manager.snapshot(of: id)?.state == .completed, "\(manager.snapshot(of: id)?.lastError ?? "")")
+        #expect(dir.contents("norety.bin") == body)
     }
 
     @Test func throughAProxysTunnelDownloadsShareOneConnection() async throws {

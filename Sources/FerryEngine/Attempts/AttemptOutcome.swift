@@ -80,3 +80,12 @@ extension TransferFailure {
         return .transport(code: ns.code, message: TerminalSafe.sanitize(ns.localizedDescription))
     }
 }
+
+extension TransferFailure {
+    /// The transport moved a download off an HTTP/2 stream for its bandwidth limit (CurlTransfer.endedForLimit):
+    /// not a failure, it goes on at once.
+    var movedForLimit: Bool {
+        if case let .transport(code, _) = self { return code == TransportCodes.movedForLimit }
+        return false
+    }
+}

@@ -117,6 +117,10 @@ extension Transfer {
             // Nobody asked for it: treat it like a lost connection.
             attemptError = "stopped unexpectedly"
             effects += retryOrFail(.transport(code: NSURLErrorCancelled, message: "cancelled"), progressed: false)
+        case let (.failed(failure, _), .none) where failure.movedForLimit:
+            // Off an HTTP/2 stream for its limit: queued at once to go on from where it was, no retry spent.
+            attemptError = failure.message
+            state = .queued
         case let (.failed(failure, progressed), .none):
             attemptError = failure.message
             effects += retryOrFail(failure, progressed: progressed)
@@ -162,6 +166,11 @@ extension Transfer {
             if progressed { rangeRetries[index] = 0 }
             // While a pause, cancel or fallback drains the ranges, a failing one just stops.
             guard state == .running, stopIntent == nil else { break }
+            // Off an HTTP/2 stream for its limit: the range goes on at once on a connection of its own.
+            guard !failure.movedForLimit else {
+                effects.append(.wakeRange(index: index, after: 0, token: generation))
+                break
+            }
             let spent = rangeRetries[index] ?? 0
             switch policy.decide(failure, retries: spent) {
             case let .retry(after):
