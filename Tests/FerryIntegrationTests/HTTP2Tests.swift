@@ -144,14 +144,14 @@ import TestHTTPServer
     /// host had answered over HTTP/2, libcurl 7.88 sent the next request on the limited one's busy connection,
     /// which failed ("Received HTTP/0.9") and the limited file was published with that response in it.
     @Test func aLimitedDownloadsConnectionIsNeverTakenForAStream() async throws {
-        let limited = Resource.randomBytes(count: 2 << 20, seed: 226)
+        let limited = Resource.randomBytes(count: 4 << 20, seed: 226)  // 8 s at its limit: it runs beside the others
         server.route("/limited.bin", .serve(Resource(body: limited)))
         let small = (0..<2).map { Resource.randomBytes(count: 64 << 10, seed: UInt64(227 + $0)) }
         for (index, body) in small.enumerated() { server.route("/s\(index).bin", .serve(Resource(body: body))) }
         let manager = try TransferManager(configuration: configuration())
         defer { manager.shutdown() }
         var limitedSpec = spec("/limited.bin")
-        limitedSpec.rateLimit = 1 << 20
+        limitedSpec.rateLimit = 512 << 10
         let slow = manager.add(limitedSpec)
         try await eventually("the limited one moves") { !server.bytesSent("/limited.bin").isEmpty }
         // One at a time, each after the one before it: the second comes once the host is known to multiplex.
