@@ -129,7 +129,8 @@ public struct QueueWindow: Sendable, Codable, Equatable {
     /// In a view of every item: the row of the first running item (where a screen opens on a long queue of
     /// finished files), nil when none runs.
     public var firstRunning: Int?
-    /// The row of the view's `around` item, nil when the view does not show it.
+    /// The view's `around` item, and its row (nil when the view does not show it).
+    public var around: Int64?
     public var aroundRow: Int?
 
     public init(offset: Int, total: Int, of view: QueueView? = nil) {

@@ -254,25 +254,21 @@ public final class Aria2RPC: @unchecked Sendable {
             folders = Array(names.dropLast())
             out = names.last
         }
-        let directory: String
-        do throws(UsageError) {
-            // Made when missing, as -o makes it; relative to the engine's download folder.
-            let base = defaults.withLock { $0.directory }
-            let asked = (options["dir"] as? String).map { NSString(string: $0).expandingTildeInPath } ?? base
-            let dir = try InputValidation.writableDirectory(asked, relativeTo: base)
-            directory = folders.isEmpty ? dir : try InputValidation.writableDirectory(folders.joined(separator: "/"), relativeTo: dir)
-        } catch {
-            throw Failure("dir: \(error.description)")
-        }
-        var spec = TransferSpec(download: url, directory: directory)
+        var spec = TransferSpec(download: url, directory: "")
         if let out { spec.fileName = out }
         // Headers: `header` (one or a list), and aria2's `referer` and `user-agent` options as the headers they are.
         var lines: [String] = []
         if let headers = options["header"] { lines = (headers as? [String]) ?? (headers as? String).map { [$0] } ?? [] }
         for (option, name) in [("referer", "Referer"), ("user-agent", "User-Agent")] {
             guard var value = options[option] as? String else { continue }
-            // aria2's `referer=*`: the download's own URI.
-            if option == "referer", value == "*" { value = url.absoluteString }
+            // aria2's `referer=*`: the download's own URI, without credentials or fragment (RFC 9110, 10.1.3).
+            if option == "referer", value == "*" {
+                var own = URLComponents(url: url, resolvingAgainstBaseURL: false)
+                own?.user = nil
+                own?.password = nil
+                own?.fragment = nil
+                value = own?.url?.absoluteString ?? TerminalSafe.redactedURL(url)
+            }
             if !lines.contains(where: { $0.lowercased().hasPrefix(name.lowercased() + ":") }) { lines.append("\(name): \(value)") }
         }
         if !lines.isEmpty {
@@ -293,6 +289,16 @@ public final class Aria2RPC: @unchecked Sendable {
                 throw Failure("checksum: only sha-256=HEX (64 hex digits) is checked")
             }
             spec.sha256 = parts[1].lowercased()
+        }
+        // Every option checked: the folders are made (when missing, as -o makes them; relative to the engine's
+        // download folder), so that a refused add leaves none behind.
+        do throws(UsageError) {
+            let base = defaults.withLock { $0.directory }
+            let asked = (options["dir"] as? String).map { NSString(string: $0).expandingTildeInPath } ?? base
+            let dir = try InputValidation.writableDirectory(asked, relativeTo: base)
+            spec.directory = folders.isEmpty ? dir : try InputValidation.writableDirectory(folders.joined(separator: "/"), relativeTo: dir)
+        } catch {
+            throw Failure("dir: \(error.description)")
         }
         let added: [AddedItem]
         do throws(StateError) {

@@ -20,16 +20,20 @@ enum TransportError {
                          idleTimeout: TimeInterval, proxy: String? = nil) -> (URLError.Code, String) {
         let host = hostDescription(url)
         let detail = curlMessage.isEmpty ? String(cString: ferry_curl_easy_strerror(Int32(result))) : curlMessage
-        // The proxy, when curl's words say it was the one that failed (they name its port, or the tunnel).
+        // The proxy, when curl's words say it was the one that failed: the tunnel, or a connect to its host and
+        // port (no_proxy may have sent the request direct, to the same port).
         let proxyURL = proxy.flatMap { URL(string: $0.contains("://") ? $0 : "http://" + $0) }
-        let proxyName = proxyURL.map { "the proxy " + hostDescription(URL(string: "\($0.scheme ?? "http")://\($0.host ?? ""):\($0.port ?? 1080)")) }
-        if let proxyName, detail.hasPrefix("CONNECT tunnel failed") {
-            return (.cannotConnectToHost, "\(proxyName) refused the tunnel to \(host): \(detail)")
-        }
-        if result == FERRY_CURLE_COULDNT_CONNECT, let proxyName, let port = proxyURL?.port ?? proxyURL.map({ _ in 1080 }),
-           detail.contains("port \(port)") {
-            let why = osError != 0 ? " (\(String(cString: strerror(osError)).lowercased()))" : ": \(detail)"
-            return (.cannotConnectToHost, "cannot connect to \(proxyName)\(why)")
+        let proxyHost = proxyURL?.host
+        let proxyPort = proxyURL.map { $0.port ?? ($0.scheme?.lowercased() == "https" ? 443 : 1080) }  // libcurl's defaults
+        if let proxyHost, let proxyPort {
+            let proxyName = "the proxy " + hostDescription(URL(string: "http://\(proxyHost.contains(":") ? "[\(proxyHost)]" : proxyHost):\(proxyPort)"))
+            if detail.hasPrefix("CONNECT tunnel failed") {
+                return (.cannotConnectToHost, "\(proxyName) refused the tunnel to \(host): \(detail)")
+            }
+            if result == FERRY_CURLE_COULDNT_CONNECT, detail.contains("\(proxyHost) port \(proxyPort)") {
+                let why = osError != 0 ? " (\(String(cString: strerror(osError)).lowercased()))" : ": \(detail)"
+                return (.cannotConnectToHost, "cannot connect to \(proxyName)\(why)")
+            }
         }
         switch result {
         case FERRY_CURLE_COULDNT_RESOLVE_HOST:

@@ -244,6 +244,12 @@ import Testing
             curlMessage: "Failed to connect to example.test port 8443 after 0 ms: Couldn't connect to server",
             osError: ECONNREFUSED, url: url, bodyFailure: nil, idleTimeout: 30, proxy: "http://127.0.0.1:23999")
         #expect(server == "cannot connect to example.test:8443 (connection refused)", "through the proxy, the server refused")
+        // no_proxy sent it direct, to a server on the proxy's port: the server is named, not the proxy.
+        let local = URL(string: "http://localhost:8080/f")!
+        let (_, direct) = TransportError.describe(Int(FERRY_CURLE_COULDNT_CONNECT),
+            curlMessage: "Failed to connect to localhost port 8080 after 0 ms: Couldn't connect to server",
+            osError: ECONNREFUSED, url: local, bodyFailure: nil, idleTimeout: 30, proxy: "http://10.0.0.1:8080")
+        #expect(direct == "cannot connect to localhost:8080 (connection refused)")
         let (_, tunnel) = TransportError.describe(Int(FERRY_CURLE_RECV_ERROR), curlMessage: "CONNECT tunnel failed, response 502",
             osError: 0, url: url, bodyFailure: nil, idleTimeout: 30, proxy: "127.0.0.1:28999")
         #expect(tunnel == "the proxy 127.0.0.1:28999 refused the tunnel to example.test:8443: CONNECT tunnel failed, response 502")

@@ -67,15 +67,15 @@ import Testing
         #expect(!Fixtures.render(state, paused).text.split(separator: "\n")[0].contains("█"), "none with nothing moving")
     }
 
-    /// A retry that came due while every slot was taken still says the failure it retries ("HTTP 503, next"),
+    /// A retry that came due while every slot was taken still says the failure it retries ("HTTP 503, queued"),
     /// not a bare "queued" (a user's retry starts afresh: plain "queued").
     @Test func aRetryWaitingForASlotSaysWhy() {
         var item = Fixtures.item(3, "backup.tar.gz", .queued)
         item.retries = 1
         item.lastError = "HTTP 503 Service Unavailable"
-        #expect(RowText.status(item, now: Fixtures.now) == "HTTP 503, next")
+        #expect(RowText.status(item, now: Fixtures.now) == "HTTP 503, queued")
         item.lastError = nil
-        #expect(RowText.status(item, now: Fixtures.now) == "retry 1/5, next")
+        #expect(RowText.status(item, now: Fixtures.now) == "retry 1/5, queued")
         item.retries = 0
         #expect(RowText.status(item, now: Fixtures.now) == "queued")
     }

@@ -48,6 +48,7 @@ extension TransferManager {
             snapshot.downloadLimit = rates.download
             snapshot.uploadLimit = rates.upload
             snapshot.window = view.map { QueueWindow(offset: $0.offset, total: total, of: $0) }
+            snapshot.window?.around = view?.around
             snapshot.window?.aroundRow = aroundRow
             if let view, view.selectsAll { snapshot.window?.firstRunning = Self.firstRunning(core) }
             return snapshot

@@ -253,6 +253,14 @@ public struct AppState: Sendable, Equatable {
         return min(max(0, selectedIndex), rows.total - 1)
     }
 
+    /// The selected item is not in the view shown (a filter left it out): the row shown in its place is the
+    /// selection, so that clearing the filter stays there (it went back to an item the filtered view never showed).
+    mutating func selectShownRow(_ rows: ListRows) {
+        guard let index = selectionIndex(in: rows), let item = rows[index] else { return }
+        selectedIndex = index
+        selectedID = item.id
+    }
+
     public func selectedItem(_ snapshot: QueueSnapshot) -> TransferSnapshot? {
         if case let .detail(id) = screen { return snapshot.items.first { $0.id == id } }
         let rows = rows(snapshot)

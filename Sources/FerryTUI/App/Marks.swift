@@ -34,7 +34,7 @@ public struct Marks: Sendable, Equatable {
             if ids.remove(item.id) == nil { ids.insert(item.id) }
             return true
         }
-        guard Self.shows(view, item) else { return false }
+        guard Self.shows(view, item), item.id.rawValue <= upTo ?? .max else { return false }
         if except.remove(item.id) == nil { except.insert(item.id) }
         return true
     }
@@ -49,12 +49,11 @@ public struct Marks: Sendable, Equatable {
 
     public mutating func clear() { self = Marks() }
 
-    /// How many are marked: of a marked view, its rows now when it is the one shown (`current`, `rows`).
+    /// How many are marked: of a marked view, its rows when it was marked (items added since are not marked),
+    /// but those unmarked.
     public func count(current: QueueView, rows: ListRows?) -> Int {
-        guard let view else { return ids.count }
-        let shown = view == current.conditions
-        let total = shown ? rows.flatMap { $0.pending ? nil : $0.total } ?? viewTotal : viewTotal
-        return max(0, total - except.count)
+        guard view != nil else { return ids.count }
+        return max(0, viewTotal - except.count)
     }
 
     /// The marked items, as a command names them.

@@ -117,7 +117,7 @@ private func perform(_ action: Action, _ stateIn: AppState, _ snapshot: QueueSna
         if !state.marks.isEmpty { state.marks.clear(); note("marks cleared"); break }
         guard !items.pending, items.total > 0 else { note("nothing to mark in this view"); break }
         // What is there now: the engine's highest id (a window holds part of the queue), else the items held.
-        let upTo = snapshot.totals.lastID ?? snapshot.items.map(\.id.rawValue).max()
+        let upTo = snapshot.totals.lastID ?? (snapshot.window == nil ? snapshot.items.map(\.id.rawValue).max() : nil)
         state.marks.markAll(of: state.queueView, total: items.total, upTo: upTo)
         note("marked all \(items.total) of this view: p c r d J K act on them, Esc clears")
     case .retryFailed:

@@ -325,8 +325,15 @@ public final class CursesTerminal {
         raise(SIGTSTP)
         // Continued in the background (`bg`): the terminal is the shell's still; stopped again until `fg`
         // (curses would otherwise draw over the shell, and bracketed paste would be on in it).
+        // A group the kernel orphaned (the shell that ran ferry is gone) is not stopped by SIGTSTP: a few tries
+        // apart, then ferry takes the terminal anyway rather than spin.
         let group = getpgrp()
-        while case let owner = tcgetpgrp(outputFD), owner != -1, owner != group { raise(SIGTSTP) }
+        for _ in 0..<50 {
+            let owner = tcgetpgrp(outputFD)
+            guard owner != -1, owner != group else { break }
+            raise(SIGTSTP)
+            usleep(20_000)
+        }
         pthread_sigmask(SIG_SETMASK, &mask, nil)
         sigaction(SIGTSTP, &kept, nil)
         Self.write(Self.bracketedPasteOn, to: output)

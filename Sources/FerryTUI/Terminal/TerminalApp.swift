@@ -180,31 +180,20 @@ public final class TerminalApp {
     /// row was held learns its item once the row comes.
     private func followWindow(_ snapshot: QueueSnapshot) {
         guard let window = snapshot.window else {
-            // The engine in this process: the whole view is here. A selected item not in it (a filter typed)
-            // gives way to the row shown in its place, so that clearing the filter stays there.
+            // The engine in this process: the whole view is here, the selected item in it or not.
             let rows = state.rows(snapshot)
-            if let selectedID = state.selectedID, rows.total > 0, rows[state.selectedIndex]?.id != selectedID,
-               rows.index(of: selectedID) == nil, let index = state.selectionIndex(in: rows), let item = rows[index] {
-                state.selectedIndex = index
-                state.selectedID = item.id
+            if let selectedID = state.selectedID, rows[state.selectedIndex]?.id != selectedID, rows.index(of: selectedID) == nil {
+                state.selectShownRow(rows)
             }
             return
         }
         let rows = state.rows(snapshot)
-        // The selected item's row in a view that changed under it (a filter cleared): the selection stays on it,
-        // and the window to show it is asked for below.
         // A view that changed under the selection (a filter typed or cleared): the engine said where the selected
-        // item is in it. There, the selection stays on it (the window to show it is asked for below); not in it,
-        // the row shown in its place is the selection (else clearing the filter went back to an item the
-        // filtered view never showed).
-        if let selectedID = state.selectedID, window.answers(state.queueView), askedView?.around == selectedID.rawValue,
+        // item is in it (an answer about that item, not an older one). There, the selection stays on it (the
+        // window to show it is asked for below); not in it, the row shown in its place is the selection.
+        if let selectedID = state.selectedID, window.answers(state.queueView), window.around == selectedID.rawValue,
            rows.index(of: selectedID) == nil {
-            if let row = window.aroundRow {
-                state.selectedIndex = row
-            } else if let index = state.selectionIndex(in: rows), let item = rows[index] {
-                state.selectedIndex = index
-                state.selectedID = item.id
-            }
+            if let row = window.aroundRow { state.selectedIndex = row } else { state.selectShownRow(rows) }
         }
         if state.selectedID == nil, let index = state.selectionIndex(in: rows), let item = rows[index] {
             state.selectedIndex = index

@@ -36,7 +36,7 @@ enum RowText {
 
     /// ETA while running, else what the item is doing: "queued", "paused", "HTTP 503, in 8s" (why the last
     /// attempt failed and when the next begins; the row's glyph says it is a retry, the detail view its
-    /// number), "HTTP 503, next" (its retry is due and waits for a free slot), "refused" (why it failed),
+    /// number), "HTTP 503, queued" (queued again after that failure), "refused" (why it failed),
     /// "done". The words of a failure come from its message
     /// (TransferFailure.short): outside text, made safe by the caller.
     static func status(_ item: TransferSnapshot, now: Date) -> String {
@@ -48,9 +48,10 @@ enum RowText {
             return "\(TransferFailure.short(error)), in \(ByteFormat.duration(wait))"
         case .failed: return item.lastError.map(TransferFailure.short) ?? item.state.label
         case .queued where item.retries > 0:
-            // Its retry came due while every slot was taken: still the failure it retries.
-            guard let error = item.lastError else { return "retry \(item.retries)/\(item.maxRetries), next" }
-            return "\(TransferFailure.short(error)), next"
+            // Queued again after a failure (its retry came due while every slot was taken, or it was paused and
+            // resumed): the failure it will retry, and that it waits for its turn.
+            guard let error = item.lastError else { return "retry \(item.retries)/\(item.maxRetries), queued" }
+            return "\(TransferFailure.short(error)), queued"
         case .queued, .paused, .completed, .cancelled: return item.state.label
         }
     }
