@@ -140,7 +140,9 @@ import Testing
         let (done, commands) = press([.character("j"), .character("l"), .control("u")] + typing("500K") + [.enter], queue: limited)
         #expect(done.prompt == nil)
         #expect(commands == [.setItemLimit(TransferID(2), 500 << 10)])
-        #expect(press([.character("l"), .control("u")] + typing("off") + [.enter]).1 == [.setItemLimit(TransferID(1), nil)])
+        let (lifted, off) = press([.character("l"), .control("u")] + typing("off") + [.enter])
+        #expect(off == [.setItemLimit(TransferID(1), nil)])
+        #expect(lifted.message?.text == "#1 no longer limited", "not 'limited to unlimited'")
     }
 
     @Test func aBadRateKeepsThePromptAndSaysWhy() {

@@ -356,7 +356,7 @@ private func submit(_ stateIn: AppState, _ promptIn: AppState.Prompt, _ snapshot
         case let .itemLimit(id):
             let rate = try RateText.parse(text)
             state.prompt = nil
-            state.message = .init(text: "\(id) limited to \(RateText.describe(rate))", isError: false)
+            state.message = .init(text: rate == nil ? "\(id) no longer limited" : "\(id) limited to \(RateText.describe(rate))", isError: false)
             return (state, [.setItemLimit(id, rate)])
         case .globalDownloadLimit:
             let rate = try RateText.parse(text)
