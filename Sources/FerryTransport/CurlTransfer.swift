@@ -46,6 +46,9 @@ final class CurlTransfer: @unchecked Sendable {
     /// TCP slows the sender.
     private var maxBytesInFlight: Int { transport.inFlightBound.load(ordering: .relaxed) }
     static let maxRedirects = 20
+    /// What a request on a connection that was closed meanwhile ends with before any answer.
+    static let staleConnectionResults: Set<Int> = [Int(FERRY_CURLE_PARTIAL_FILE), Int(FERRY_CURLE_HTTP2), Int(FERRY_CURLE_HTTP2_STREAM), Int(FERRY_CURLE_GOT_NOTHING),
+                                                   Int(FERRY_CURLE_SEND_ERROR), Int(FERRY_CURLE_RECV_ERROR)]
     /// Bytes a second under which a transfer counts as stalled for the idle timeout (bandwidth limits pause
     /// the transfer instead of slowing it under this: curl does not judge a paused transfer's speed).
     static let stallRate = 10
@@ -67,6 +70,8 @@ final class CurlTransfer: @unchecked Sendable {
     private let errorBuffer = UnsafeMutablePointer<CChar>.allocate(capacity: Int(FERRY_CURL_ERROR_SIZE))
     private var response = ResponseHead()
     private var responseDelivered = false
+    /// The request went out again on a new connection after a cached one turned out closed (once).
+    private var freshConnection = false
     /// The next hop, when this response is a redirect being followed (its body is dropped).
     private var redirect: URLRequest?
     private var bodyFailure: String?
@@ -158,6 +163,7 @@ final class CurlTransfer: @unchecked Sendable {
         // Its connections are kept apart from the others' (CurlTransport.limitedConnections says why).
         let limited = limits?.limited ?? false
         askedForHTTP2 = url.scheme?.lowercased() == "https" && !limited
+        if freshConnection { set(FERRY_CURLOPT_FRESH_CONNECT, 1) }
         if askedForHTTP2 {
             set(FERRY_CURLOPT_HTTP_VERSION, FERRY_CURL_HTTP_VERSION_2TLS)
             set(FERRY_CURLOPT_PIPEWAIT, 1)
@@ -252,6 +258,15 @@ final class CurlTransfer: @unchecked Sendable {
             flush()
             finish { $0 { $1.urlProtocolDidFinishLoading($0) } }
             return nil
+        }
+        // A cached connection the server had closed while it sat idle (hypercorn closes an idle HTTP/2
+        // connection after 5 s, and libcurl 7.88 took it for alive): a request without a body that got no answer
+        // on it goes out again, once, on a new connection, as curl retries a dead reused connection itself.
+        var connects = 0
+        if let easy { _ = ferry_curl_easy_getinfo_long(easy, FERRY_CURLINFO_NUM_CONNECTS, &connects) }
+        if connects == 0, !freshConnection, !responseDelivered, body == nil, received == 0, Self.staleConnectionResults.contains(result) {
+            freshConnection = true
+            return self
         }
         flush()
         var osError = 0

@@ -82,6 +82,8 @@ enum {
 
     FERRY_CURLINFO_RESPONSE_CODE = 0x200000 + 2,
     FERRY_CURLINFO_OS_ERRNO = 0x200000 + 25,
+    /// New connections the transfer made (0: it went out on a cached one).
+    FERRY_CURLINFO_NUM_CONNECTS = 0x200000 + 26,
 
     FERRY_CURLPAUSE_CONT = 0,
     FERRY_CURLPAUSE_RECV = 1,
@@ -91,6 +93,8 @@ enum {
     FERRY_CURL_HTTP_VERSION_2TLS = 4,
     /// Wait for a connection that may multiplex rather than open another (CURLOPT_PIPEWAIT).
     FERRY_CURLOPT_PIPEWAIT = 237,
+    /// A new connection, not one from the cache (CURLOPT_FRESH_CONNECT).
+    FERRY_CURLOPT_FRESH_CONNECT = 74,
     /// The share object whose connection cache the handle uses (CURLOPT_SHARE).
     FERRY_CURLOPT_SHARE = 10100,
     FERRY_CURLMOPT_PIPELINING = 3,
