@@ -34,6 +34,7 @@ func submit(_ common: CommonOptions, config: Config, specs: [TransferSpec], deta
         let added = try add(specs, to: client, force: force)
         // An engine started for this command took -j; one already running keeps its own.
         if !started, let jobs = common.jobs { printError(jobsNotApplied(jobs)) }
+        if !started, let retries = common.retries { printError(retriesNotApplied(retries)) }
         Reporter().added(added.items)
         print(added.items.map(\.id.description).joined(separator: " "))
         return
@@ -61,6 +62,7 @@ func submit(_ common: CommonOptions, config: Config, specs: [TransferSpec], deta
         guard !ids.isEmpty else { throw ExitCode.success }
         printError("handed \(ids.count) \(ids.count == 1 ? "item" : "items") to the running engine: \(TransferID.list(ids))")
         if let jobs = common.jobs { printError(jobsNotApplied(jobs)) }
+        if let retries = common.retries { printError(retriesNotApplied(retries)) }
         throw ExitCode(await Follow.run(client, ids: Set(ids)))
     }
 }
@@ -69,6 +71,12 @@ func submit(_ common: CommonOptions, config: Config, specs: [TransferSpec], deta
 /// `ferry jobs` changes it for every item).
 func jobsNotApplied(_ jobs: Int) -> String {
     "-j \(jobs) not applied: the running engine keeps its own number of transfers at once (ferry jobs \(jobs) sets it)"
+}
+
+/// What a `get`/`put` says of its --retries when a running engine took its items (the engine's rules are its
+/// own, from its start: its config's [retry] attempts).
+func retriesNotApplied(_ retries: Int) -> String {
+    "--retries \(retries) not applied: the running engine keeps its own retry rules (its start's --retries, or [retry] attempts)"
 }
 
 /// Queues `specs` with the engine behind `client` as one batch (in parts, whatever their number). An engine

@@ -72,12 +72,13 @@ import TestHTTPServer
         try "[network]\nidle_timeout = 30.0\n".write(toFile: config, atomically: true, encoding: .utf8)
         let engine = try start(["get", "--config", config, "-o", downloads, server.url("/slow.bin").absoluteString])
         try await eventually("the engine is downloading") { size(downloads + "/slow.bin.part") == 1 << 20 }
-        let second = try await runFerry(["get", "-j", "6", "-o", downloads, server.url("/small.txt").absoluteString], stateDir: state)
+        let second = try await runFerry(["get", "-j", "6", "--retries", "0", "-o", downloads, server.url("/small.txt").absoluteString], stateDir: state)
         // It returned when its own item was done, with the result as if it had run it: the path, exit 0.
         #expect(second.status == 0, "\(second.stderr)")
         #expect(second.stderr.contains("handed 1 item to the running engine: #2"))
         // Its -j is not the running engine's: said, not silently dropped (issue 24, bug 10).
         #expect(second.stderr.contains("-j 6 not applied: the running engine keeps its own number of transfers at once (ferry jobs 6 sets it)"))
+        #expect(second.stderr.contains("--retries 0 not applied: the running engine keeps its own retry rules"), "\(second.stderr)")
         #expect(second.stderr.contains("#2 small.txt: done"))
         #expect(second.stdout == downloads + "/small.txt\n")
         #expect(FileManager.default.contents(atPath: downloads + "/small.txt") == small)
