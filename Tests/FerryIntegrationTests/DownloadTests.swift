@@ -41,8 +41,6 @@ import TestHTTPServer
         #expect(server.requests("/big.bin").first?.header("Accept-Encoding") == "identity")
     }
 
-    /// A name longer than a file system takes (300 bytes from the URL) is shortened to one whose `.part` fits:
-    /// the download failed with "File name too long" when the name kept 255 bytes and the `.part` made it 260.
     /// The engine's total rate begins again when something moves after a quiet stretch: a slow download after
     /// a fast one is said at its own rate from its first samples (the estimate carried over said the fast
     /// one's, decaying over seconds; the other way, 85 KB/s a second into a 164 KB/s download).
@@ -64,6 +62,8 @@ import TestHTTPServer
         manager.cancel(slow)
     }
 
+    /// A name longer than a file system takes (300 bytes from the URL) is shortened to one whose `.part` fits:
+    /// the download failed with "File name too long" when the name kept 255 bytes and the `.part` made it 260.
     @Test func aNameTooLongForTheFileSystemIsShortenedNotAFailure() async throws {
         let body = Data("long".utf8)
         let long = String(repeating: "A", count: 300) + ".txt"
