@@ -32,8 +32,8 @@ import TestHTTPServer
         try await listed().first { $0.id == id }?.state
     }
 
-    func until(_ what: String, _ condition: () async throws -> Bool) async throws {
-        let deadline = Date().addingTimeInterval(30)
+    func until(_ what: String, within seconds: Double = 30, _ condition: () async throws -> Bool) async throws {
+        let deadline = Date().addingTimeInterval(seconds)
         while try await !condition() {
             guard Date() < deadline else { throw Timeout() }
             try await Task.sleep(for: .milliseconds(50))
@@ -71,8 +71,8 @@ import TestHTTPServer
         engine.standardError = try FileHandle(forWritingTo: URL(fileURLWithPath: log))
         try engine.run()
         defer { if engine.isRunning { engine.terminate() } }
-        try await until("the engine listens") { ControlClient.connect(StateDirectory(option: state)) != nil }
-        try await until("its ranges run") { server.requests("/r.bin").count >= 5 }
+        try await until("the engine listens", within: 90) { ControlClient.connect(StateDirectory(option: state)) != nil }
+        try await until("its ranges run", within: 90) { server.requests("/r.bin").count >= 5 }
         try await expectEffect(["pause", "1"], "#1 paused") { try await state(of: 1) == "paused" }
         try await expectEffect(["cancel", "1"], "#1 cancelled") { try await state(of: 1) == "cancelled" }
         await exited(engine)
