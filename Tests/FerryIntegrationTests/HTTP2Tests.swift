@@ -181,7 +181,10 @@ import TestHTTPServer
     /// until it failed "Out of memory".
     @Test func aLimitSetOnAStreamMovesItToAConnectionOfItsOwn() async throws {
         let body = Resource.randomBytes(count: 8 << 20, seed: 229)
-        server.route("/big.bin", .serve(Resource(body: body, etag: "\"b\""), ServeOptions(bytesPerSecond: 1 << 20)))
+        // The stream stalls after 2 MiB (it cannot end before the limit is set, however busy the machine); the
+        // request on a connection of its own gets the rest.
+        server.route("/big.bin", [.serve(Resource(body: body, etag: "\"b\""), ServeOptions(stallAfter: 2 << 20)),
+                                  .serve(Resource(body: body, etag: "\"b\""))])
         let manager = try TransferManager(configuration: configuration())
         defer { manager.shutdown() }
         let id = manager.add(spec("/big.bin"))
@@ -202,7 +205,8 @@ import TestHTTPServer
     /// With --retries 0 a limit set on a stream still moves it (it went through the retry rules and failed).
     @Test func aLimitMovesAStreamEvenWithNoRetries() async throws {
         let body = Resource.randomBytes(count: 4 << 20, seed: 230)
-        server.route("/norety.bin", .serve(Resource(body: body, etag: "\"n\""), ServeOptions(bytesPerSecond: 1 << 20)))
+        server.route("/norety.bin", [.serve(Resource(body: body, etag: "\"n\""), ServeOptions(stallAfter: 1 << 20)),
+                                     .serve(Resource(body: body, etag: "\"n\""))])
         var noRetries = configuration()
         noRetries.retry.maxRetries = 0
         let manager = try TransferManager(configuration: noRetries)

@@ -35,7 +35,10 @@ import TestHTTPServer
     func until(_ what: String, within seconds: Double = 30, _ condition: () async throws -> Bool) async throws {
         let deadline = Date().addingTimeInterval(seconds)
         while try await !condition() {
-            guard Date() < deadline else { throw Timeout() }
+            guard Date() < deadline else {
+                Issue.record("timed out waiting for: \(what)")
+                throw Timeout()
+            }
             try await Task.sleep(for: .milliseconds(50))
         }
     }
@@ -60,7 +63,8 @@ import TestHTTPServer
     /// times (once per range and once for the item), a cancel twice.
     @Test func aRunSaysEachChangeOnce() async throws {
         let body = Resource.randomBytes(count: 8 << 20, seed: 83)
-        server.route("/r.bin", .serve(Resource(body: body, etag: "\"r\""), ServeOptions(bytesPerSecond: 512 << 10)))
+        // Each request stalls after 256 KiB: the run cannot end before the test steers it, however busy the machine.
+        server.route("/r.bin", .serve(Resource(body: body, etag: "\"r\""), ServeOptions(stallAfter: 256 << 10)))
         let log = dir.path + "/run.err"
         _ = FileManager.default.createFile(atPath: log, contents: nil)
         let engine = ChildProcess()
