@@ -294,10 +294,8 @@ final class CurlTransfer: @unchecked Sendable {
     /// download limited to 64 KiB/s took RSS from 80 to 158 MB in 2 s and failed "Out of memory").
     func endedForLimit() {
         flush()
-        var info: [String: Any] = [NSLocalizedDescriptionKey: "moved from an HTTP/2 stream to a connection of its own, where its bandwidth limit holds"]
-        if let url = request.url { info[NSURLErrorFailingURLErrorKey] = url }
-        let error = NSError(domain: NSURLErrorDomain, code: TransportCodes.movedForLimit, userInfo: info)
-        finish { $0 { $1.urlProtocol($0, didFailWithError: error) } }
+        fail(NSError(domain: NSURLErrorDomain, code: TransportCodes.movedForLimit,
+                     userInfo: failureInfo("moved from an HTTP/2 stream to a connection of its own, where its bandwidth limit holds")))
     }
 
     private func end() {
@@ -311,10 +309,18 @@ final class CurlTransfer: @unchecked Sendable {
     }
 
     private func fail(code: URLError.Code, _ message: String) {
+        fail(URLError(code, userInfo: failureInfo(message)))
+    }
+
+    private func fail(_ error: Error) {
+        finish { $0 { $1.urlProtocol($0, didFailWithError: error) } }
+    }
+
+    /// A failure's words and the URL it failed at, as URLSession's errors carry them.
+    private func failureInfo(_ message: String) -> [String: Any] {
         var info: [String: Any] = [NSLocalizedDescriptionKey: message]
         if let url = request.url { info[NSURLErrorFailingURLErrorKey] = url }
-        let error = URLError(code, userInfo: info)
-        finish { $0 { $1.urlProtocol($0, didFailWithError: error) } }
+        return info
     }
 
     private func finish(_ last: @escaping @Sendable (Delivery) -> Void) {

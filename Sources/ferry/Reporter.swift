@@ -82,8 +82,8 @@ final class Reporter: Sendable {
         }
         // One line per change: the engine tells a state again (a pause of a download in 4 ranges, by each range).
         let state = item.state
-        guard item.state == .running || lastStateShown.withLock({ $0.updateValue(state, forKey: id) }) != state else { return }
-        if item.state == .running { lastStateShown.withLock { $0[id] = .running } }
+        let before = lastStateShown.withLock { $0.updateValue(state, forKey: id) }
+        guard state == .running || before != state else { return }  // running: once per attempt, above
         lines.send([line])
     }
 

@@ -10,6 +10,12 @@ import Glibc
 
 /// Checks of user input that must hold before anything is queued.
 public enum InputValidation {
+    /// A line of a list of URLs that is a comment, not a URL: its first non-blank character is `#` (an `-i`
+    /// file's line, a line of URLs pasted into the UI).
+    public static func isComment(_ line: some StringProtocol) -> Bool {
+        line.drop(while: \.isWhitespace).hasPrefix("#")
+    }
+
     /// An absolute http(s) URL with a host, or a message naming what is wrong.
     public static func url(_ text: String) throws(UsageError) -> URL {
         let trimmed = String(Self.trimmed(Substring(text)) { $0.isWhitespace && !$0.isNewline })
@@ -64,12 +70,13 @@ public enum InputValidation {
                 var line = lines[index]
                 while let first = line.first, isASCIISpace(bytes[first]) { line = line.dropFirst() }
                 while let last = line.last, isASCIISpace(bytes[last]) { line = line.dropLast() }
+                // isComment, on the bytes of an ASCII line.
                 if line.isEmpty || bytes[line.lowerBound] == UInt8(ascii: "#") { continue }
                 var text = String(decoding: bytes[line], as: UTF8.self)
                 if !text.utf8.allSatisfy({ $0 < 0x80 }) {
                     // Other than ASCII: Unicode's blanks count too.
                     text = String(Self.trimmed(Substring(text), \.isWhitespace))
-                    if text.isEmpty || text.hasPrefix("#") { continue }
+                    if text.isEmpty || isComment(text) { continue }
                 }
                 do throws(UsageError) {
                     urls.append(try url(text))

@@ -10,7 +10,7 @@ public struct Marks: Sendable, Equatable {
     /// Every item of this view (its states and filter) is marked, but `except`.
     public private(set) var view: QueueView?
     public private(set) var except: Set<TransferID> = []
-    /// Rows of `view` when it was marked: its count while another view is shown.
+    /// Rows of `view` when it was marked: how many it marked.
     public private(set) var viewTotal = 0
     /// The highest id in the queue when the view was marked: items added since are not marked.
     public private(set) var upTo: Int64?
@@ -51,10 +51,7 @@ public struct Marks: Sendable, Equatable {
 
     /// How many are marked: of a marked view, its rows when it was marked (items added since are not marked),
     /// but those unmarked.
-    public func count(current: QueueView, rows: ListRows?) -> Int {
-        guard view != nil else { return ids.count }
-        return max(0, viewTotal - except.count)
-    }
+    public var count: Int { view == nil ? ids.count : max(0, viewTotal - except.count) }
 
     /// The marked items, as a command names them.
     public var selection: Selection {

@@ -53,7 +53,7 @@ private func perform(_ action: Action, _ stateIn: AppState, _ snapshot: QueueSna
     let inList = state.screen == .list
     // While items are marked, the list's actions act on them (the detail view's on its item).
     let onMarks = inList && !state.marks.isEmpty
-    let markedCount = state.marks.count(current: state.queueView, rows: items)
+    let markedCount = state.marks.count
     let marked = "\(markedCount) marked"
 
     func note(_ text: String, error: Bool = false) { state.message = .init(text: text, isError: error) }
@@ -241,10 +241,10 @@ private func confirm(_ stateIn: AppState, _ key: Key) -> (AppState, [Command]) {
     return (state, [])
 }
 
-/// Pasted text without its comment lines (those whose first non-blank character is `#`).
+/// Pasted text without its comment lines (InputValidation.isComment, as in an `-i` file).
 private func withoutCommentLines(_ text: String) -> String {
     text.split(omittingEmptySubsequences: false, whereSeparator: \.isNewline)
-        .filter { !$0.drop(while: \.isWhitespace).hasPrefix("#") }
+        .filter { !InputValidation.isComment($0) }
         .joined(separator: "\n")
 }
 

@@ -178,16 +178,14 @@ public final class TerminalApp {
     /// An engine behind its socket sends a window of the list: ask for another when the screenful at the
     /// selection is not in the one asked for (scrolled, filtered, another view). A selection made where no
     /// row was held learns its item once the row comes.
-    private func followWindow(_ snapshot: QueueSnapshot) {
+    private func followWindow(_ snapshot: QueueSnapshot, _ rows: ListRows) {
         guard let window = snapshot.window else {
             // The engine in this process: the whole view is here, the selected item in it or not.
-            let rows = state.rows(snapshot)
             if let selectedID = state.selectedID, rows[state.selectedIndex]?.id != selectedID, rows.index(of: selectedID) == nil {
                 state.selectShownRow(rows)
             }
             return
         }
-        let rows = state.rows(snapshot)
         // A view that changed under the selection (a filter typed or cleared): the engine said where the selected
         // item is in it (an answer about that item, not an older one). There, the selection stays on it (the
         // window to show it is asked for below); not in it, the row shown in its place is the selection.
@@ -254,7 +252,10 @@ public final class TerminalApp {
             emptyReads = changed || terminal.inputTaken != takenBefore ? 0 : emptyReads + 1
             if emptyReads > 100 { finish(129, reason: nil) }
         }
-        followWindow(snapshot)
+        // The list's rows, once a pump: the view's window or the whole view filtered here (they follow the view
+        // and the snapshot, not the selection, which followWindow may move).
+        let rows = state.rows(snapshot)
+        followWindow(snapshot, rows)
         if options.bell, bell.rings(for: snapshot) { terminal.bell() }
         let now = Date()
         let second = Int(now.timeIntervalSince1970)
@@ -266,12 +267,11 @@ public final class TerminalApp {
         state.sampleRate(snapshot, second: second)
         state.width = terminal.width
         state.height = terminal.height
-        let rows = state.rows(snapshot)
         let first = state.firstRow(rows)
         // A screenful whose window is on its way is not drawn blank: the screen stays as it was until its rows
         // come (a jump with g or G sent a frame that erased every row, then one that drew them).
         if lastCanvas != nil, state.screen == .list, !TransferList.rowsHeld(rows, first: first, rows: state.listHeight) { return }
-        let canvas = Screen.render(state, snapshot, RenderContext(unicode: unicode, now: now))
+        let canvas = Screen.render(state, snapshot, RenderContext(unicode: unicode, now: now), rows: rows)
         state.listTop = first
         guard canvas != lastCanvas else { return }
         terminal.draw(canvas)

@@ -27,7 +27,7 @@ enum HeaderBar {
         }
         if state.view != .all { shown += "[\(state.view.title)] " }
         if state.sort != .queue { shown += "sort:\(state.sort.rawValue) " }
-        if !state.marks.isEmpty { shown += "\(state.marks.count(current: state.queueView, rows: listed)) marked " }
+        if !state.marks.isEmpty { shown += "\(state.marks.count) marked " }
         if !state.filter.isEmpty {
             shown += "/" + DisplayWidth.truncate(context.outside(state.filter), to: max(4, canvas.width / 3), ellipsis: context.ellipsis) + " "
         }

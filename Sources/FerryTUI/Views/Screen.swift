@@ -2,16 +2,19 @@ import FerryCore
 
 /// A whole frame: header, the list (or the detail or help view), footer. A pure function of its inputs.
 public enum Screen {
-    public static func render(_ state: AppState, _ snapshot: QueueSnapshot, _ context: RenderContext) -> Canvas {
+    /// - Parameter rows: the list's rows when the caller has them (`state.rows(snapshot)`), so that they are
+    ///   worked out once a frame.
+    public static func render(_ state: AppState, _ snapshot: QueueSnapshot, _ context: RenderContext, rows: ListRows? = nil) -> Canvas {
         var canvas = Canvas(width: state.width, height: state.height)
-        render(state, snapshot, context, into: &canvas)
+        render(state, snapshot, context, into: &canvas, rows: rows)
         return canvas
     }
 
-    public static func render(_ state: AppState, _ snapshot: QueueSnapshot, _ context: RenderContext, into canvas: inout Canvas) {
+    public static func render(_ state: AppState, _ snapshot: QueueSnapshot, _ context: RenderContext, into canvas: inout Canvas,
+                              rows given: ListRows? = nil) {
         guard canvas.width > 0, canvas.height > 0 else { return }
         // The list's rows, once a frame: the header says where the selection is among them.
-        let listed = state.screen == .list ? state.rows(snapshot) : nil
+        let listed = state.screen == .list ? given ?? state.rows(snapshot) : nil
         HeaderBar.render(state, snapshot, listed, context, into: &canvas)
         let top = 1
         var rows = max(0, canvas.height - 2)
