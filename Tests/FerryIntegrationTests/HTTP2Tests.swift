@@ -111,6 +111,15 @@ import TestHTTPServer
         #expect(server.connectionsAccepted == 1, "connections: \(server.connectionsAccepted)")
     }
 
+    /// /limited.bin added limited to 512 KiB/s, once its bytes move.
+    func startLimited(_ manager: TransferManager) async throws -> TransferID {
+        var limitedSpec = spec("/limited.bin")
+        limitedSpec.rateLimit = 512 << 10
+        let id = manager.add(limitedSpec)
+        try await eventually("the limited one moves") { !server.bytesSent("/limited.bin").isEmpty }
+        return id
+    }
+
     /// A limited item keeps HTTP/1.1 on a connection of its own, where the limit holds at the wire (libcurl
     /// 7.88 would hold a paused stream's data in its stream window, the server sending at full speed: 5.6 MiB
     /// in 4 s for 512 KiB/s); the others go on over HTTP/2, not held up by it.
@@ -121,10 +130,7 @@ import TestHTTPServer
         server.route("/free.bin", .serve(Resource(body: free)))
         let manager = try TransferManager(configuration: configuration())
         defer { manager.shutdown() }
-        var limitedSpec = spec("/limited.bin")
-        limitedSpec.rateLimit = 512 << 10
-        let slow = manager.add(limitedSpec)
-        try await eventually("the limited one moves") { !server.bytesSent("/limited.bin").isEmpty }
+        let slow = try await startLimited(manager)
         let start = try #require(server.bytesSent("/limited.bin").start)
         let fast = manager.add(spec("/free.bin"))
         try await finish(manager, [fast], within: 30)
@@ -150,10 +156,7 @@ import TestHTTPServer
         for (index, body) in small.enumerated() { server.route("/s\(index).bin", .serve(Resource(body: body))) }
         let manager = try TransferManager(configuration: configuration())
         defer { manager.shutdown() }
-        var limitedSpec = spec("/limited.bin")
-        limitedSpec.rateLimit = 512 << 10
-        let slow = manager.add(limitedSpec)
-        try await eventually("the limited one moves") { !server.bytesSent("/limited.bin").isEmpty }
+        let slow = try await startLimited(manager)
         // One at a time, each after the one before it: the second comes once the host is known to multiplex.
         var ids: [TransferID] = []
         for index in small.indices {
