@@ -147,6 +147,8 @@ let package = Package(
             name: "FerryIntegrationTests",
             dependencies: [
                 "FerryCore", "FerryModel", "FerryStorage", "FerryTransport", "FerryEngine", "TestHTTPServer", "FerryRPC",
+                // The row's words of a failure (FailureKindTests), beside the RPC's code and the hooks' variables.
+                "FerryTUI",
                 .product(name: "Crypto", package: "swift-crypto"),
                 // A TLS client of its own, to check the test server's HTTPS without anything installed.
                 .product(name: "NIOCore", package: "swift-nio"),

@@ -16,7 +16,12 @@ public struct ConfigError: Error, CustomStringConvertible, Sendable {
 /// An upload body that cannot be made (a missing or unreadable file, standard input in a form).
 public struct BodyError: Error, CustomStringConvertible, Sendable {
     public let description: String
-    public init(_ description: String) { self.description = description }
+    /// What kind of failure it is for an item that cannot send it.
+    public let kind: FailureKind
+    public init(_ description: String, kind: FailureKind = .unreadableFile) {
+        self.description = description
+        self.kind = kind
+    }
 }
 
 

@@ -20,7 +20,10 @@ public struct TransferSnapshot: Sendable, Identifiable, Equatable, Codable {
     public var retries: Int
     public var maxRetries: Int
     public var nextRetryAt: Date?
+    /// The last failure's message, for people (outside text: sanitize before showing).
     public var lastError: String?
+    /// What the last failure was: what rows, aria2's errorCode, `list --json` and hooks read (never the message).
+    public var failure: FailureCause?
     public var attempts: [Attempt]
     public var validators: Validators
     public var lastStatus: Int?
@@ -41,7 +44,7 @@ public struct TransferSnapshot: Sendable, Identifiable, Equatable, Codable {
         id: TransferID, spec: TransferSpec, state: TransferState, bytesDone: Int64 = 0, bytesExpected: Int64? = nil,
         fileName: String? = nil, savedPath: String? = nil, bytesPerSecond: Double? = nil, eta: TimeInterval? = nil,
         retries: Int = 0, maxRetries: Int = 5, nextRetryAt: Date? = nil, lastError: String? = nil,
-        attempts: [Attempt] = [], validators: Validators = Validators(), lastStatus: Int? = nil,
+        failure: FailureCause? = nil, attempts: [Attempt] = [], validators: Validators = Validators(), lastStatus: Int? = nil,
         response: ServerResponse? = nil, rateHistory: [Double] = [], segments: [SegmentState]? = nil
     ) {
         self.id = id
@@ -57,6 +60,7 @@ public struct TransferSnapshot: Sendable, Identifiable, Equatable, Codable {
         self.maxRetries = maxRetries
         self.nextRetryAt = nextRetryAt
         self.lastError = lastError
+        self.failure = failure
         self.attempts = attempts
         self.validators = validators
         self.lastStatus = lastStatus
@@ -69,6 +73,12 @@ public struct TransferSnapshot: Sendable, Identifiable, Equatable, Codable {
     public var progress: Float? {
         guard let bytesExpected, bytesExpected > 0 else { return nil }
         return Float(bytesDone) / Float(bytesExpected)
+    }
+
+    /// The last failure's few words for a row (`HTTP 404`, `refused`), from its kind; nil without one.
+    public var failureWords: String? {
+        guard let failure else { return nil }
+        return failure.words(message: lastError.map { TerminalSafe.sanitize($0) })
     }
 
     /// A name to show before the real one is known.

@@ -442,8 +442,8 @@ public final class Aria2RPC: @unchecked Sendable {
     static func gid(_ id: TransferID) -> String { String(format: "%016llx", id.rawValue) }
 
     /// aria2's `errorCode` for an item that ended: 0 complete, 31 removed, and for a failure the code aria2
-    /// gives the same cause (its manual, EXIT STATUS), read from the failure's few words as a row shows them;
-    /// 1 (unknown) for the rest. nil while the item has not ended.
+    /// gives the same cause (its manual, EXIT STATUS), from the failure's kind; 1 (unknown) for the rest. nil
+    /// while the item has not ended.
     static func errorCode(_ item: TransferSnapshot) -> String? {
         switch item.state {
         case .completed: return "0"
@@ -451,20 +451,28 @@ public final class Aria2RPC: @unchecked Sendable {
         case .failed: break
         case .queued, .running, .waiting, .paused: return nil
         }
+        guard let failure = item.failure else { return "1" }
         let code: Int
-        switch TransferFailure.short(item.lastError ?? "") {
-        case "HTTP 404": code = 3  // resource not found
-        case "HTTP 401": code = 24  // authorization failed
-        case "HTTP 503": code = 29  // service unavailable
-        case "bad response": code = 22  // HTTP protocol error
-        case let words where words.hasPrefix("HTTP "): code = 22
-        case "timed out": code = 2
-        case "refused", "no connection", "connection lost", "offline", "TLS failed", "TLS untrusted": code = 6  // network
-        case "no such host": code = 19  // name resolution
-        case "disk full": code = 9
-        case "bad checksum": code = 32
-        case "no permission", "read-only": code = 16  // could not create the file
-        default: code = 1
+        switch failure.kind {
+        case .http:
+            switch failure.status {
+            case 404: code = 3  // resource not found
+            case 401: code = 24  // authorization failed
+            case 503: code = 29  // service unavailable
+            default: code = 22  // HTTP response header was bad or unexpected
+            }
+        case .badResponse: code = 22
+        case .timedOut: code = 2
+        case .refused, .noConnection, .connectionLost, .offline, .tlsFailed, .tlsUntrusted, .tlsWrongName, .tlsClientCert,
+             .proxyUnreachable, .proxyRefused:
+            code = 6  // network problem
+        case .noSuchHost: code = 19  // name resolution failed
+        case .diskFull: code = 9
+        case .checksum: code = 32
+        case .noPermission, .readOnly: code = 16  // could not create the file
+        case .noFreeName: code = 13  // the file already existed
+        case .unreadableFile: code = 17  // file I/O error
+        case .badEncoding, .badURL, .fileChanged, .protocol, .cancelled, .other: code = 1
         }
         return "\(code)"
     }

@@ -16,7 +16,7 @@ package enum FileDigest {
             let n = pread(fd, block.baseAddress, block.count, offset)
             if n < 0 {
                 if errno == EINTR { continue }
-                throw .local("cannot read \(path): \(String(cString: strerror(errno)))")
+                throw .local("cannot read \(path)", errno: errno)
             }
             if n == 0 { break }
             hasher.update(bufferPointer: UnsafeRawBufferPointer(rebasing: block[0..<n]))

@@ -41,7 +41,7 @@ public final class NameClaims: Sendable {
             guard entry == .free else {
                 release(directory: directory, name: candidate)
                 if entry == .taken { continue }
-                throw .local("refusing file name \(TerminalSafe.sanitize(candidate)): it leaves \(directory)")
+                throw .local(.other, "refusing file name \(TerminalSafe.sanitize(candidate)): it leaves \(directory)")
             }
             beforeCreating(candidate)
             let fd = open(finalPath + PartialFile.suffix, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0o644)
@@ -49,9 +49,9 @@ public final class NameClaims: Sendable {
             let err = errno
             release(directory: directory, name: candidate)
             if err == EEXIST { continue }
-            throw .local("cannot create \(finalPath).part: \(String(cString: strerror(err)))")
+            throw .local("cannot create \(finalPath).part", errno: err)
         }
-        throw .local("no free name for \(name) in \(directory)")
+        throw .local(.noFreeName, "no free name for \(name) in \(directory)")
     }
 
     /// Marks a name as in use by a transfer resumed from an existing `.part` file.
@@ -98,9 +98,9 @@ public final class NameClaims: Sendable {
                     return candidate
                 }
             }
-            throw .local("cannot move \(partPath) to \(finalPath): \(String(cString: strerror(errno)))")
+            throw .local("cannot move \(partPath) to \(finalPath)", errno: errno)
         }
-        throw .local("no free name for \(name) in \(directory)")
+        throw .local(.noFreeName, "no free name for \(name) in \(directory)")
     }
 
     package static func exists(_ path: String) -> Bool {

@@ -39,7 +39,7 @@ package final class PartialFile {
     /// Opens (creating when missing) a partial file and positions at its end.
     package convenience init(openingOrCreating path: String, bufferSize: Int) throws(TransferFailure) {
         let fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0o644)
-        guard fd >= 0 else { throw .local("cannot open \(path): \(String(cString: strerror(errno)))") }
+        guard fd >= 0 else { throw .local("cannot open \(path)", errno: errno) }
         self.init(path: path, fd: fd, bufferSize: bufferSize)
     }
 
@@ -56,7 +56,7 @@ package final class PartialFile {
     /// One segment of a preallocated file: writes land at `offset` and onwards; `written` counts this segment's bytes.
     package init(segmentOf path: String, at offset: Int64, bufferSize: Int) throws(TransferFailure) {
         let fd = open(path, O_WRONLY | O_CLOEXEC)
-        guard fd >= 0 else { throw .local("cannot open \(path): \(String(cString: strerror(errno)))") }
+        guard fd >= 0 else { throw .local("cannot open \(path)", errno: errno) }
         self.path = path
         self.fd = fd
         self.bufferSize = max(bufferSize, 64 * 1024)
@@ -120,9 +120,9 @@ package final class PartialFile {
             if n < 0 {
                 if errno == EINTR { continue }
                 if errno == ENOSPC || errno == EDQUOT {
-                    throw .local(DiskSpace.fullMessage(writing: path, needed: expectedSize.map { $0 - written }))
+                    throw .local(.diskFull, DiskSpace.fullMessage(writing: path, needed: expectedSize.map { $0 - written }))
                 }
-                throw .local("cannot write \(path): \(String(cString: strerror(errno)))")
+                throw .local("cannot write \(path)", errno: errno)
             }
             offset += n
             written += Int64(n)
@@ -135,14 +135,14 @@ package final class PartialFile {
         buffered = 0
         last = nil
         guard ftruncate(fd, 0) == 0, lseek(fd, 0, SEEK_SET) == 0 else {
-            throw .local("cannot truncate \(path): \(String(cString: strerror(errno)))")
+            throw .local("cannot truncate \(path)", errno: errno)
         }
         written = 0
     }
 
     package func sync() throws(TransferFailure) {
         try flush()
-        guard fsync(fd) == 0 else { throw .local("cannot sync \(path): \(String(cString: strerror(errno)))") }
+        guard fsync(fd) == 0 else { throw .local("cannot sync \(path)", errno: errno) }
     }
 
     package func close() {
@@ -165,6 +165,7 @@ extension StoredTransfer {
         bytesDone = 0
         let sentence = "\(what) could not be read from the queue: it starts over from the first byte"
         lastError = sentence
+        failure = FailureCause(.other)
         return sentence
     }
 }

@@ -21,6 +21,9 @@ public struct StoredTransfer: Sendable, Codable, Equatable {
     public var retries: Int
     public var attempts: [Attempt]
     public var lastError: String?
+    /// What the last failure was (kept with `lastError`, its message); nil in rows from before kinds were stored,
+    /// whose kind is read from the message's words (ItemFailure(message:cause:)).
+    public var failure: FailureCause?
     /// Segmented downloads: the ranges and how much of each is on disk.
     public var segments: [SegmentState]?
     /// The item's bandwidth limit in force, bytes per second (nil: none); starts as the spec's.

@@ -156,6 +156,11 @@ public final class SQLiteQueueStore: QueueStore {
         migrator.registerMigration("v6: resumable uploads") { db in
             try db.execute(sql: "ALTER TABLE transfer ADD COLUMN resumable TEXT")
         }
+        migrator.registerMigration("v7: failure kinds") { db in
+            // The last failure's kind (FailureCause.token) beside its message; rows from before keep NULL and are
+            // read from their message's words.
+            try db.execute(sql: "ALTER TABLE transfer ADD COLUMN errorKind TEXT")
+        }
         return migrator
     }
 
@@ -349,8 +354,8 @@ public final class SQLiteQueueStore: QueueStore {
             let now = Date().timeIntervalSince1970
             let update = try db.cachedStatement(sql: """
                 UPDATE transfer SET state = ?, fileName = ?, savedPath = ?, etag = ?, lastModified = ?, totalLength = ?,
-                    bytesDone = ?, bytesExpected = ?, retries = ?, attempts = ?, lastError = ?, segments = ?, rateLimit = ?,
-                    response = ?, resumable = ?, updatedAt = ?
+                    bytesDone = ?, bytesExpected = ?, retries = ?, attempts = ?, lastError = ?, errorKind = ?, segments = ?,
+                    rateLimit = ?, response = ?, resumable = ?, updatedAt = ?
                 WHERE id = ?
                 """)
             let event = try db.cachedStatement(sql: "INSERT INTO event (transferId, at, state, message) VALUES (?, ?, ?, ?)")
@@ -363,7 +368,8 @@ public final class SQLiteQueueStore: QueueStore {
                                                   .text(item.validators.etag), .text(item.validators.lastModified),
                                                   .integer(item.validators.totalLength), .integer(item.bytesDone),
                                                   .integer(item.bytesExpected), .integer(Int64(item.retries)), .text(attempts),
-                                                  .text(item.lastError), .text(try item.segments.map { try json($0) }),
+                                                  .text(item.lastError), .text(item.failure?.token),
+                                                  .text(try item.segments.map { try json($0) }),
                                                   .integer(item.rateLimit), .text(try item.response.map { try json($0) }),
                                                   .text(try item.resumable.map { try json($0) }), .real(now), .integer(id)])
                 guard db.changesCount > 0 else { continue }  // removed meanwhile
@@ -645,6 +651,7 @@ private struct RowDecoder {
         let attempts: String = row["attempts"]
         item.attempts = attempts == "[]" ? [] : (try? JSONDecoder().decode([Attempt].self, from: Data(attempts.utf8))) ?? []
         item.lastError = row["lastError"]
+        item.failure = (row["errorKind"] as String?).flatMap(FailureCause.init(token:))
         item.rateLimit = row["rateLimit"]
         item.batch = row["batch"]
         if let response: String = row["response"] {

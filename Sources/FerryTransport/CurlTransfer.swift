@@ -75,6 +75,7 @@ final class CurlTransfer: @unchecked Sendable {
     /// The next hop, when this response is a redirect being followed (its body is dropped).
     private var redirect: URLRequest?
     private var bodyFailure: String?
+    private var bodyFailureKind: FailureKind?
     private var finished = false
 
     /// Read, not yet handed on (see deliverySize).
@@ -248,7 +249,7 @@ final class CurlTransfer: @unchecked Sendable {
             if let next = redirect {
                 hops += 1
                 guard hops <= Self.maxRedirects else {
-                    fail(code: .httpTooManyRedirects, "more than \(Self.maxRedirects) redirects from \(hostDescription(originalURL))")
+                    fail(code: .httpTooManyRedirects, kind: .badResponse, "more than \(Self.maxRedirects) redirects from \(hostDescription(originalURL))")
                     return nil
                 }
                 request = next
@@ -271,11 +272,12 @@ final class CurlTransfer: @unchecked Sendable {
         flush()
         var osError = 0
         if let easy { _ = ferry_curl_easy_getinfo_long(easy, FERRY_CURLINFO_OS_ERRNO, &osError) }
-        let (code, message) = TransportError.describe(result, curlMessage: String(cString: errorBuffer), osError: Int32(osError),
-                                                      url: request.url, bodyFailure: bodyFailure,
-                                                      idleTimeout: request.timeoutInterval,
-                                                      proxy: request.url.flatMap(settings.proxy(for:)).flatMap { $0.isEmpty ? nil : $0 })
-        fail(code: code, message)
+        let (code, kind, message) = TransportError.describe(result, curlMessage: String(cString: errorBuffer), osError: Int32(osError),
+                                                            url: request.url, bodyFailure: bodyFailure,
+                                                            idleTimeout: request.timeoutInterval,
+                                                            proxy: request.url.flatMap(settings.proxy(for:)).flatMap { $0.isEmpty ? nil : $0 },
+                                                            bodyFailureKind: bodyFailureKind)
+        fail(code: code, kind: kind, message)
         return nil
     }
 
@@ -305,11 +307,13 @@ final class CurlTransfer: @unchecked Sendable {
     }
 
     func failToStart(_ message: String) {
-        fail(code: .unknown, message)
+        fail(code: .unknown, kind: .other, message)
     }
 
-    private func fail(code: URLError.Code, _ message: String) {
-        fail(URLError(code, userInfo: failureInfo(message)))
+    private func fail(code: URLError.Code, kind: FailureKind, _ message: String) {
+        var info = failureInfo(message)
+        info[FailureKind.userInfoKey] = kind.rawValue
+        fail(URLError(code, userInfo: info))
     }
 
     private func fail(_ error: Error) {
@@ -477,6 +481,7 @@ final class CurlTransfer: @unchecked Sendable {
             return n
         } catch {
             bodyFailure = error.message
+            bodyFailureKind = error.kind
             return FERRY_CURL_READFUNC_ABORT
         }
     }

@@ -22,6 +22,8 @@ package protocol BodySource: AnyObject {
 
 package struct BodyReadError: Error {
     package let message: String
+    /// What kind of failure it was: a file that changed while it was sent, else one that could not be read.
+    package var kind: FailureKind = .unreadableFile
 }
 
 /// A stream body: InputStream.read on the transport's thread.
@@ -37,8 +39,9 @@ package final class StreamBodySource: BodySource {
     package func read(into buffer: UnsafeMutableRawPointer, count: Int) throws(BodyReadError) -> Int? {
         let n = stream.read(buffer.assumingMemoryBound(to: UInt8.self), maxLength: count)
         if n < 0 {
-            throw BodyReadError(message: stream.streamError.map { "cannot read the body: \($0.localizedDescription)" }
-                                ?? "cannot read the body")
+            let error = stream.streamError as NSError?
+            throw BodyReadError(message: error.map { "cannot read the body: \($0.localizedDescription)" } ?? "cannot read the body",
+                                kind: (error?.userInfo[FailureKind.userInfoKey] as? String).flatMap(FailureKind.init(rawValue:)) ?? .unreadableFile)
         }
         return n
     }

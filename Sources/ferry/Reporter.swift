@@ -76,7 +76,7 @@ final class Reporter: Sendable {
             line = "\(name): done, \(ByteFormat.bytes(item.bytesDone))"
         case .failed:
             // In a few words: the whole reason is said once, with the results (`failed: URL: reason`).
-            line = "\(name): failed (\(TerminalSafe.sanitize(item.lastError.map(TransferFailure.short) ?? "unknown error")))"
+            line = "\(name): failed (\(item.failureWords ?? "unknown error"))"
         case .queued, .paused, .cancelled:
             line = "\(name): \(item.state.rawValue)"
         }

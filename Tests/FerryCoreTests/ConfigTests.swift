@@ -222,36 +222,41 @@ import Testing
 @Suite struct TransportErrorTests {
     @Test func aCertificateForAnotherNameIsNotCalledUntrusted() {
         let url = URL(string: "https://example.test:8443/f")!
-        let (_, mismatch) = TransportError.describe(Int(FERRY_CURLE_PEER_FAILED_VERIFICATION),
+        let (_, mismatchKind, mismatch) = TransportError.describe(Int(FERRY_CURLE_PEER_FAILED_VERIFICATION),
             curlMessage: "SSL: no alternative certificate subject name matches target host name 'example.test'",
             osError: 0, url: url, bodyFailure: nil, idleTimeout: 30)
         #expect(mismatch.hasPrefix("TLS: the certificate of example.test:8443 is for another name ("), "\(mismatch)")
         #expect(!mismatch.contains("SSL_CERT_FILE"))
-        let (_, untrusted) = TransportError.describe(Int(FERRY_CURLE_PEER_FAILED_VERIFICATION),
+        #expect(mismatchKind == .tlsWrongName)
+        let (_, untrustedKind, untrusted) = TransportError.describe(Int(FERRY_CURLE_PEER_FAILED_VERIFICATION),
             curlMessage: "SSL certificate problem: self-signed certificate", osError: 0, url: url, bodyFailure: nil, idleTimeout: 30)
         #expect(untrusted.contains("is not trusted") && untrusted.contains("SSL_CERT_FILE"), "\(untrusted)")
+        #expect(untrustedKind == .tlsUntrusted)
     }
 
     /// A proxy that failed is named, not the server behind it (a refused proxy read "cannot connect to" the
     /// server, a tunnel refused with 502 "the connection ... was lost").
     @Test func aProxyThatFailedIsNamed() {
         let url = URL(string: "https://example.test:8443/f")!
-        let (_, refused) = TransportError.describe(Int(FERRY_CURLE_COULDNT_CONNECT),
+        let (_, refusedKind, refused) = TransportError.describe(Int(FERRY_CURLE_COULDNT_CONNECT),
             curlMessage: "Failed to connect to 127.0.0.1 port 23999 after 0 ms: Couldn't connect to server",
             osError: ECONNREFUSED, url: url, bodyFailure: nil, idleTimeout: 30, proxy: "http://user:pw@127.0.0.1:23999")
         #expect(refused == "cannot connect to the proxy 127.0.0.1:23999 (connection refused)")
-        let (_, server) = TransportError.describe(Int(FERRY_CURLE_COULDNT_CONNECT),
+        #expect(refusedKind == .proxyUnreachable)
+        let (_, serverKind, server) = TransportError.describe(Int(FERRY_CURLE_COULDNT_CONNECT),
             curlMessage: "Failed to connect to example.test port 8443 after 0 ms: Couldn't connect to server",
             osError: ECONNREFUSED, url: url, bodyFailure: nil, idleTimeout: 30, proxy: "http://127.0.0.1:23999")
         #expect(server == "cannot connect to example.test:8443 (connection refused)", "through the proxy, the server refused")
+        #expect(serverKind == .refused)
         // no_proxy sent it direct, to a server on the proxy's port: the server is named, not the proxy.
         let local = URL(string: "http://localhost:8080/f")!
-        let (_, direct) = TransportError.describe(Int(FERRY_CURLE_COULDNT_CONNECT),
+        let (_, _, direct) = TransportError.describe(Int(FERRY_CURLE_COULDNT_CONNECT),
             curlMessage: "Failed to connect to localhost port 8080 after 0 ms: Couldn't connect to server",
             osError: ECONNREFUSED, url: local, bodyFailure: nil, idleTimeout: 30, proxy: "http://10.0.0.1:8080")
         #expect(direct == "cannot connect to localhost:8080 (connection refused)")
-        let (_, tunnel) = TransportError.describe(Int(FERRY_CURLE_RECV_ERROR), curlMessage: "CONNECT tunnel failed, response 502",
+        let (_, tunnelKind, tunnel) = TransportError.describe(Int(FERRY_CURLE_RECV_ERROR), curlMessage: "CONNECT tunnel failed, response 502",
             osError: 0, url: url, bodyFailure: nil, idleTimeout: 30, proxy: "127.0.0.1:28999")
         #expect(tunnel == "the proxy 127.0.0.1:28999 refused the tunnel to example.test:8443: CONNECT tunnel failed, response 502")
+        #expect(tunnelKind == .proxyRefused)
     }
 }

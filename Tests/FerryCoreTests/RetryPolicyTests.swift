@@ -26,7 +26,7 @@ import Testing
 
     @Test func fullJitterDrawsFromZeroToTheCeiling() {
         var seen: ClosedRange<Double>?
-        _ = policy.decide(.transport(code: -1005, message: "lost"), retries: 2) { range in
+        _ = policy.decide(.transport(code: -1005, kind: .connectionLost, message: "lost"), retries: 2) { range in
             seen = range
             return range.lowerBound
         }
@@ -46,27 +46,27 @@ import Testing
     /// -1 is how a mid-body close looks on Linux ("transfer closed with N bytes remaining"), not -1005.
     @Test(arguments: [-1, -1001, -1004, -1005])
     func connectionFailuresAreRetried(_ code: Int) {
-        #expect(policy.decide(.transport(code: code, message: ""), retries: 0, random: top) == .retry(after: 1))
+        #expect(policy.decide(.transport(code: code, kind: FailureKind(urlErrorCode: code), message: ""), retries: 0, random: top) == .retry(after: 1))
     }
 
     @Test(arguments: [-1002, -999, -1000])
     func badURLsAndUnsupportedSchemesAreNotRetried(_ code: Int) {
-        #expect(policy.decide(.transport(code: code, message: ""), retries: 0) == .giveUp)
+        #expect(policy.decide(.transport(code: code, kind: FailureKind(urlErrorCode: code), message: ""), retries: 0) == .giveUp)
     }
 
     @Test func localAndIntegrityFailuresAreNotRetried() {
-        #expect(policy.decide(.local("disk full"), retries: 0) == .giveUp)
-        #expect(policy.decide(.integrity("SHA-256 mismatch"), retries: 0) == .giveUp)
+        #expect(policy.decide(.local(.diskFull, "disk full"), retries: 0) == .giveUp)
+        #expect(policy.decide(.integrity(.checksum, "SHA-256 mismatch"), retries: 0) == .giveUp)
     }
 
     @Test func dnsFailuresOnlyALimitedNumberOfTimes() {
-        let dns = TransferFailure.transport(code: -1003, message: "no such host")
+        let dns = TransferFailure.transport(code: -1003, kind: .noSuchHost, message: "no such host")
         #expect(policy.decide(dns, retries: 0, dnsRetries: 0, random: top) != .giveUp)
         #expect(policy.decide(dns, retries: 2, dnsRetries: 2, random: top) == .giveUp)
     }
 
     @Test func theBudgetRunsOut() {
-        let lost = TransferFailure.transport(code: -1005, message: "")
+        let lost = TransferFailure.transport(code: -1005, kind: .connectionLost, message: "")
         #expect(policy.decide(lost, retries: 4, random: top) == .retry(after: 16))
         #expect(policy.decide(lost, retries: 5, random: top) == .giveUp)
     }

@@ -118,6 +118,7 @@ import Glibc
         } catch {
             #expect(error.message.hasPrefix("cannot write /dev/full: disk full: 8.0 MiB more needed, "), "\(error.message)")
             #expect(error.message.contains(" free there (what was downloaded is kept: free some space, then retry)"))
+            #expect(error.cause.kind == .diskFull, "the kind is set where the write failed")
         }
     }
 

@@ -59,13 +59,13 @@ import Testing
         .finished(FileHandover(file: PartialFile(path: "/nowhere/file.bin.part", fd: -1, bufferSize: 0), fileName: "file.bin", total: size))
     }
 
-    let lostConnection = AttemptOutcome.failed(.transport(code: -1005, message: "connection lost"), progressed: false)
+    let lostConnection = AttemptOutcome.failed(.transport(code: -1005, kind: .connectionLost, message: "connection lost"), progressed: false)
 
     /// A name that did not resolve has 2 retries, not 5: what the row and the detail view show says so
     /// ("retry 1/2"), and after any other failure the whole budget shows again.
     @Test func theRetriesShownAfterANameThatDidNotResolveAreItsOwnBudget() throws {
         let transfer = download()
-        let dns = AttemptOutcome.failed(.transport(code: -1003, message: "cannot find host"), progressed: false)
+        let dns = AttemptOutcome.failed(.transport(code: -1003, kind: .noSuchHost, message: "cannot find host"), progressed: false)
         var attempt = try #require(ranges(transfer.start(partSize: nil)).first)
         _ = transfer.ended(serial: attempt.serial, AttemptReport(outcome: dns))
         #expect(transfer.state == .waiting)

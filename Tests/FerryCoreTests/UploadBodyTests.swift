@@ -111,6 +111,6 @@ import Testing
         #expect(policy.decide(.http(status: 502, reason: "", retryAfter: nil), retries: 0, idempotent: false) == .giveUp)
         #expect(policy.decide(.http(status: 503, reason: "", retryAfter: 1), retries: 0, idempotent: false, random: top) == .retry(after: 1))
         #expect(policy.decide(.http(status: 429, reason: "", retryAfter: nil), retries: 0, idempotent: false, random: top) == .retry(after: 1))
-        #expect(policy.decide(.transport(code: -1004, message: ""), retries: 0, idempotent: false, random: top) == .retry(after: 1))
+        #expect(policy.decide(.transport(code: -1004, kind: .refused, message: ""), retries: 0, idempotent: false, random: top) == .retry(after: 1))
     }
 }

@@ -353,7 +353,7 @@ import TestHTTPServer
         try await finish(manager, [id])
         let failed = try #require(manager.snapshot(of: id))
         #expect(failed.state == .failed)
-        #expect(failed.lastError.map(TransferFailure.short) == "file changed", "\(failed.lastError ?? "")")
+        #expect(failed.failure?.kind == .fileChanged, "\(failed.lastError ?? "")")
         manager.retry(id)
         try await eventually("sent again") { manager.snapshot(of: id)?.state.isTerminal == true }
         let item = try #require(manager.snapshot(of: id))

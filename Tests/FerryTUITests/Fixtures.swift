@@ -31,8 +31,10 @@ enum Fixtures {
         waiting.retries = 2
         waiting.nextRetryAt = now.addingTimeInterval(7.4)
         waiting.lastError = "HTTP 503 Service Unavailable"
+        waiting.failure = FailureCause(.http, status: 503)
         var failed = item(6, "missing.iso", .failed, total: nil)
         failed.lastError = "HTTP 404 Not Found"
+        failed.failure = FailureCause(.http, status: 404)
         let items = [
             item(1, "debian-12.iso", .running, done: 300 * mib, total: 628 * mib, rate: 11.5 * Double(mib), eta: 28.5),
             item(2, "photos.zip", .running, done: 5 * mib, total: 20 * mib, rate: 512 * 1024, eta: 30, upload: true),

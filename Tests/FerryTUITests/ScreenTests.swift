@@ -16,6 +16,7 @@ import Testing
         waiting.retries = 1
         waiting.nextRetryAt = Fixtures.now.addingTimeInterval(7.4)
         waiting.lastError = "connection lost"
+        waiting.failure = FailureCause(.connectionLost)
         var queue = Fixtures.queue()
         queue.items = [waiting]
         for width in [120, 140, 200] {
@@ -73,8 +74,10 @@ import Testing
         var item = Fixtures.item(3, "backup.tar.gz", .queued)
         item.retries = 1
         item.lastError = "HTTP 503 Service Unavailable"
+        item.failure = FailureCause(.http, status: 503)
         #expect(RowText.status(item, now: Fixtures.now) == "HTTP 503, queued")
         item.lastError = nil
+        item.failure = nil
         #expect(RowText.status(item, now: Fixtures.now) == "retry 1/5, queued")
         item.retries = 0
         #expect(RowText.status(item, now: Fixtures.now) == "queued")
@@ -290,6 +293,7 @@ import Testing
         var queue = Fixtures.queue()
         var refused = Fixtures.item(2, "photos.zip", .failed, done: 6, total: 6, upload: true)
         refused.lastError = "HTTP 404 Not Found"
+        refused.failure = FailureCause(.http, status: 404)
         refused.lastStatus = 404
         queue.items[1] = refused
         // A failed upload keeps nothing on the server: no full bar, no 100%.

@@ -180,6 +180,8 @@ public final class HookRunner: Sendable {
         }
         if let status = item.lastStatus { values["FERRY_HTTP_STATUS"] = String(status) }
         if item.state == .failed, let error = item.lastError { values["FERRY_ERROR"] = TerminalSafe.sanitize(error) }
+        // What the failure is, for a script to test (FailureKind's raw value: `http`, `refused`, `disk-full`...).
+        if item.state == .failed, let failure = item.failure { values["FERRY_ERROR_KIND"] = failure.kind.rawValue }
         return values
     }
 

@@ -19,6 +19,9 @@ public enum QueueListing {
         var attempts: Int
         var retries: Int
         var lastError: String?
+        /// The last failure's kind (FailureKind's raw value) and, for `http`, its status.
+        var errorKind: String?
+        var httpStatus: Int?
         var headers: [String]
         var batch: Int64?
         /// A resumable upload: its protocol (ietf, tus), where the server keeps it (no credentials) and the
@@ -33,6 +36,7 @@ public enum QueueListing {
             if case let .file(path) = source { return path }
             return "-"
         }
+        let failure = ItemFailure(message: item.lastError, cause: item.failure)?.cause
         let destination = item.spec.direction == .download
             ? (item.savedPath ?? item.fileName.map { item.spec.directory + "/" + $0 } ?? item.spec.directory)
             : nil
@@ -42,6 +46,7 @@ public enum QueueListing {
                      source: source.map { TerminalSafe.sanitize($0) }, state: item.state.rawValue,
                      bytes: item.bytesDone, total: item.total, attempts: item.attempts.count, retries: item.retries,
                      lastError: item.lastError.map { TerminalSafe.sanitize($0) },
+                     errorKind: failure?.kind.rawValue, httpStatus: failure?.status,
                      headers: item.spec.headers.map { $0.name }, batch: item.batch,
                      resumable: item.resumable?.kind.rawValue, location: item.resumable?.displayLocation,
                      confirmed: item.resumable?.location == nil ? nil : item.resumable?.confirmedOffset)
@@ -93,8 +98,10 @@ public enum QueueListing {
         if let confirmed = entry.confirmed { field("confirmed", String(confirmed)) }
         if let destination = entry.destination { field("destination", jsonString(destination)) }
         field("direction", jsonString(entry.direction))
+        if let kind = entry.errorKind { field("errorKind", jsonString(kind)) }
         field("headers", entry.headers.isEmpty
             ? "[\n\n    ]" : "[\n" + entry.headers.map { "      " + jsonString($0) }.joined(separator: ",\n") + "\n    ]")
+        if let status = entry.httpStatus { field("httpStatus", String(status)) }
         field("id", String(entry.id))
         if let lastError = entry.lastError { field("lastError", jsonString(lastError)) }
         if let location = entry.location { field("location", jsonString(location)) }

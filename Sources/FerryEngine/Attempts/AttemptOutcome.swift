@@ -76,8 +76,11 @@ extension TransferFailure {
     static func from(taskError error: Error) -> TransferFailure? {
         let ns = error as NSError
         if ns.domain == NSURLErrorDomain, ns.code == NSURLErrorCancelled { return nil }
-        // -1 is what a mid-body close looks like on Linux ("transfer closed with N bytes remaining").
-        return .transport(code: ns.code, message: TerminalSafe.sanitize(ns.localizedDescription))
+        // The kind as the transport said it; else (corelibs' own errors) as the code stands for. -1 is what a
+        // mid-body close looks like on Linux ("transfer closed with N bytes remaining").
+        let kind = (ns.userInfo[FailureKind.userInfoKey] as? String).flatMap(FailureKind.init(rawValue:))
+            ?? FailureKind(urlErrorCode: ns.code)
+        return .transport(code: ns.code, kind: kind, message: TerminalSafe.sanitize(ns.localizedDescription))
     }
 }
 
@@ -85,7 +88,7 @@ extension TransferFailure {
     /// The transport moved a download off an HTTP/2 stream for its bandwidth limit (CurlTransfer.endedForLimit):
     /// not a failure, it goes on at once.
     var movedForLimit: Bool {
-        if case let .transport(code, _) = self { return code == TransportCodes.movedForLimit }
+        if case let .transport(code, _, _) = self { return code == TransportCodes.movedForLimit }
         return false
     }
 }

@@ -11,7 +11,7 @@ enum FileFinisher {
     static func finish(_ handover: FileHandover?, spec: TransferSpec, names: NameClaims)
         -> Result<(name: String, size: Int64), TransferFailure> {
         do throws(TransferFailure) {
-            guard let handover else { throw .local("cannot open the downloaded file in \(spec.directory)") }
+            guard let handover else { throw .local(.other, "cannot open the downloaded file in \(spec.directory)") }
             defer { handover.file.close() }
             try handover.file.sync()
             let size = handover.file.size
@@ -21,7 +21,7 @@ enum FileFinisher {
             if let expected = spec.sha256 {
                 let actual = try FileDigest.sha256Hex(fd: handover.file.fd, path: handover.file.path)
                 if actual != expected {
-                    throw .integrity("SHA-256 mismatch: expected \(expected), got \(actual)")
+                    throw .integrity(.checksum, "SHA-256 mismatch: expected \(expected), got \(actual)")
                 }
             }
             let finalName = try names.publish(directory: spec.directory, name: handover.fileName)

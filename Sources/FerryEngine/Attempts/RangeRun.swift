@@ -209,7 +209,7 @@ final class RangeRun: TaskRun {
             if start.bounded { return try PartialFile(segmentOf: path, at: start.from, bufferSize: start.bufferSize / 2) }
             return try PartialFile(openingOrCreating: path, bufferSize: bufferSize(s))
         }
-        guard let claim = try claimed?.get() else { throw .local("no file to write for \(start.spec.url.lastPathComponent)") }
+        guard let claim = try claimed?.get() else { throw .local(.other, "no file to write for \(start.spec.url.lastPathComponent)") }
         s.fileName = claim.name
         return PartialFile(path: PartialFile.path(directory: start.spec.directory, name: claim.name), fd: claim.fd,
                            bufferSize: bufferSize(s))

@@ -94,7 +94,7 @@ final class ResumableUploadRun: TaskRun {
                 if let changed = Self.fileChange(s.upload, path: context.path) {
                     // The server's copy is of another file: it cannot be finished. A retry starts over.
                     s.upload = Self.fresh(s.upload.kind, reason: nil)
-                    return .failure(.local(changed))
+                    return .failure(.local(.fileChanged, changed))
                 }
                 return .success(.query)
             }
@@ -293,7 +293,7 @@ final class ResumableUploadRun: TaskRun {
                 return startOver("the server holds \(offset) bytes of a \(context.length)-byte file")
             }
             if let stalled, offset <= stalled {
-                return end(.failed(.integrity("the server at \(upload.displayLocation ?? "its location") kept none of the "
+                return end(.failed(.integrity(.protocol, "the server at \(upload.displayLocation ?? "its location") kept none of the "
                     + "\(context.length - stalled) bytes sent to it: it answered with success and its offset stayed at \(offset)"),
                     progressed: false))
             }
@@ -369,7 +369,7 @@ final class ResumableUploadRun: TaskRun {
         guard let upload = again else {
             // The fresh copy is no better: a retry would make a third and send the file again (a server that
             // claimed more than the file got it 12 times over 6 attempts). Not retried.
-            return end(.failed(.integrity(TerminalSafe.sanitize(reason) + " (again, after starting over)"), progressed: false))
+            return end(.failed(.integrity(.protocol, TerminalSafe.sanitize(reason) + " (again, after starting over)"), progressed: false))
         }
         context.changed(upload)
         go(Self.creationStep(upload.kind))

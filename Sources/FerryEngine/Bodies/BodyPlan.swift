@@ -55,7 +55,7 @@ public struct BodyPlan: Sendable, Equatable {
     public static func checkedFileLength(_ path: String) throws(BodyError) -> Int64 {
         var st = stat()
         guard stat(path, &st) == 0 else {
-            throw BodyError("cannot upload \(TerminalSafe.sanitize(path)): \(String(cString: strerror(errno)))")
+            throw BodyError.cannotUpload(path, errno: errno)
         }
         if (st.st_mode & S_IFMT) == S_IFDIR { throw BodyError("cannot upload \(TerminalSafe.sanitize(path)): it is a directory") }
         guard (st.st_mode & S_IFMT) == S_IFREG else {
@@ -63,9 +63,18 @@ public struct BodyPlan: Sendable, Equatable {
         }
         let fd = open(path, O_RDONLY | O_CLOEXEC)
         guard fd >= 0 else {
-            throw BodyError("cannot upload \(TerminalSafe.sanitize(path)): \(String(cString: strerror(errno)))")
+            throw BodyError.cannotUpload(path, errno: errno)
         }
         close(fd)
         return Int64(st.st_size)
+    }
+}
+
+extension BodyError {
+    /// A file that cannot be uploaded for `errno`: no permission, or it cannot be read.
+    static func cannotUpload(_ path: String, errno code: Int32) -> BodyError {
+        let kind = FailureKind(errno: code)
+        return BodyError("cannot upload \(TerminalSafe.sanitize(path)): \(String(cString: strerror(code)))",
+                         kind: kind == .noPermission ? .noPermission : .unreadableFile)
     }
 }

@@ -87,7 +87,7 @@ final class BodyStream: InputStream {
                 repeat { got = pread(fd, buffer, min(len, Int(remaining)), off_t(offsetInPiece)) } while got < 0 && errno == EINTR
                 if got < 0 { return fail("cannot read \(path): \(String(cString: strerror(errno)))") }
                 // A file that shrank while being sent would make the body shorter than its Content-Length.
-                if got == 0 { return fail("\(path) shrank while it was being uploaded") }
+                if got == 0 { return fail("\(path) shrank while it was being uploaded", kind: .fileChanged) }
                 // The last bytes of the file: it must still be the file whose length was sent. One that grew or
                 // was written meanwhile would arrive as its first `length` bytes, old and new mixed, and be
                 // reported as sent; its last read fails instead, so the server never has a whole body of it.
@@ -124,12 +124,13 @@ final class BodyStream: InputStream {
 
     private func changed(_ path: String, _ how: String) -> Int {
         fileChanged.store(true, ordering: .releasing)
-        return fail("\(path) changed while it was being uploaded (\(how))")
+        return fail("\(path) changed while it was being uploaded (\(how))", kind: .fileChanged)
     }
 
-    private func fail(_ message: String) -> Int {
+    private func fail(_ message: String, kind: FailureKind = .unreadableFile) -> Int {
         status = .error
-        failure = NSError(domain: "ferry.upload", code: 1, userInfo: [NSLocalizedDescriptionKey: message])
+        failure = NSError(domain: "ferry.upload", code: 1,
+                          userInfo: [NSLocalizedDescriptionKey: message, FailureKind.userInfoKey: kind.rawValue])
         return -1
     }
 }

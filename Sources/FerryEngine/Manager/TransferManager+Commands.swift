@@ -136,7 +136,7 @@ extension TransferManager {
                     let record = StoredTransfer(id: TransferID(core.nextID), position: (core.queue.last?.rank ?? -1) + 1, spec: spec)
                     core.append(QueueIndexRow(record))
                     let transfer = Transfer(stored: record, policy: configuration.retry, retryUploads: configuration.retryUploads)
-                    transfer.lastError = storeError
+                    transfer.lastFailure = ItemFailure(FailureCause(.other), storeError)
                     core.items[record.id] = transfer
                     core.pinned.insert(record.id)
                     core.touch(record.id)

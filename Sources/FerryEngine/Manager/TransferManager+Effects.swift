@@ -101,18 +101,18 @@ extension TransferManager {
 
     /// The ranges' file at its full size, its blocks reserved (so a full disk shows now, not halfway through
     /// a range); a filesystem that cannot reserve gets a sparse file. nil, or what went wrong.
-    private static func preallocate(_ path: String?, size: Int64, directory: String) -> String? {
-        guard let path else { return "cannot prepare a file in \(directory): no name" }
-        guard truncate(path, 0) == 0 else { return "cannot prepare \(path): \(String(cString: strerror(errno)))" }
+    private static func preallocate(_ path: String?, size: Int64, directory: String) -> TransferFailure? {
+        guard let path else { return .local(.other, "cannot prepare a file in \(directory): no name") }
+        guard truncate(path, 0) == 0 else { return .local("cannot prepare \(path)", errno: errno) }
         let fd = open(path, O_WRONLY | O_CLOEXEC)
-        guard fd >= 0 else { return "cannot prepare \(path): \(String(cString: strerror(errno)))" }
+        guard fd >= 0 else { return .local("cannot prepare \(path)", errno: errno) }
         defer { close(fd) }
         let reserved = posix_fallocate(fd, 0, off_t(size))
         if reserved == ENOSPC || reserved == EDQUOT {
             _ = ftruncate(fd, 0)
-            return DiskSpace.fullMessage(writing: path, needed: size)
+            return .local(.diskFull, DiskSpace.fullMessage(writing: path, needed: size))
         }
-        if reserved != 0, ftruncate(fd, off_t(size)) != 0 { return "cannot prepare \(path): \(String(cString: strerror(errno)))" }
+        if reserved != 0, ftruncate(fd, off_t(size)) != 0 { return .local("cannot prepare \(path)", errno: errno) }
         return nil
     }
 
@@ -155,12 +155,12 @@ extension TransferManager {
 
     /// Makes the upload's run, or says why its body cannot be made.
     private func startUpload(_ serial: Int, of transfer: Transfer) -> TransferFailure? {
-        guard let upload = transfer.spec.upload else { return .local("an upload without a body") }
+        guard let upload = transfer.spec.upload else { return .local(.other, "an upload without a body") }
         let plan: BodyPlan
         do throws(BodyError) {
             plan = try BodyPlan.make(for: upload)
         } catch {
-            return .local(error.description)
+            return .local(error.kind, error.description)
         }
         if let kind = upload.resumable, kind == .tus || configuration.offerResumableUploads,
            case let .file(path, length) = plan.pieces.first, plan.pieces.count == 1 {

@@ -31,7 +31,7 @@ public struct RetryPolicy: Sendable, Equatable {
 
     /// Whether `failure` is a name that did not resolve (which gets `maxDNSRetries` retries at most).
     public func isDNS(_ failure: TransferFailure) -> Bool {
-        if case let .transport(code, _) = failure { return dnsTransportCodes.contains(code) }
+        if case let .transport(code, _, _) = failure { return dnsTransportCodes.contains(code) }
         return false
     }
 
@@ -65,7 +65,7 @@ public struct RetryPolicy: Sendable, Equatable {
             guard retryableStatuses.contains(status) else { return .giveUp }
             guard idempotent || retryableStatusesForNonIdempotent.contains(status) else { return .giveUp }
             if let retryAfter { floor = min(max(0, retryAfter), maxRetryAfter) }
-        case let .transport(code, _):
+        case let .transport(code, _, _):
             if !isDNS(failure), !retryableTransportCodes.contains(code) { return .giveUp }
         case .protocolViolation:
             break

@@ -62,16 +62,16 @@ extension Transfer {
     func couldNotStart(serial: Int, _ failure: TransferFailure) -> [Effect]? {
         guard close(serial: serial) != nil else { return nil }
         closeAttempt(error: failure.message)
-        return fail(failure.message)
+        return fail(ItemFailure(failure))
     }
 
     /// A file effect failed (the `.part` file could not be prepared): the transfer fails, naming why.
-    func fileProblem(_ message: String) -> [Effect] {
+    func fileProblem(_ failure: TransferFailure) -> [Effect] {
         // The attempts opened for the rest of the batch never start.
         live = live.filter { $0.value.task != nil }
         segments = nil
-        if state == .running { closeAttempt(error: message) }
-        return stopEveryAttempt + fail(message)
+        if state == .running { closeAttempt(error: failure.message) }
+        return stopEveryAttempt + fail(ItemFailure(failure))
     }
 
     /// An attempt ended.
@@ -101,7 +101,7 @@ extension Transfer {
         case (.finished(.none), _):
             // An upload the server accepted: done, whatever was asked meanwhile.
             state = .completed
-            lastError = nil
+            lastFailure = nil
         case (_, .split):
             // The probe of a segmented download ended: the ranges start from a preallocated file.
             effects += prepareRanges()
@@ -116,7 +116,7 @@ extension Transfer {
         case (.stopped, .none):
             // Nobody asked for it: treat it like a lost connection.
             attemptError = "stopped unexpectedly"
-            effects += retryOrFail(.transport(code: NSURLErrorCancelled, message: "cancelled"), progressed: false)
+            effects += retryOrFail(.transport(code: NSURLErrorCancelled, kind: .connectionLost, message: "stopped unexpectedly"), progressed: false)
         case let (.failed(failure, _), .none) where failure.movedForLimit:
             // Off an HTTP/2 stream for its limit: queued at once to go on from where it was, no retry spent.
             attemptError = failure.message
@@ -157,7 +157,7 @@ extension Transfer {
             rangeRetries[index] = 0
             if ranges.allSatisfy(\.isComplete), state == .running, stopIntent == nil { effects += finishRanges() }
         case let .unusable(reason):
-            lastError = reason
+            lastFailure = ItemFailure(FailureCause(.protocol), reason)
             segmentFallback = true
             restartFromZero = true
             if stopIntent == nil { stopIntent = .split }
@@ -176,12 +176,12 @@ extension Transfer {
             case let .retry(after):
                 // Only this range waits and goes again; the others carry on.
                 rangeRetries[index] = spent + 1
-                lastError = failure.message
+                lastFailure = ItemFailure(failure)
                 effects.append(.wakeRange(index: index, after: after, token: generation))
             case .giveUp:
                 stopIntent = .cancel
                 state = .failed
-                lastError = failure.message
+                lastFailure = ItemFailure(failure)
                 effects += stopEveryAttempt
             }
         }
@@ -238,7 +238,7 @@ extension Transfer {
             }
             if cancelAfterFinish {
                 state = .cancelled
-                lastError = "cancelled (\(failure.message))"
+                lastFailure = .cancelled("cancelled (\(failure.message))")
                 return []
             }
             return retryOrFail(failure, progressed: false)
@@ -252,7 +252,7 @@ extension Transfer {
         fileName = name
         savedPath = spec.directory + "/" + name
         state = .completed
-        lastError = nil
+        lastFailure = nil
         bytesDone = size
         if validators.totalLength == nil { validators.totalLength = size }
         return []
@@ -269,27 +269,27 @@ extension Transfer {
         lastFailureWasDNS = policy.isDNS(failure)
         var idempotent = true
         if let upload = spec.upload {
-            guard retryUploads else { return fail(failure.message) }
-            guard upload.isRepeatable else { return fail(failure.message + " (standard input cannot be sent again)") }
+            guard retryUploads else { return fail(ItemFailure(failure)) }
+            guard upload.isRepeatable else { return fail(ItemFailure(failure.cause, failure.message + " (standard input cannot be sent again)")) }
             // A POST whose upload the server keeps at a location goes on there, not again at the endpoint.
             idempotent = upload.method.uppercased() != "POST" || resumable?.location != nil
         }
         switch policy.decide(failure, retries: retries, dnsRetries: dnsRetries, idempotent: idempotent) {
         case .giveUp:
-            return fail(failure.message)
+            return fail(ItemFailure(failure))
         case let .retry(after):
             retries += 1
             if lastFailureWasDNS { dnsRetries += 1 }
             state = .waiting
-            lastError = failure.message
+            lastFailure = ItemFailure(failure)
             nextRetryAt = Date().addingTimeInterval(after)
             return [.wake(after: after, token: generation)]
         }
     }
 
-    func fail(_ message: String) -> [Effect] {
+    func fail(_ failure: ItemFailure) -> [Effect] {
         state = .failed
-        lastError = message
+        lastFailure = failure
         return []
     }
 

@@ -19,7 +19,7 @@ extension Transfer {
         countedBytes = stored.bytesDone  // what it had before this engine's count of bytes moved began
         retries = stored.retries
         attempts = stored.attempts
-        lastError = stored.lastError
+        lastFailure = ItemFailure(message: stored.lastError, cause: stored.failure)
         segments = stored.segments
         rateLimit = stored.rateLimit
         batch = stored.batch
@@ -59,6 +59,7 @@ extension Transfer {
             id: id, spec: spec, state: state, bytesDone: done, bytesExpected: expected,
             fileName: fileName, savedPath: savedPath, bytesPerSecond: rate, eta: eta,
             retries: retries, maxRetries: policy.budget(retries: retries, dnsRetries: dnsRetries, afterDNS: lastFailureWasDNS), nextRetryAt: nextRetryAt, lastError: lastError,
+            failure: lastFailure?.cause,
             attempts: attempts, validators: validators, lastStatus: lastStatus, response: response,
             rateHistory: rateHistory, segments: liveSegments)
         snapshot.rateLimit = rateLimit
@@ -79,6 +80,7 @@ extension Transfer {
         stored.retries = retries
         stored.attempts = Array(attempts.suffix(20))
         stored.lastError = lastError
+        stored.failure = lastFailure?.cause
         stored.rateLimit = rateLimit
         stored.batch = batch
         stored.response = response

@@ -79,7 +79,9 @@ final class Transfer {
     /// The last failure was a name that did not resolve: the retries shown are out of its smaller budget.
     var lastFailureWasDNS = false
     var attempts: [Attempt] = []
-    var lastError: String?
+    /// The last failure (kept while the item retries or has failed); nil once it moves on.
+    var lastFailure: ItemFailure?
+    var lastError: String? { lastFailure?.message }
     var lastStatus: Int?
     var nextRetryAt: Date?
     var response: ServerResponse?
@@ -195,7 +197,7 @@ final class Transfer {
         nextRetryAt = nil
         if busy { stopIntent = .cancel }
         state = .cancelled
-        lastError = "cancelled"
+        lastFailure = .cancelled()
         // The server's copy of a resumable upload goes too (a retry starts over).
         var discard: [Effect] = []
         if let upload = resumable, upload.location != nil {
@@ -214,7 +216,7 @@ final class Transfer {
         lastFailureWasDNS = false
         rangeRetries = [:]
         cancelAfterFinish = false
-        lastError = nil
+        lastFailure = nil
         return []
     }
 

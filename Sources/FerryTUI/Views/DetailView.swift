@@ -77,7 +77,7 @@ enum DetailView {
         }
         if let limit = item.rateLimit { field("Limit", RateText.describe(limit)) }
         // The status once: an error that says it already ("HTTP 404 Not Found") stands alone.
-        if let status = item.lastStatus, item.lastError?.hasPrefix("HTTP \(status)") != true { field("Status", "HTTP \(status)") }
+        if let status = item.lastStatus, item.failure?.status != status { field("Status", "HTTP \(status)") }
         if let error = item.lastError { field("Error", context.outside(error), style: Palette.error) }
         if item.retries > 0 || item.state == .waiting {
             var retries = "\(item.retries) of \(item.maxRetries)"

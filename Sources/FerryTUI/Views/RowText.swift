@@ -37,21 +37,20 @@ enum RowText {
     /// ETA while running, else what the item is doing: "queued", "paused", "HTTP 503, in 8s" (why the last
     /// attempt failed and when the next begins; the row's glyph says it is a retry, the detail view its
     /// number), "HTTP 503, queued" (queued again after that failure), "refused" (why it failed),
-    /// "done". The words of a failure come from its message
-    /// (TransferFailure.short): outside text, made safe by the caller.
+    /// "done". The words of a failure come from its kind (TransferSnapshot.failureWords), never its message.
     static func status(_ item: TransferSnapshot, now: Date) -> String {
         switch item.state {
         case .running: return item.eta.map { ByteFormat.duration($0) } ?? "--"
         case .waiting:
             let wait = item.nextRetryAt.map { max(0, $0.timeIntervalSince(now)).rounded(.up) } ?? 0
-            guard let error = item.lastError else { return "retry \(item.retries)/\(item.maxRetries) in \(ByteFormat.duration(wait))" }
-            return "\(TransferFailure.short(error)), in \(ByteFormat.duration(wait))"
-        case .failed: return item.lastError.map(TransferFailure.short) ?? item.state.label
+            guard let words = item.failureWords else { return "retry \(item.retries)/\(item.maxRetries) in \(ByteFormat.duration(wait))" }
+            return "\(words), in \(ByteFormat.duration(wait))"
+        case .failed: return item.failureWords ?? item.state.label
         case .queued where item.retries > 0:
             // Queued again after a failure (its retry came due while every slot was taken, or it was paused and
             // resumed): the failure it will retry, and that it waits for its turn.
-            guard let error = item.lastError else { return "retry \(item.retries)/\(item.maxRetries), queued" }
-            return "\(TransferFailure.short(error)), queued"
+            guard let words = item.failureWords else { return "retry \(item.retries)/\(item.maxRetries), queued" }
+            return "\(words), queued"
         case .queued, .paused, .completed, .cancelled: return item.state.label
         }
     }
