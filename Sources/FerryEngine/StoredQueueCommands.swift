@@ -14,7 +14,13 @@ public enum StoredQueueCommands {
     /// UsageError saying so.
     public static func perform(_ command: QueueCommand, store: any QueueStore) throws -> CommandResult {
         var result = CommandResult()
-        let items = try store.loadAll()
+        // No engine runs them: a row left running or waiting by one that stopped is queued, to every verb as
+        // to `ferry list` (`resume 1` said "#1 is running, left as it is" of an item nothing ran).
+        let items = try store.loadAll().map { item in
+            var item = item
+            item.state = item.state.atRest
+            return item
+        }
         let known = Dictionary(items.map { ($0.id, $0) }, uniquingKeysWith: { a, _ in a })
         let chosen: [StoredTransfer] = try command.selection.map { selection in
             let text = QueueView(filter: selection.filter).matcher
@@ -50,8 +56,6 @@ public enum StoredQueueCommands {
                 var item = item
                 let startsOver = item.startOverIfUnreadable() != nil
                 let transfer = Transfer(stored: item, policy: RetryPolicy(), retryUploads: true)
-                // A stored item runs nowhere: it was running when its engine died, and is queued again.
-                transfer.state = item.state
                 let changed: [Transfer.Effect]?
                 switch command {
                 case .pause: changed = transfer.pause()

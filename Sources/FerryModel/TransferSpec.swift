@@ -29,6 +29,11 @@ public enum TransferState: String, Sendable, Codable, CaseIterable, CodingKeyRep
 
     /// Running or still to run (queued, or waiting for a retry): what a pause stops, and work for an engine.
     public var isPending: Bool { self == .running || self == .queued || self == .waiting }
+
+    /// What a stored row in this state is when no engine works on it: one saved `running` or `waiting` is an
+    /// engine's that stopped (killed, crashed), and queued; the next engine takes it up as such. The one rule
+    /// for an engine loading its queue, `ferry list` and the verbs without an engine.
+    public var atRest: TransferState { self == .running || self == .waiting ? .queued : self }
 }
 
 /// One header the user asked to send (`-H 'Name: value'`).

@@ -64,8 +64,8 @@ import Glibc
 
     @Test(arguments: [
         ("\u{0}\u{FF}garbage\n", "not a JSON object"),
-        ("{\"v\":3,\"id\":7,\"verb\":\"explode\"}\n", "unknown verb 'explode'"),
-        ("{\"v\":3,\"id\":8,\"verb\":\"command\",\"command\":\"all of them\"}\n", "malformed command request"),
+        ("{\"v\":\(ControlProtocol.version),\"id\":7,\"verb\":\"explode\"}\n", "unknown verb 'explode'"),
+        ("{\"v\":\(ControlProtocol.version),\"id\":8,\"verb\":\"command\",\"command\":\"all of them\"}\n", "malformed command request"),
         ("{\"v\":99,\"id\":9,\"verb\":\"list\"}\n", "protocol version 99"),
         ("[1,2,3]\n", "not a JSON object"),
     ])
@@ -162,7 +162,7 @@ import Glibc
             defer { close(stuck) }
             var small: Int32 = 4096
             setsockopt(stuck, SOL_SOCKET, SO_RCVBUF, &small, socklen_t(MemoryLayout<Int32>.size))
-            self.send(stuck, Data("{\"v\":3,\"id\":1,\"verb\":\"subscribe\"}\n".utf8))
+            self.send(stuck, Data("{\"v\":\(ControlProtocol.version),\"id\":1,\"verb\":\"subscribe\"}\n".utf8))
             // The good one, served all along.
             let updates = UpdateCount()
             try good.subscribe(onUpdate: { _ in updates.add() }, onClose: { _ in })

@@ -92,9 +92,11 @@ import TestHTTPServer
 
     @Test func cancellingOneStreamLeavesTheOthersOnItsConnectionRunning() async throws {
         let slow = Resource.randomBytes(count: 8 << 20, seed: 222)
-        let other = Resource.randomBytes(count: 2 << 20, seed: 223)
-        server.route("/slow.bin", .serve(Resource(body: slow), ServeOptions(bytesPerSecond: 512 << 10)))
-        server.route("/other.bin", .serve(Resource(body: other), ServeOptions(bytesPerSecond: 1 << 20)))
+        let other = Resource.randomBytes(count: 4 << 20, seed: 223)
+        // The stream to cancel stalls after 1 MiB and stays open: it cannot end before the test cancels it,
+        // however busy the machine (at 512 KiB/s it finished first under the whole suite's load).
+        server.route("/slow.bin", .serve(Resource(body: slow), ServeOptions(stallAfter: 1 << 20)))
+        server.route("/other.bin", .serve(Resource(body: other), ServeOptions(bytesPerSecond: 512 << 10)))
         let manager = try TransferManager(configuration: configuration())
         defer { manager.shutdown() }
         let cancelled = manager.add(spec("/slow.bin"))

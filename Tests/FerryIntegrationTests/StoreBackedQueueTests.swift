@@ -169,6 +169,57 @@ import TestHTTPServer
         #expect(cancelled.outcome.changed.count == 2_497 && manager.counts == [.paused: 3, .cancelled: 2_497])
     }
 
+    /// Issue 40: a command over a selection is one operation to the scheduler. With one transfer at a time, a
+    /// pause of everything started the next queued item each time the turn before freed the slot (99 requests
+    /// and 99 new `.part` files for 100,000 items): now no request is made and no file created by the pause,
+    /// and a resume of everything starts the first item only.
+    @Test func aPauseOfEverythingStartsNothing() async throws {
+        let running = Resource.randomBytes(count: 4 << 20, seed: 40)
+        server.route("/p/1.bin", .serve(Resource(body: running, etag: "\"p1\""), ServeOptions(stallAfter: 64 << 10)))
+        var configuration = testConfiguration(maxConcurrent: 1)
+        configuration.loadedLimit = 3
+        let manager = try TransferManager(configuration: configuration, store: SQLiteQueueStore(path: storePath))
+        defer { manager.shutdown() }
+        let specs = (1...10_000).map { TransferSpec(download: server.url("/p/\($0).bin"), directory: dir.path) }
+        _ = try manager.addSaved(specs, batch: nil, reuse: false)
+        try await eventually("the first item runs") {
+            manager.snapshot(of: TransferID(1))?.state == .running && server.requests("/p/1.bin").count == 1 && dir.files().contains("1.bin.part")
+        }
+        let filesBefore = dir.files()
+        let paused = try manager.perform(.pause(Selection(all: true)))
+        #expect(paused.outcome.changed.count == 10_000)
+        #expect(manager.counts == [.paused: 10_000])
+        try await eventually("the running item has stopped") { manager.core.withLock { $0.items[TransferID(1)]?.busy ?? false } == false }
+        #expect(server.allRequests.count == 1, "the pause started \(server.allRequests.count - 1) items: \(server.allRequests.map(\.path).prefix(5))")
+        #expect(dir.files() == filesBefore, "files made by the pause: \(Set(dir.files()).subtracting(filesBefore).prefix(5))")
+        _ = try manager.perform(.resume(Selection(all: true)))
+        #expect(manager.counts[.paused, default: 0] == 0)
+        try await eventually("the first item runs again") { server.requests("/p/1.bin").count == 2 }
+        #expect(server.allRequests.count == 2, "one transfer at a time: \(server.allRequests.map(\.path))")
+    }
+
+    /// Issue 40: a row left running (or waiting) by an engine that was killed is queued to every verb without
+    /// an engine, as it is to `ferry list` and to the next engine (`ferry resume 1` said "#1 is running, left as
+    /// it is" of an item nothing ran, and `--state running` chose it).
+    @Test func aRowLeftRunningByAKilledEngineIsQueuedToEveryVerb() throws {
+        let store = try SQLiteQueueStore(path: storePath)
+        let added = try store.add((1...3).map { TransferSpec(download: server.url("/k/\($0).bin"), directory: dir.path) })
+        for (record, state) in zip(added, [TransferState.running, .waiting, .paused]) {
+            var item = record
+            item.state = state
+            try store.save(item)
+        }
+        var listed: [StoredTransfer] = []
+        try QueueListing.items(of: QueueView(), in: StateDirectory(option: dir.path)) { listed += $0 }
+        #expect(listed.map(\.state) == [.queued, .queued, .paused])
+        let resumed = try StoredQueueCommands.perform(.resume(Selection(ids: [1, 2, 3])), store: store)
+        #expect(resumed.outcome.changed.map(\.rawValue) == [3])
+        #expect(resumed.outcome.left.map(\.state) == [.queued, .queued], "\(resumed.outcome.left)")
+        #expect(try StoredQueueCommands.perform(.pause(Selection(states: [.running])), store: store).outcome.changed.isEmpty)
+        let paused = try StoredQueueCommands.perform(.pause(Selection(states: [.queued])), store: store)
+        #expect(paused.outcome.changed.map(\.rawValue) == [1, 2, 3])
+    }
+
     /// Issue 24: a sorted view's window, on items loaded or not (their names, sizes and states as the store has
     /// them); sorting leaves the queue's order as it was.
     @Test func aSortedViewsWindow() async throws {

@@ -140,6 +140,8 @@ final class Connection: Sendable {
     private struct State {
         var waiting: [Int: DispatchSemaphore] = [:]
         var replies: [Int: ControlReply] = [:]
+        /// Requests the engine said it is still working on since their waiter last looked.
+        var working: Set<Int> = []
         var closed: String?
         var snapshot = QueueSnapshot(version: 0, items: [], totals: QueueTotals(), maxConcurrent: 0, maxPerHost: 0)
         var onUpdate: (@Sendable (QueueSnapshot) -> Void)?
@@ -191,15 +193,22 @@ final class Connection: Sendable {
         return PendingReply(id: request.id, signal: signal)
     }
 
-    /// The reply to a request sent, waited for at most `replyTimeout`.
+    /// The reply to a request sent, waited for at most `replyTimeout` after the engine last said anything of it
+    /// (it says it is still working on a long command every `ControlProtocol.workingInterval`).
     func reply(to pending: PendingReply) throws(ControlError) -> ControlReply {
-        let timedOut = pending.signal.wait(timeout: .now() + Self.replyTimeout) == .timedOut
-        let (reply, closed) = state.withLock { s in
-            s.waiting[pending.id] = nil
-            return (s.replies.removeValue(forKey: pending.id), s.closed)
+        while true {
+            let timedOut = pending.signal.wait(timeout: .now() + Self.replyTimeout) == .timedOut
+            let (reply, closed, working) = state.withLock { s in
+                let working = s.working.remove(pending.id) != nil
+                let reply = s.replies.removeValue(forKey: pending.id)
+                if reply != nil || s.closed != nil || (timedOut && !working) { s.waiting[pending.id] = nil }
+                return (reply, s.closed, working)
+            }
+            if let reply { return reply }
+            if let closed { throw ControlError(closed) }
+            if timedOut, !working { throw ControlError("the engine did not answer in \(Int(Self.replyTimeout)) s") }
+            // Told it is still at work (or woken by an earlier such word): wait on.
         }
-        if let reply { return reply }
-        throw ControlError(timedOut ? "the engine did not answer in \(Int(Self.replyTimeout)) s" : closed ?? "the engine closed the connection")
     }
 
     func subscribe(view: QueueView?, onUpdate: @escaping @Sendable (QueueSnapshot) -> Void,
@@ -269,7 +278,7 @@ final class Connection: Sendable {
         if let reply = message.reply {
             let waiter = state.withLock { s -> DispatchSemaphore? in
                 guard let id = reply.id, let waiter = s.waiting[id] else { return nil }
-                s.replies[id] = reply
+                if reply.working == true { s.working.insert(id) } else { s.replies[id] = reply }
                 return waiter
             }
             waiter?.signal()

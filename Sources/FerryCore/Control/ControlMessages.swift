@@ -9,8 +9,9 @@ import Foundation
 /// pushes updates (a full queue first, then only what changed). Versioned: a request of another version
 /// gets an error reply. See EngineHost for what each verb does.
 public enum ControlProtocol {
-    /// 2: every change of the queue is one `command` (QueueCommand).
-    public static let version = 3
+    /// 2: every change of the queue is one `command` (QueueCommand). 4: a command may be answered `working`
+    /// before its reply (an older client would take that for the answer).
+    public static let version = 4
     /// The longest request line the engine reads. An `add` is sent in parts well under it
     /// (ControlClient.add), so no list of URLs is too long.
     public static let maxRequest = 4 << 20
@@ -21,6 +22,8 @@ public enum ControlProtocol {
     public static let addPartItems = 10_000
     /// Updates are pushed at most this often.
     public static let updateInterval: TimeInterval = 0.2
+    /// A command still under way says so this often (ControlReply.working).
+    public static let workingInterval: TimeInterval = 2
 }
 
 public enum ControlVerb: String, Codable, Sendable, CaseIterable {
@@ -71,6 +74,9 @@ public struct ControlReply: Codable, Sendable, Equatable {
     public var total: Int?
     /// The engine's process id (every reply says it, for messages).
     public var pid: Int32?
+    /// Not the answer yet: the engine is still working on the request (a command over a long selection) and
+    /// says so every `ControlProtocol.workingInterval`; the client waits on while these come.
+    public var working: Bool?
 
     public init(id: Int?, ok: Bool, error: String? = nil) {
         self.id = id

@@ -14,7 +14,8 @@ import Glibc
 /// queue once it drains) and is dropped when nothing drains for `stallLimit` (long enough for a UI stopped
 /// with Ctrl-Z to come back).
 final class ControlServer: @unchecked Sendable {
-    final class Connection {
+    /// Touched on `queue` only (a Responder carries one there from elsewhere).
+    final class Connection: @unchecked Sendable {
         let fd: Int32
         var input = Data()
         var output = Data()
@@ -47,16 +48,17 @@ final class ControlServer: @unchecked Sendable {
     private let path: String
     private var acceptSource: DispatchSourceRead?
     private var connections: [Int32: Connection] = [:]
-    private let handle: (ControlRequest) -> ControlReply
+    private let handle: (ControlRequest, Responder) -> ControlReply?
     private let window: (QueueView) -> QueueSnapshot
     private let encoder = JSONEncoder()
     /// Called on `queue` whenever a client connects or goes.
     var clientsChanged: ((_ clients: Int, _ subscribers: Int) -> Void)?
 
     /// - Parameters:
-    ///   - handle: answers a request (on `queue`).
+    ///   - handle: answers a request (on `queue`), or returns nil and answers later through the responder (a
+    ///     command that takes a while: the socket goes on serving other requests meanwhile).
     ///   - window: the window of a view as it is now (on `queue`).
-    init(path: String, handle: @escaping (ControlRequest) -> ControlReply,
+    init(path: String, handle: @escaping (ControlRequest, Responder) -> ControlReply?,
          window: @escaping (QueueView) -> QueueSnapshot) throws(StateError) {
         self.path = path
         self.listenFD = try UnixSocket.listen(path: path)
@@ -158,7 +160,9 @@ final class ControlServer: @unchecked Sendable {
             refuse(connection, id: envelope.id, "malformed \(verb) request")
             return false
         }
-        var reply = handle(request)
+        guard var reply = handle(request, Responder(server: self, connection: connection, id: request.id)) else {
+            return true  // answered later
+        }
         reply.pid = getpid()
         send(ControlMessage(reply: reply), to: connection)
         if request.verb == .subscribe || request.verb == .view, reply.ok, connections[connection.fd] === connection {
@@ -169,6 +173,37 @@ final class ControlServer: @unchecked Sendable {
             if !wasSubscribed { clientsChanged?(connections.count, subscriberCount) }
         }
         return connections[connection.fd] === connection
+    }
+
+    /// Answers one request later, from any thread: its reply, and meanwhile that the engine is still at it
+    /// (`working`, which keeps the client waiting past its time-out). Nothing is sent to a client that went.
+    struct Responder: @unchecked Sendable {
+        fileprivate weak var server: ControlServer?
+        fileprivate weak var connection: Connection?
+        let id: Int?
+
+        /// The request's answer.
+        func reply(_ reply: ControlReply) {
+            var reply = reply
+            reply.id = id
+            reply.pid = getpid()
+            send(reply)
+        }
+
+        /// The engine is still working on the request: the client waits on.
+        func working() {
+            var reply = ControlReply(id: id, ok: true)
+            reply.working = true
+            send(reply)
+        }
+
+        private func send(_ reply: ControlReply) {
+            guard let server else { return }
+            server.queue.async { [connection] in
+                guard let connection, server.connections[connection.fd] === connection else { return }
+                server.send(ControlMessage(reply: reply), to: connection)
+            }
+        }
     }
 
     private func refuse(_ connection: Connection, id: Int?, _ error: String) {

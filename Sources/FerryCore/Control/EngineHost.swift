@@ -25,13 +25,15 @@ public final class EngineHost: @unchecked Sendable {
     private let subscriberCount = Atomic<Int>(0)
     private let clientCount = Atomic<Int>(0)
     private let lastClientGone = Mutex<DispatchTime>(.now())
+    /// Where commands are carried out, one at a time in the order they came (off the socket's queue).
+    private let commands = DispatchQueue(label: "ferry.commands")
 
     /// Listens on the state directory's socket. `onStop` runs (off the socket's queue) when a client asks
     /// the engine to stop; it should shut the manager down and end the process.
     public init(manager: TransferManager, directory: StateDirectory, onStop: @escaping @Sendable () -> Void) throws(StateError) {
         self.manager = manager
         self.onStop = onStop
-        server = try ControlServer(path: directory.socketPath, handle: { [unowned self] in self.handle($0) },
+        server = try ControlServer(path: directory.socketPath, handle: { [unowned self] in self.handle($0, $1) },
                                    window: { [unowned manager] in manager.snapshot($0) })
         server.clientsChanged = { [unowned self] clients, subscribers in
             self.clientCount.store(clients, ordering: .relaxed)
@@ -62,6 +64,9 @@ public final class EngineHost: @unchecked Sendable {
 
     /// Stops listening; clients see the connection close.
     public func close() {
+        // Commands under way are answered first (a cancel that ends a headless run's last item is answered
+        // before the run closes the socket).
+        commands.sync {}
         server.queue.sync {
             timer?.cancel()
             timer = nil
@@ -103,7 +108,11 @@ public final class EngineHost: @unchecked Sendable {
 
     // MARK: Requests (on the server's queue)
 
-    private func handle(_ request: ControlRequest) -> ControlReply {
+    /// Answers a request; a command is carried out on `commands`, in the order commands came, and answered
+    /// from there (nil here), so the socket goes on serving lists and windows while a command over a long
+    /// selection works (a pause of 1,000,000 items took the socket's queue for over 15 s: its client and a
+    /// `list` beside it both said the engine did not answer). Its client hears `working` meanwhile.
+    private func handle(_ request: ControlRequest, _ responder: ControlServer.Responder) -> ControlReply? {
         var reply = ControlReply(id: request.id, ok: true)
         switch request.verb {
         case .list:
@@ -114,24 +123,40 @@ public final class EngineHost: @unchecked Sendable {
             break
         case .command:
             guard let command = request.command else { return failure(request, "command needs a command") }
-            do {
-                reply.result = try manager.perform(command)
-            } catch {
-                return failure(request, String(describing: error))
+            commands.async { [self] in
+                responder.reply(carryOut(command, request, responder))
+                if case .add = command {
+                    // A part of an add decodes and encodes megabytes of JSON; the heap it used goes back to the
+                    // system once the reply is out (glibc keeps freed memory otherwise: 1,000,000 lines added
+                    // left the engine at 178 MiB, most of it free heap).
+                    server.queue.async { Self.trimHeap() }
+                }
             }
-            // Subscribers see the change now (an add announces no event of its own: TransferManager.announcesAdds).
-            nudge()
-            if case .add = command {
-                // A part of an add decodes and encodes megabytes of JSON; the heap it used goes back to the
-                // system once the reply is out (glibc keeps freed memory otherwise: 1,000,000 lines added
-                // left the engine at 178 MiB, most of it free heap).
-                server.queue.async { Self.trimHeap() }
-            }
+            return nil
         case .stop:
             // After the reply has gone out.
             server.queue.async { [onStop] in DispatchQueue.global().async { onStop() } }
         }
         if subscribers > 0 { startUpdates() }
+        return reply
+    }
+
+    /// A command carried out (on `commands`), its client told every `ControlProtocol.workingInterval` that it
+    /// is under way until then.
+    private func carryOut(_ command: QueueCommand, _ request: ControlRequest, _ responder: ControlServer.Responder) -> ControlReply {
+        let heartbeat = DispatchSource.makeTimerSource(queue: server.queue)
+        heartbeat.schedule(deadline: .now() + ControlProtocol.workingInterval, repeating: ControlProtocol.workingInterval)
+        heartbeat.setEventHandler { responder.working() }
+        heartbeat.resume()
+        defer { heartbeat.cancel() }
+        var reply = ControlReply(id: request.id, ok: true)
+        do {
+            reply.result = try manager.perform(command)
+        } catch {
+            return failure(request, String(describing: error))
+        }
+        // Subscribers see the change now (an add announces no event of its own: TransferManager.announcesAdds).
+        nudge()
         return reply
     }
 

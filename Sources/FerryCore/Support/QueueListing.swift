@@ -219,7 +219,7 @@ extension QueueListing {
                 // A row left running by an engine that stopped (a kill -9, a crash) or saved running a moment
                 // ago: queued unless a running engine says it moves (with none, nothing moves; the next engine
                 // takes the row up again as a queued one).
-                if live?[row.id] == nil, item.state == .running || item.state == .waiting { item.state = .queued }
+                if live?[row.id] == nil { item.state = item.state.atRest }
                 guard matcher.matches(id: item.id, state: item.state, batch: item.batch, spec: item.spec, fileName: item.fileName) else { return }
                 pending.append(item)
                 if pending.count >= 1_000 {

@@ -8,7 +8,7 @@ extension Transfer {
     /// An item from the store. One that was running (the engine stopped or crashed) is queued again and will
     /// resume where its `.part` file ends.
     convenience init(stored: StoredTransfer, policy: RetryPolicy, retryUploads: Bool) {
-        let state: TransferState = stored.state == .running || stored.state == .waiting ? .queued : stored.state
+        let state = stored.state.atRest
         self.init(id: stored.id, spec: stored.spec, state: state, policy: policy, retryUploads: retryUploads)
         fileName = stored.fileName
         savedPath = stored.savedPath
