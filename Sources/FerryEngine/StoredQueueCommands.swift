@@ -29,7 +29,7 @@ public enum StoredQueueCommands {
             }).get().compactMap { known[$0] }
         } ?? []
         switch command {
-        case .add, .setConcurrency, .setGlobalLimits:
+        case .add, .place, .setConcurrency, .setGlobalLimits:
             throw UsageError("no engine is running; \(command.name) needs one (ferry starts one: `ferry`, or `ferry get --detach`)")
         case let .move(_, direction):
             var queue = items

@@ -16,6 +16,8 @@ public enum QueueCommand: Sendable, Codable, Equatable {
     case remove(Selection, deletePart: Bool)
     /// Items one step, or to an end, together (QueueMove.apply).
     case move(Selection, QueueMove)
+    /// One item to a place among the items in some states (aria2's changePosition in its waiting list).
+    case place(TransferID, Placement)
     /// Queue transfers (one batch; reusing the same transfers already queued unless `force`).
     case add(Addition)
     /// Transfers at once.
@@ -32,17 +34,24 @@ public enum QueueCommand: Sendable, Codable, Equatable {
         /// What the user typed, for a new batch.
         public var typed: String
         public var force: Bool
+        /// New items are queued paused (they start on a resume).
+        public var paused: Bool
+        /// New items go to this place (aria2's addUri `position`); none starts before it is there.
+        public var placement: Placement?
 
-        public init(specs: [TransferSpec], batch: Int64? = nil, typed: String = "", force: Bool = false) {
+        public init(specs: [TransferSpec], batch: Int64? = nil, typed: String = "", force: Bool = false,
+                    paused: Bool = false, placement: Placement? = nil) {
             self.specs = specs
             self.batch = batch
             self.typed = typed
             self.force = force
+            self.paused = paused
+            self.placement = placement
         }
 
         // On the wire, specs that differ from the first only in their URL (the lines of one `-i` file) are the
         // first spec and every URL: a spec's JSON once, not a million times each way.
-        private enum CodingKeys: String, CodingKey { case specs, template, urls, batch, typed, force }
+        private enum CodingKeys: String, CodingKey { case specs, template, urls, batch, typed, force, paused, placement }
 
         /// The specs differ from the first in their URL at most: they travel as one spec and the URLs.
         public static func travelAsURLs(_ specs: some Collection<TransferSpec>) -> Bool {
@@ -64,6 +73,8 @@ public enum QueueCommand: Sendable, Codable, Equatable {
             batch = try container.decodeIfPresent(Int64.self, forKey: .batch)
             typed = try container.decode(String.self, forKey: .typed)
             force = try container.decode(Bool.self, forKey: .force)
+            paused = try container.decodeIfPresent(Bool.self, forKey: .paused) ?? false
+            placement = try container.decodeIfPresent(Placement.self, forKey: .placement)
         }
 
         public func encode(to encoder: any Encoder) throws {
@@ -77,6 +88,8 @@ public enum QueueCommand: Sendable, Codable, Equatable {
             try container.encodeIfPresent(batch, forKey: .batch)
             try container.encode(typed, forKey: .typed)
             try container.encode(force, forKey: .force)
+            if paused { try container.encode(paused, forKey: .paused) }
+            try container.encodeIfPresent(placement, forKey: .placement)
         }
     }
 
@@ -89,10 +102,32 @@ public enum QueueCommand: Sendable, Codable, Equatable {
         case .retry: return "retry"
         case .remove: return "remove"
         case .move: return "move"
+        case .place: return "place"
         case .add: return "add"
         case .setConcurrency: return "jobs"
         case .setRateLimit: return "limit"
         case .setGlobalLimits: return "limits"
+        }
+    }
+
+    /// The command that makes `change` on `selection`.
+    public static func changing(_ change: StateChange, _ selection: Selection) -> QueueCommand {
+        switch change {
+        case .pause: return .pause(selection)
+        case .resume: return .resume(selection)
+        case .cancel: return .cancel(selection)
+        case .retry: return .retry(selection)
+        }
+    }
+
+    /// The change of state a per-item command makes (pause, resume, cancel, retry); nil for the others.
+    public var stateChange: StateChange? {
+        switch self {
+        case .pause: return .pause
+        case .resume: return .resume
+        case .cancel: return .cancel
+        case .retry: return .retry
+        case .remove, .move, .place, .add, .setConcurrency, .setRateLimit, .setGlobalLimits: return nil
         }
     }
 
@@ -102,7 +137,62 @@ public enum QueueCommand: Sendable, Codable, Equatable {
         case let .pause(selection), let .resume(selection), let .cancel(selection), let .retry(selection),
              let .remove(selection, _), let .setRateLimit(selection, _), let .move(selection, _):
             return selection
+        case let .place(id, _): return Selection(ids: [id.rawValue])
         case .add, .setConcurrency, .setGlobalLimits: return nil
+        }
+    }
+}
+
+/// A place for an item among the items in some states, counted from 0 in queue order: from the start, from
+/// where the item is, or from the end (aria2's POS_SET, POS_CUR, POS_END), kept within the list.
+public struct Placement: Sendable, Codable, Equatable {
+    public enum Origin: String, Sendable, Codable { case start, current, end }
+    public var origin: Origin
+    public var offset: Int
+    public var among: Set<TransferState>
+
+    public init(_ origin: Origin, _ offset: Int, among: Set<TransferState>) {
+        self.origin = origin
+        self.offset = offset
+        self.among = among
+    }
+
+    /// The place wanted for an item at `at` of `count` (not yet kept within the list). The offset is clamped
+    /// before any sum, so that none overflows (Int.min or Int.max from a client).
+    public func target(at: Int, count: Int) -> Int {
+        let step = min(max(offset, -count), count)
+        switch origin {
+        case .start: return step
+        case .current: return at + step
+        case .end: return count - 1 + step
+        }
+    }
+}
+
+/// A command that changes items' states: the states it applies to and its words. The one copy of the rule:
+/// the engine's Transfer, the UI's reducer, aria2's RPC and the verbs' sentences read it here.
+public enum StateChange: String, Sendable, CaseIterable {
+    case pause, resume, cancel, retry
+
+    /// The states of the items it changes; it leaves the others as they are.
+    public var appliesTo: Set<TransferState> {
+        switch self {
+        case .pause: return [.queued, .running, .waiting]
+        case .resume: return [.paused]
+        case .cancel: return [.queued, .running, .waiting, .paused]
+        case .retry: return [.failed, .cancelled]
+        }
+    }
+
+    public func applies(to state: TransferState) -> Bool { appliesTo.contains(state) }
+
+    /// "paused", for sentences (`paused 3 (#1 #2 #5)`).
+    public var pastTense: String {
+        switch self {
+        case .pause: return "paused"
+        case .resume: return "resumed"
+        case .cancel: return "cancelled"
+        case .retry: return "retried"
         }
     }
 }
@@ -113,12 +203,14 @@ public struct CommandResult: Sendable, Codable, Equatable {
     public var outcome = CommandOutcome()
     public var added: [AddedItem]?
     public var batch: Int64?
+    /// `place`: the place the item has now among the items of its placement's states.
+    public var placed: Int?
 
     public init() {}
 
     // On the wire, a run of new items with consecutive ids is `[first id, count]`: an add of a million URLs
     // answers with a few numbers, not a million objects.
-    private enum CodingKeys: String, CodingKey { case outcome, added, batch }
+    private enum CodingKeys: String, CodingKey { case outcome, added, batch, placed }
 
     private enum AddedRun: Codable {
         case run(first: Int64, count: Int64)
@@ -149,6 +241,7 @@ public struct CommandResult: Sendable, Codable, Equatable {
         let container = try decoder.container(keyedBy: CodingKeys.self)
         outcome = try container.decode(CommandOutcome.self, forKey: .outcome)
         batch = try container.decodeIfPresent(Int64.self, forKey: .batch)
+        placed = try container.decodeIfPresent(Int.self, forKey: .placed)
         added = try container.decodeIfPresent([AddedRun].self, forKey: .added).map { runs in
             runs.flatMap { run -> [AddedItem] in
                 switch run {
@@ -163,6 +256,7 @@ public struct CommandResult: Sendable, Codable, Equatable {
         var container = encoder.container(keyedBy: CodingKeys.self)
         try container.encode(outcome, forKey: .outcome)
         try container.encodeIfPresent(batch, forKey: .batch)
+        try container.encodeIfPresent(placed, forKey: .placed)
         guard let added else { return }
         var runs: [AddedRun] = []
         for item in added {

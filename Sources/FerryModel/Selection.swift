@@ -114,14 +114,14 @@ extension TransferState {
 }
 
 extension CommandOutcome {
-    private static let pastTense = [
-        "pause": "paused", "resume": "resumed", "cancel": "cancelled", "retry": "retried", "remove": "removed",
-    ]
-
     /// `retried 3 (#4 #9 #12); #2 is done, left as it is`: what a command changed and what it left, in words
     /// (a shell verb prints it; the UI says it after an action on marked items).
     public func sentence(for command: QueueCommand) -> String {
-        let done = Self.pastTense[command.name] ?? command.name
+        let done: String
+        switch command {
+        case .remove: done = "removed"
+        default: done = command.stateChange?.pastTense ?? command.name
+        }
         var parts: [String] = []
         if changed.isEmpty {
             parts.append(left.isEmpty ? "no item \(Self.describe(command.selection)); nothing \(done)" : "nothing \(done)")

@@ -163,12 +163,9 @@ public final class Aria2RPC: @unchecked Sendable {
             return manager.snapshot(QueueView(states: [.running])).items.map { describe($0, keys: params.keys()) }
         case "aria2.tellWaiting": return try window(states: Self.waitingStates, &params)
         case "aria2.tellStopped": return try window(states: [.completed, .failed, .cancelled], &params)
-        case "aria2.pause", "aria2.forcePause":
-            return try act(&params, allowed: [.queued, .running, .waiting]) { manager.pause($0) }
-        case "aria2.unpause":
-            return try act(&params, allowed: [.paused]) { manager.resume($0) }
-        case "aria2.remove", "aria2.forceRemove":
-            return try act(&params, allowed: [.queued, .running, .waiting, .paused]) { manager.cancel($0) }
+        case "aria2.pause", "aria2.forcePause": return try act(&params, .pause)
+        case "aria2.unpause": return try act(&params, .resume)
+        case "aria2.remove", "aria2.forceRemove": return try act(&params, .cancel)
         case "aria2.pauseAll", "aria2.forcePauseAll":
             _ = try manager.perform(.pause(Selection(states: [.queued, .running, .waiting])))
             return "OK"
@@ -178,7 +175,7 @@ public final class Aria2RPC: @unchecked Sendable {
         case "aria2.removeDownloadResult":
             let id = try params.gid()
             guard try snapshot(id).state.isTerminal else { throw Failure("\(Self.gid(id)) is not stopped: remove it first") }
-            _ = manager.remove(id)
+            _ = try manager.perform(.remove(Selection(ids: [id.rawValue]), deletePart: false))
             return "OK"
         case "aria2.purgeDownloadResult":
             _ = try manager.perform(.remove(Selection(states: [.completed, .failed, .cancelled]), deletePart: false))
@@ -195,7 +192,8 @@ public final class Aria2RPC: @unchecked Sendable {
             let id = try params.gid()
             let changes = try params.object()
             if let limit = changes["max-download-limit"] {
-                guard manager.setRateLimit(id, try Self.rate(limit, option: "max-download-limit")) else {
+                let rate = try Self.rate(limit, option: "max-download-limit")
+                guard (try? manager.perform(.setRateLimit(Selection(ids: [id.rawValue]), rate)))?.outcome.changed.isEmpty == false else {
                     throw Failure("GID \(Self.gid(id)) is not found")
                 }
             }
@@ -300,25 +298,30 @@ public final class Aria2RPC: @unchecked Sendable {
         } catch {
             throw Failure("dir: \(error.description)")
         }
-        let added: [AddedItem]
-        do throws(StateError) {
-            // Paused from the start with `pause`: never started and then stopped.
-            added = try manager.addSaved([spec], batch: nil, reuse: false, paused: "\(options["pause"] ?? "false")" == "true")
+        // One command: paused from the start with `pause` (never started and then stopped), placed before it
+        // can start, in a batch of its own as any add.
+        let addition = QueueCommand.Addition(specs: [spec], typed: "aria2.addUri \(TerminalSafe.redactedURL(url))", force: true,
+                                             paused: "\(options["pause"] ?? "false")" == "true",
+                                             placement: place.map { Placement(.start, $0, among: Set(Self.waitingStates)) })
+        let added: [AddedItem]?
+        do {
+            added = try manager.perform(.add(addition)).added
         } catch {
-            throw Failure(error.description)
+            throw Failure((error as? StateError)?.description ?? String(describing: error))
         }
-        guard let id = added.first?.id else { throw Failure("the item was not added") }
-        if let place { _ = manager.place(id, among: Set(Self.waitingStates)) { _, _ in place } }
+        guard let id = added?.first?.id else { throw Failure("the item was not added") }
         return Self.gid(id)
     }
 
-    private func act(_ params: inout Params, allowed: Set<TransferState>, _ body: (TransferID) -> Void) throws -> String {
+    /// pause, unpause, remove: the item's state changed as the command's rule says (StateChange), else refused
+    /// as aria2 refuses it.
+    private func act(_ params: inout Params, _ change: StateChange) throws -> String {
         let id = try params.gid()
         let item = try snapshot(id)
-        guard allowed.contains(item.state) else {
+        guard change.applies(to: item.state) else {
             throw Failure("GID \(Self.gid(id)) cannot be changed: it is \(Self.status(item.state))")
         }
-        body(id)
+        _ = try manager.perform(.changing(change, Selection(ids: [id.rawValue])))
         return Self.gid(id)
     }
 
@@ -353,15 +356,8 @@ public final class Aria2RPC: @unchecked Sendable {
         }
         guard ["POS_SET", "POS_CUR", "POS_END"].contains(how) else { throw Failure("changePosition takes POS_SET, POS_CUR or POS_END") }
         let item = try snapshot(id)
-        let placed = manager.place(id, among: Set(Self.waitingStates)) { at, count in
-            // Clamped before any sum, so that no position overflows (Int.min or Int.max from a client).
-            let step = min(max(position, -count), count)
-            switch how {
-            case "POS_SET": return step
-            case "POS_CUR": return at + step
-            default: return count - 1 + step
-            }
-        }
+        let origin: Placement.Origin = how == "POS_SET" ? .start : how == "POS_CUR" ? .current : .end
+        let placed = try manager.perform(.place(id, Placement(origin, position, among: Set(Self.waitingStates)))).placed
         guard let placed else { throw Failure("GID \(Self.gid(id)) is not in the waiting list: it is \(Self.status(item.state))") }
         return placed
     }

@@ -140,6 +140,29 @@ import TestHTTPServer
         #expect(manager.snapshot(QueueView()).items.count == 7, "a refused add adds nothing")
     }
 
+    /// Issue 40: addUri with a position is one command (added, then placed, with the scheduler held between):
+    /// the item added at the head of the waiting list is the next to start, before the items it was placed in
+    /// front of, and none of them started meanwhile.
+    @Test func anAddWithAPositionStartsInItsPlace() async throws {
+        defer { tearDown() }
+        let body = Resource.randomBytes(count: 1 << 20, seed: 41)
+        server.route("/run.bin", .serve(Resource(body: body, etag: "\"run\""), ServeOptions(stallAfter: 64 << 10)))
+        for name in ["b", "c", "n"] { server.route("/\(name).bin", .serve(Resource(body: body, etag: "\"\(name)\""), ServeOptions(stallAfter: 64 << 10))) }
+        _ = try await call("aria2.changeGlobalOption", [["max-concurrent-downloads": "1"]])
+        let running = try #require(try await call("aria2.addUri", [[server.url("/run.bin").absoluteString]]) as? String)
+        try await eventually("the first download runs") { server.requests("/run.bin").count == 1 }
+        for name in ["b", "c"] { _ = try await call("aria2.addUri", [[server.url("/\(name).bin").absoluteString]]) }
+        let placed = try #require(try await call("aria2.addUri", [[server.url("/n.bin").absoluteString], [:], 0]) as? String)
+        let order = try #require(try await call("aria2.tellWaiting", [0, 10, ["gid"]]) as? [[String: Any]]).compactMap { $0["gid"] as? String }
+        #expect(order.first == placed, "\(order)")
+        #expect(server.requests("/b.bin").isEmpty && server.requests("/n.bin").isEmpty, "nothing started while the slot was taken")
+        // The slot frees: the placed item is next.
+        _ = try await call("aria2.pause", [running])
+        try await eventually("the next download starts") { server.allRequests.count == 2 }
+        #expect(server.requests("/n.bin").count == 1 && server.requests("/b.bin").isEmpty,
+                "\(server.allRequests.map(\.path))")
+    }
+
     /// A GID shorter than 16 digits is a prefix of one item's GID, as in aria2 (it was read as a number: "1"
     /// named item 1, whose GID does not begin with 1).
     @Test func aShortGIDIsAPrefix() async throws {

@@ -111,20 +111,26 @@ public final class EngineHost: @unchecked Sendable {
     /// Answers a request; a command is carried out on `commands`, in the order commands came, and answered
     /// from there (nil here), so the socket goes on serving lists and windows while a command over a long
     /// selection works (a pause of 1,000,000 items took the socket's queue for over 15 s: its client and a
-    /// `list` beside it both said the engine did not answer). Its client hears `working` meanwhile.
+    /// `list` beside it both said the engine did not answer). A list is answered off the socket's queue too.
+    /// Their clients hear `working` meanwhile.
     private func handle(_ request: ControlRequest, _ responder: ControlServer.Responder) -> ControlReply? {
-        var reply = ControlReply(id: request.id, ok: true)
+        let reply = ControlReply(id: request.id, ok: true)
         switch request.verb {
         case .list:
-            let (items, total) = manager.records(request.view ?? .everything)
-            reply.items = items
-            reply.total = total
+            // Off the socket's queue too: the records wait for the engine's unwritten changes (after a remove of
+            // a million items, longer than a client waits without a word).
+            answerLater(on: .global(), responder) { [manager] in
+                var reply = ControlReply(id: request.id, ok: true)
+                (reply.items, reply.total) = manager.records(request.view ?? .everything)
+                return reply
+            }
+            return nil
         case .subscribe, .view:
             break
         case .command:
             guard let command = request.command else { return failure(request, "command needs a command") }
+            answerLater(on: commands, responder) { [self] in carryOut(command, request) }
             commands.async { [self] in
-                responder.reply(carryOut(command, request, responder))
                 if case .add = command {
                     // A part of an add decodes and encodes megabytes of JSON; the heap it used goes back to the
                     // system once the reply is out (glibc keeps freed memory otherwise: 1,000,000 lines added
@@ -141,14 +147,24 @@ public final class EngineHost: @unchecked Sendable {
         return reply
     }
 
-    /// A command carried out (on `commands`), its client told every `ControlProtocol.workingInterval` that it
-    /// is under way until then.
-    private func carryOut(_ command: QueueCommand, _ request: ControlRequest, _ responder: ControlServer.Responder) -> ControlReply {
-        let heartbeat = DispatchSource.makeTimerSource(queue: server.queue)
-        heartbeat.schedule(deadline: .now() + ControlProtocol.workingInterval, repeating: ControlProtocol.workingInterval)
-        heartbeat.setEventHandler { responder.working() }
-        heartbeat.resume()
-        defer { heartbeat.cancel() }
+    /// Answers a request with what `answer` makes on `queue`, its client told every
+    /// `ControlProtocol.workingInterval` until then that the engine is at it.
+    private func answerLater(on queue: DispatchQueue, _ responder: ControlServer.Responder,
+                             _ answer: @escaping @Sendable () -> ControlReply) {
+        let socketQueue = server.queue
+        queue.async {
+            let heartbeat = DispatchSource.makeTimerSource(queue: socketQueue)
+            heartbeat.schedule(deadline: .now() + ControlProtocol.workingInterval, repeating: ControlProtocol.workingInterval)
+            heartbeat.setEventHandler { responder.working() }
+            heartbeat.resume()
+            let reply = answer()
+            heartbeat.cancel()
+            responder.reply(reply)
+        }
+    }
+
+    /// A command carried out (on `commands`).
+    private func carryOut(_ command: QueueCommand, _ request: ControlRequest) -> ControlReply {
         var reply = ControlReply(id: request.id, ok: true)
         do {
             reply.result = try manager.perform(command)

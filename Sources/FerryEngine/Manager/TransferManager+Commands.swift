@@ -260,8 +260,21 @@ extension TransferManager {
             guard !addition.specs.isEmpty else { throw UsageError("add needs at least one transfer") }
             var batch = addition.batch ?? 0
             if addition.batch == nil { batch = try makeBatch(command: addition.typed).id }
-            result.added = try addSaved(addition.specs, batch: batch, reuse: !addition.force)
+            if let placement = addition.placement {
+                // Placed before any can start (aria2's addUri with a position: added, then placed, an item could
+                // start out of its place in between).
+                result.added = try holdingScheduling { () throws(StateError) -> [AddedItem] in
+                    let added = try addSaved(addition.specs, batch: batch, reuse: !addition.force, paused: addition.paused)
+                    for item in added where item.how == .added { _ = place(item.id, placement) }
+                    return added
+                }
+            } else {
+                result.added = try addSaved(addition.specs, batch: batch, reuse: !addition.force, paused: addition.paused)
+            }
             result.batch = batch
+        case let .place(id, placement):
+            result.placed = place(id, placement)
+            if result.placed != nil { result.outcome.changed = [id] } else { result.outcome.left = before[id].map { [.init(id: id, state: $0)] } ?? [] }
         case let .setConcurrency(count):
             guard ConcurrencyCaps.range.contains(count) else {
                 throw UsageError("transfers at once: \(ConcurrencyCaps.range.lowerBound) to \(ConcurrencyCaps.range.upperBound), got \(count)")
@@ -313,17 +326,16 @@ extension TransferManager {
         return Set(ranked.map(\.id))
     }
 
-    /// Puts an item at a place among the items in `states` (aria2's waiting list: its changePosition), counted
-    /// from 0 in queue order: `target` gets the item's place and how many there are, and answers the place
-    /// wanted (kept within the list). To the first or the last place it goes to the queue's top or bottom, one
-    /// rank written, as `move` does; elsewhere the items from its old place to its new one each take their
-    /// neighbour's rank, so the others keep their order, and those ranks are written. nil when the item is not
-    /// in `states`.
-    public func place(_ id: TransferID, among states: Set<TransferState>, _ target: (_ at: Int, _ count: Int) -> Int) -> Int? {
+    /// Puts an item at a place among the items in the placement's states (aria2's waiting list: its
+    /// changePosition), counted from 0 in queue order (Placement.target, kept within the list). To the first or
+    /// the last place it goes to the queue's top or bottom, one rank written, as `move` does; elsewhere the
+    /// items from its old place to its new one each take their neighbour's rank, so the others keep their
+    /// order, and those ranks are written. The place it has then; nil when the item is not in those states.
+    func place(_ id: TransferID, _ placement: Placement) -> Int? {
         mutate { core in
-            let among = core.queue.indices.filter { states.contains(core.queue[$0].state) }
+            let among = core.queue.indices.filter { placement.among.contains(core.queue[$0].state) }
             guard let from = among.firstIndex(where: { core.queue[$0].id == id }) else { return (nil, []) }
-            let to = min(max(0, target(from, among.count)), among.count - 1)
+            let to = min(max(0, placement.target(at: from, count: among.count)), among.count - 1)
             if to != from, to == 0 || to == among.count - 1 {
                 _ = Self.move([id], to == 0 ? .top : .bottom, &core)
                 return (to, self.pump(&core))

@@ -469,6 +469,12 @@ public final class TransferManager: Sendable {
         guard ids.count > 1 else {
             return ids.first.map { event($0, allow: allow, body) ? [$0] : [] } ?? []
         }
+        return holdingScheduling { eventsInTurns(ids, allow: allow, body) }
+    }
+
+    /// Runs `body` with the scheduler held (nothing starts), then pumps once: a command over many items, or an
+    /// add and its placement, is one operation to the scheduler.
+    func holdingScheduling<R, E: Error>(_ body: () throws(E) -> R) throws(E) -> R {
         core.withLock { $0.schedulingHeld += 1 }
         defer {
             mutate { core in
@@ -476,6 +482,10 @@ public final class TransferManager: Sendable {
                 return ((), pump(&core))
             }
         }
+        return try body()
+    }
+
+    private func eventsInTurns(_ ids: [TransferID], allow: Bool, _ body: (Transfer) -> [Transfer.Effect]?) -> [TransferID] {
         var took: [TransferID] = []
         for start in stride(from: 0, to: ids.count, by: 1_000) {
             took += mutate { core in

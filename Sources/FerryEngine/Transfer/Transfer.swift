@@ -162,26 +162,25 @@ final class Transfer {
     /// Stops every attempt in flight.
     var stopEveryAttempt: [Effect] { live.isEmpty ? [] : [.stop(live.values.map(\.serial).sorted())] }
 
-    // MARK: Commands. Each returns nil when it does not apply (nothing changed).
+    // MARK: Commands. Each returns nil when it does not apply (nothing changed): the states each applies to are
+    // StateChange's, the one copy of that rule.
 
-    /// Stops a running or waiting transfer; its `.part` file and validators stay.
+    /// Stops a running or waiting transfer; its `.part` file and validators stay. (Not while its file is being
+    /// finished: that ends in a moment.)
     func pause() -> [Effect]? {
-        switch state {
-        case .running where !finishing:
+        guard StateChange.pause.applies(to: state), !(state == .running && finishing) else { return nil }
+        if state == .running {
             stopIntent = .pause
             state = .paused
             return stopEveryAttempt
-        case .queued, .waiting:
-            nextRetryAt = nil
-            state = .paused
-            return []
-        default:
-            return nil
         }
+        nextRetryAt = nil
+        state = .paused
+        return []
     }
 
     func resume() -> [Effect]? {
-        guard state == .paused else { return nil }
+        guard StateChange.resume.applies(to: state) else { return nil }
         state = .queued
         return []
     }
@@ -189,7 +188,7 @@ final class Transfer {
     /// Stops the transfer and any pending retry at once. The `.part` file stays for `retry`. While the file
     /// is being finished the cancel waits: a finished file is kept, one that fails its checks is cancelled.
     func cancel() -> [Effect]? {
-        guard !state.isTerminal else { return nil }
+        guard StateChange.cancel.applies(to: state) else { return nil }
         if finishing {
             cancelAfterFinish = true
             return []
@@ -209,7 +208,7 @@ final class Transfer {
 
     /// A failed or cancelled transfer goes back in the queue with a fresh retry budget.
     func retry() -> [Effect]? {
-        guard state == .failed || state == .cancelled else { return nil }
+        guard StateChange.retry.applies(to: state) else { return nil }
         state = .queued
         retries = 0
         dnsRetries = 0

@@ -133,12 +133,10 @@ private func perform(_ action: Action, _ stateIn: AppState, _ snapshot: QueueSna
 
     case .togglePause:
         guard let item = selected else { note("nothing selected"); break }
-        switch item.state {
-        case .running, .queued, .waiting: return (state, [.pause(item.id)])
-        case .paused: return (state, [.resume(item.id)])
-        case .failed, .cancelled: note("\(item.id) is \(item.state.rawValue): r retries it")
-        case .completed: note("\(item.id) is done")
-        }
+        if StateChange.pause.applies(to: item.state) { return (state, [.pause(item.id)]) }
+        if StateChange.resume.applies(to: item.state) { return (state, [.resume(item.id)]) }
+        if StateChange.retry.applies(to: item.state) { note("\(item.id) is \(item.state.rawValue): r retries it"); break }
+        note("\(item.id) is \(item.state.word)")
     case .togglePauseAll:
         // The queue's counts: the list may hold only a window of it.
         let count = snapshot.counts
@@ -148,12 +146,12 @@ private func perform(_ action: Action, _ stateIn: AppState, _ snapshot: QueueSna
         note("nothing to pause or resume")
     case .cancel:
         guard let item = selected else { note("nothing selected"); break }
-        guard !item.state.isTerminal else { note("\(item.id) is already \(item.state == .completed ? "done" : item.state.rawValue)"); break }
+        guard StateChange.cancel.applies(to: item.state) else { note("\(item.id) is already \(item.state.word)"); break }
         note("cancelled \(item.id) \(name(item))")
         return (state, [.cancel(item.id)])
     case .retry:
         guard let item = selected else { note("nothing selected"); break }
-        guard item.state == .failed || item.state == .cancelled else { note("only a failed or cancelled item can be retried"); break }
+        guard StateChange.retry.applies(to: item.state) else { note("only a failed or cancelled item can be retried"); break }
         note("retrying \(item.id) \(name(item))")
         return (state, [.retry(item.id)])
     case .remove, .removeDeletingPartial:
