@@ -10,50 +10,37 @@ import Synchronization
 ///   within one start);
 /// - `onDownloadPause` and `onDownloadStop` (aria2's remove: ferry's cancel) only for an item that was
 ///   active, running or waiting for a retry (aria2 says nothing when a waiting item is paused or removed);
-/// - `onDownloadComplete` and `onDownloadError` when it ends, once (a cancel of a download in ranges is told
-///   by each of its ranges).
+/// - `onDownloadComplete` and `onDownloadError` when it ends, once (the engine tells each transition once).
 /// A client with more than `RPCServer.writeLimit` unread is dropped: the engine never waits for one.
 public final class Aria2Notifier: Sendable {
     private let channels = Mutex<[ObjectIdentifier: any Channel]>([:])
-    /// What was last told of each item that is active (running or waiting for a retry), or ended lately
-    /// (so that an end told twice by the engine is told once); nothing for the others.
-    private let told = Mutex<Told>(Told())
-
-    private struct Told {
-        var active: [TransferID: TransferState] = [:]
-        var ended: [TransferID: TransferState] = [:]
-        /// Ends are kept this many at most (a repeated end comes at once; a queue of a million ends
-        /// does not grow this).
-        static let endsKept = 4_096
-    }
+    /// The items that are active (running, or waiting for a retry, or queued between a retry's wait and its
+    /// next run): a start is told when an item becomes active, a pause or a remove only of an active one.
+    private let active = Mutex<Set<TransferID>>([])
 
     public init() {}
 
-    /// The engine's event listener (on its event queue, in order).
+    /// The engine's event listener (on its event queue, in order). The engine tells each transition once, so an
+    /// end is told once whatever its ranges told.
     public func observe(_ event: TransferEvent) {
+        guard event.isTransition else { return }
         // Only the id and the state go into the lock's closure (the event, with its snapshot, is large).
         let (id, state) = (event.id, event.state)
-        let method = told.withLock { told -> String? in
-            let wasActive = told.active[id] != nil
-            let endedAs = told.ended[id]
+        let method = active.withLock { active -> String? in
+            let wasActive = active.contains(id)
             switch state {
             case .running, .waiting:
-                told.active[id] = state
-                told.ended[id] = nil
+                active.insert(id)
                 return state == .running && !wasActive ? "aria2.onDownloadStart" : nil
             case .queued:
                 // Between a retry's wait (or a probe of ranges) and the next run, the item stays in the start it
                 // was told of; an item queued again after an end or a pause is told when it starts.
-                told.ended[id] = nil
                 return nil
             case .paused:
-                told.active[id] = nil
+                active.remove(id)
                 return wasActive ? "aria2.onDownloadPause" : nil
             case .cancelled, .completed, .failed:
-                told.active[id] = nil
-                guard endedAs != state else { return nil }
-                if told.ended.count >= Told.endsKept { told.ended.removeAll(keepingCapacity: true) }
-                told.ended[id] = state
+                active.remove(id)
                 if state == .cancelled, !wasActive { return nil }
                 return Self.method(for: state)
             }

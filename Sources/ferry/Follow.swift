@@ -40,7 +40,8 @@ enum Follow {
                 for item in snapshot.items where ids.contains(item.id) {
                     let now = Seen(state: item.state, attempts: item.attempts.count, retries: item.retries,
                                    resumable: item.resumable.map(Reporter.ResumableShown.init))
-                    if seen.withLock({ $0.updateValue(now, forKey: item.id) }) != now { reporter.stateChanged(item) }
+                    let was = seen.withLock { $0.updateValue(now, forKey: item.id) }
+                    if was != now { reporter.stateChanged(item, before: was?.state) }
                     if item.state.isTerminal { open.remove(item.id) }
                 }
                 let present = Set(snapshot.items.map(\.id))

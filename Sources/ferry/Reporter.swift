@@ -11,8 +11,6 @@ import Synchronization
 final class Reporter: Sendable {
     private let lastPrinted = Mutex<[TransferID: Int64]>([:])
     private let lastAttemptShown = Mutex<[TransferID: Int]>([:])
-    /// The state each item's last line said.
-    private let lastStateShown = Mutex<[TransferID: TransferState]>([:])
     /// Resumable uploads: the resumptions and the start-over reason already said.
     private let lastResumableShown = Mutex<[TransferID: ResumableShown]>([:])
     let output = DispatchQueue(label: "ferry.output")
@@ -33,8 +31,9 @@ final class Reporter: Sendable {
     }
 
     /// A line for the item's new state (once per attempt while it runs), and for a resumable upload a line
-    /// when it goes on from the server's offset or starts over (with the reason).
-    func stateChanged(_ item: TransferSnapshot) {
+    /// when it goes on from the server's offset or starts over (with the reason). `before`: the state told
+    /// before this change (TransferEvent.before; a follower's last seen): a state line is said once per change.
+    func stateChanged(_ item: TransferSnapshot, before: TransferState?) {
         let name = label(item.id, TerminalSafe.sanitize(item.displayName))
         // The lock's closures take the id, not the whole snapshot.
         let id = item.id
@@ -80,10 +79,8 @@ final class Reporter: Sendable {
         case .queued, .paused, .cancelled:
             line = "\(name): \(item.state.rawValue)"
         }
-        // One line per change: the engine tells a state again (a pause of a download in 4 ranges, by each range).
-        let state = item.state
-        let before = lastStateShown.withLock { $0.updateValue(state, forKey: id) }
-        guard state == .running || before != state else { return }  // running: once per attempt, above
+        // One line per change (running: once per attempt, above).
+        guard item.state == .running || before != item.state else { return }
         lines.send([line])
     }
 

@@ -151,8 +151,14 @@ import Glibc
                     usleep(10_000)
                 }
             }
-            try wait("the engine listens") { FileManager.default.fileExists(atPath: directory.socketPath) }
-            guard let good = ControlClient.connect(directory) else { throw WatchFailure(what: "a connection") }
+            // The socket's file is there from its bind, a moment before the engine listens on it: connect until
+            // it takes the connection.
+            var connected: ControlClient?
+            try wait("a connection") {
+                connected = ControlClient.connect(directory)
+                return connected != nil
+            }
+            guard let good = connected else { throw WatchFailure(what: "a connection") }
             try wait("8 transfers move") {
                 (try? good.request(ControlRequest(id: 0, verb: .list)).items)?.filter { $0.state == .running && $0.bytesDone > 0 }.count == 8
             }

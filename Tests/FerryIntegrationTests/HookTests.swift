@@ -77,7 +77,7 @@ import Glibc
         var settings = HookSettings()
         settings.onDone = ["sleep", "120"]
         settings.timeout = 120
-        let hooks = HookRunner(settings: settings, logPath: state + "/engine.log", states: [:])
+        let hooks = HookRunner(settings: settings, logPath: state + "/engine.log")
         let manager = try TransferManager(configuration: testConfiguration(maxConcurrent: 1)) { hooks.observe($0) }
         let ids = manager.add(["a", "b", "c"].map { TransferSpec(download: server.url("/\($0)"), directory: downloads) })
         await manager.waitUntilFinished(Set(ids))
@@ -114,7 +114,7 @@ import Glibc
         var settings = HookSettings()
         settings.onDone = ["/bin/sh", "-c", "sleep 60 & echo child $!; wait"]
         settings.timeout = 1
-        let hooks = HookRunner(settings: settings, logPath: state + "/engine.log", states: [:])
+        let hooks = HookRunner(settings: settings, logPath: state + "/engine.log")
         let manager = try TransferManager(configuration: testConfiguration()) { hooks.observe($0) }
         let ids = manager.add([TransferSpec(download: server.url("/a"), directory: downloads)])
         await manager.waitUntilFinished(Set(ids))

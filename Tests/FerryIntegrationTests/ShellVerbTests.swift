@@ -87,8 +87,11 @@ import TestHTTPServer
 
     @Test func verbsSteerALiveEngine() async throws {
         for name in ["a", "b"] {
+            // Each answer stalls after 1 MiB and stays open: neither file can end before the test has steered it,
+            // however busy the machine (at 256 KiB/s, #1 could end before the whole suite's load let the test see
+            // it run).
             let body = Resource.randomBytes(count: 6 << 20, seed: name == "a" ? 81 : 82)
-            server.route("/\(name).bin", .serve(Resource(body: body, etag: "\"\(name)\""), ServeOptions(bytesPerSecond: 256 << 10)))
+            server.route("/\(name).bin", .serve(Resource(body: body, etag: "\"\(name)\""), ServeOptions(stallAfter: 1 << 20)))
         }
         let engine = ChildProcess()
         engine.executableURL = ferryExecutable()

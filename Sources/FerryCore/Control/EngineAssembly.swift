@@ -30,7 +30,7 @@ public final class EngineAssembly: Sendable {
                 directory: StateDirectory?, scope: TransferManager.Scope,
                 onEvent: (@Sendable (TransferEvent) -> Void)? = nil,
                 onStop: @escaping @Sendable (TransferManager) -> Void) throws {
-        let hooks = HookRunner.make(settings: hookSettings, logPath: logPath, store: store)
+        let hooks = HookRunner.make(settings: hookSettings, logPath: logPath)
         // A private queue's changes are its own: they are not kept for the state directory's next engine.
         var configuration = configuration
         if directory == nil { configuration.liveSettingsPath = nil }

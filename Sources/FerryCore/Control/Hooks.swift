@@ -81,7 +81,6 @@ public final class HookRunner: Sendable {
     }
 
     private struct State {
-        var lastState: [TransferID: TransferState] = [:]
         var pending: [Job] = []
         var running = 0
     }
@@ -91,36 +90,26 @@ public final class HookRunner: Sendable {
     private let state = Mutex(State())
     private let idle = NSCondition()
 
-    /// `states`: the queue's items as the engine is about to load them (so an item already done before, then
-    /// moved or removed, runs no hook). `logPath`: where hooks' output and their exits are written
-    /// (nil: discarded).
-    public init(settings: HookSettings, logPath: String?, states: [TransferID: TransferState]) {
+    /// `logPath`: where hooks' output and their exits are written (nil: discarded).
+    public init(settings: HookSettings, logPath: String?) {
         self.settings = settings
         self.logPath = logPath
-        state.withLock { $0.lastState = states }
         // An engine started by a client that ignores SIGCHLD (so it leaves no zombie) inherits the ignore,
         // and then the kernel reaps hooks before waitpid can read how they ended.
         if !settings.isEmpty { signal(SIGCHLD, SIG_DFL) }
     }
 
-    /// The runner for an engine about to load `store`; nil when no hook is set.
-    public static func make(settings: HookSettings, logPath: String?, store: any QueueStore) -> HookRunner? {
+    /// The runner for an engine; nil when no hook is set.
+    public static func make(settings: HookSettings, logPath: String?) -> HookRunner? {
         guard !settings.isEmpty else { return nil }
-        // Only the finished items matter (a hook runs when an item becomes completed or failed), read from the
-        // queue's index rather than whole rows.
-        var states: [TransferID: TransferState] = [:]
-        try? store.forEachIndexRow { row in
-            if row.state == .completed || row.state == .failed { states[row.id] = row.state }
-        }
-        return HookRunner(settings: settings, logPath: logPath, states: states)
+        return HookRunner(settings: settings, logPath: logPath)
     }
 
-    /// Feeds one engine event (from the manager's serial event queue).
+    /// Feeds one engine event (from the manager's serial event queue): a hook runs when an item becomes
+    /// completed or failed, once (the engine tells each transition once; an item loaded done is no transition).
     public func observe(_ event: TransferEvent) {
-        // Only the id and the state go into the lock's closure, not the whole event.
+        guard event.isTransition else { return }
         let (id, newState) = (event.id, event.state)
-        let changed = state.withLock { state in state.lastState.updateValue(newState, forKey: id) != newState }
-        guard changed else { return }
         let name: String, command: [String]?
         switch newState {
         case .completed: (name, command) = ("on_done", settings.onDone)

@@ -92,7 +92,8 @@ extension TransferManager {
         if core.items.count < core.loadedLimit { _ = load(record, &core) }
         core.version &+= 1
         if onEvent != nil, announcesAdds {
-            core.addedEvents.append(TransferEvent(id: record.id, state: record.state, snapshot: snapshot(of: record, state: record.state)))
+            core.addedEvents.append(TransferEvent(id: record.id, state: record.state, before: nil,
+                                                 snapshot: snapshot(of: record, state: record.state)))
         }
     }
 

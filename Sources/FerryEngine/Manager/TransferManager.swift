@@ -421,8 +421,10 @@ public final class TransferManager: Sendable {
             var events = core.addedEvents
             core.addedEvents.removeAll()
             if self.onEvent != nil {
-                events += items.map { TransferEvent(id: $0.id, state: $0.state, snapshot: $0.snapshot()) }
+                events += items.map { TransferEvent(id: $0.id, state: $0.state, before: $0.toldState, snapshot: $0.snapshot()) }
             }
+            // Each transition is told once (a pause of a download in 4 ranges changed the item 5 times).
+            for item in items { item.toldState = item.state }
             core.changed.removeAll()
             let ranks = core.rankChanged
             core.rankChanged.removeAll()

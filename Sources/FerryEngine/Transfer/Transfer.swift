@@ -79,6 +79,8 @@ final class Transfer {
     /// The last failure was a name that did not resolve: the retries shown are out of its smaller budget.
     var lastFailureWasDNS = false
     var attempts: [Attempt] = []
+    /// The state the engine's events last told (TransferEvent.before): as loaded, then each one told.
+    var toldState: TransferState?
     /// The last failure (kept while the item retries or has failed); nil once it moves on.
     var lastFailure: ItemFailure?
     var lastError: String? { lastFailure?.message }
@@ -123,6 +125,7 @@ final class Transfer {
         self.spec = spec
         self.host = spec.host
         self.state = state
+        self.toldState = state
         self.policy = policy
         self.retryUploads = retryUploads
     }
