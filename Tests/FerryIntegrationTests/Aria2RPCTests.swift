@@ -1,3 +1,4 @@
+@_spi(Testing) import FerryEngine
 import FerryCore
 @testable import FerryRPC
 import Foundation

@@ -1,3 +1,4 @@
+@_spi(Testing) import FerryEngine
 @testable import FerryCore
 @testable import FerryEngine
 @testable import FerryModel

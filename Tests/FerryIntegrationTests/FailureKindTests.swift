@@ -1,3 +1,4 @@
+@_spi(Testing) import FerryEngine
 @testable import FerryCore
 @testable import FerryRPC
 @testable import FerryTUI

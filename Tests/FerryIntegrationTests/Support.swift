@@ -1,3 +1,4 @@
+@_spi(Testing) import FerryEngine
 import Crypto
 import FerryCore
 import Foundation

@@ -1,3 +1,4 @@
+@_spi(Testing) import FerryEngine
 import FerryCore
 import Foundation
 import Testing

@@ -1,3 +1,4 @@
+@_spi(Testing) import FerryEngine
 import Foundation
 import Testing
 @testable import FerryCore

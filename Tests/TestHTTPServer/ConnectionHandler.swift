@@ -293,7 +293,11 @@ final class ConnectionHandler: ChannelInboundHandler {
         func writeNext() {
             guard handler.active else { return }
             if remaining == 0 {
-                if stall { return }  // silent from here on; in flight until the client closes
+                if stall {
+                    // Silent from here on; in flight until the client closes (or the test cuts it).
+                    handler.core.stalled(path, on: context.channel)
+                    return
+                }
                 if cut {
                     context.close(promise: nil)
                 } else {

@@ -121,6 +121,15 @@ public final class TestHTTPServer: Sendable {
         route(path, [behavior])
     }
 
+    /// Closes the connections whose answers to `path` stalled (ServeOptions.stallAfter): the event a test
+    /// waits for instead of a client's timeout. How many it closed.
+    @discardableResult
+    public func cutStalled(_ path: String) -> Int {
+        let channels = core.state.withLock { $0.stalled.removeValue(forKey: path) ?? [] }
+        for channel in channels { channel.close(promise: nil) }
+        return channels.count
+    }
+
     /// HEAD requests to `path` get `behavior` instead of the route's current one.
     public func routeHead(_ path: String, _ behavior: Behavior) {
         core.state.withLock { $0.headRoutes[path] = behavior }
@@ -213,6 +222,8 @@ final class ServerCore: Sendable {
         var inFlight = 0
         var maxInFlight = 0
         var badRequests = 0
+        /// Answers that stalled (ServeOptions.stallAfter) and are still open, by path.
+        var stalled: [String: [any Channel]] = [:]
     }
 
     let state = Mutex(State())
@@ -247,6 +258,11 @@ final class ServerCore: Sendable {
     func requestEnded(count: Int = 1) {
         guard count > 0 else { return }
         state.withLock { $0.inFlight -= count }
+    }
+
+    /// An answer to `path` stalled on `channel` (until the client closes it, or `cutStalled`).
+    func stalled(_ path: String, on channel: any Channel) {
+        state.withLock { $0.stalled[path, default: []].append(channel) }
     }
 
     func badRequest() {

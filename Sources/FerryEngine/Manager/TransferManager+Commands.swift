@@ -6,17 +6,19 @@ import Foundation
 import Glibc
 #endif
 
-/// What front ends ask of the engine.
+/// What front ends ask of the engine: `perform(QueueCommand)`, the one way in. The mutators of one item or one
+/// setting beside it are test support (`@_spi(Testing)`: a test imports them by name), and the engine's own
+/// building blocks of `perform`; no front end calls them.
 extension TransferManager {
     /// Queues a transfer at the end of the queue and starts it when a slot is free.
     @discardableResult
-    public func add(_ spec: TransferSpec) -> TransferID {
+    @_spi(Testing) public func add(_ spec: TransferSpec) -> TransferID {
         add([spec])[0]
     }
 
     /// Queues transfers at the end of the queue, saved to the store together; when the store refuses them
     /// (a full disk, a damaged file), nothing is queued and the error says why.
-    public func addSaved(_ specs: [TransferSpec]) throws(StateError) -> [TransferID] {
+    @_spi(Testing) public func addSaved(_ specs: [TransferSpec]) throws(StateError) -> [TransferID] {
         try addSaved(specs, batch: nil, reuse: false).map(\.id)
     }
 
@@ -25,7 +27,7 @@ extension TransferManager {
     /// failed or cancelled one is queued again (to resume from its `.part` file), a queued or running one
     /// goes on, a completed one whose file is in place is left done.
     /// With `paused`, new items are queued paused (they start on a resume).
-    public func addSaved(_ specs: [TransferSpec], batch: Int64?, reuse: Bool, paused: Bool = false) throws(StateError) -> [AddedItem] {
+    @_spi(Testing) public func addSaved(_ specs: [TransferSpec], batch: Int64?, reuse: Bool, paused: Bool = false) throws(StateError) -> [AddedItem] {
         let additions: [QueueAddition]
         // Removes and moves still on their way to the store first: a removed item's row must not be found
         // again as the same transfer, nor a rank given twice.
@@ -98,7 +100,7 @@ extension TransferManager {
     }
 
     /// A new batch for what the user typed (the items of one command).
-    public func makeBatch(command: String) throws(StateError) -> Batch {
+    @_spi(Testing) public func makeBatch(command: String) throws(StateError) -> Batch {
         do {
             return try store.makeBatch(command: command)
         } catch {
@@ -118,7 +120,7 @@ extension TransferManager {
 
     /// Queues transfers at the end of the queue, saved to the store together (all or none).
     @discardableResult
-    public func add(_ specs: [TransferSpec]) -> [TransferID] {
+    @_spi(Testing) public func add(_ specs: [TransferSpec]) -> [TransferID] {
         storeWriter.flush()
         do {
             let stored = try store.add(specs)
@@ -150,23 +152,23 @@ extension TransferManager {
     }
 
     /// Stops a running or waiting transfer and keeps its `.part` file and validators.
-    public func pause(_ id: TransferID) { event(id) { $0.pause() } }
+    @_spi(Testing) public func pause(_ id: TransferID) { event(id) { $0.pause() } }
 
     /// Queues a paused transfer again; it continues from its `.part` offset. (An engine that runs its own
     /// items only runs it from now on too.)
-    public func resume(_ id: TransferID) { event(id, allow: true) { $0.resume() } }
+    @_spi(Testing) public func resume(_ id: TransferID) { event(id, allow: true) { $0.resume() } }
 
     /// Stops the transfer and any pending retry at once and frees its slot. The `.part` file stays for `retry`.
     /// A transfer whose file is being finished (checksum, rename) keeps it if it checks out.
-    public func cancel(_ id: TransferID) { event(id) { $0.cancel() } }
+    @_spi(Testing) public func cancel(_ id: TransferID) { event(id) { $0.cancel() } }
 
     /// Queues a failed or cancelled transfer again with a fresh retry budget (and may run it, as `resume`).
-    public func retry(_ id: TransferID) { event(id, allow: true) { $0.retry() } }
+    @_spi(Testing) public func retry(_ id: TransferID) { event(id, allow: true) { $0.retry() } }
 
     /// Takes an item off the queue. A finished file is never touched; `deletePartial` also deletes the `.part` file.
     /// False when there is no such item.
     @discardableResult
-    public func remove(_ id: TransferID, deletePartial: Bool = false) -> Bool {
+    @_spi(Testing) public func remove(_ id: TransferID, deletePartial: Bool = false) -> Bool {
         !remove([id], deletePartial: deletePartial).isEmpty
     }
 
@@ -297,7 +299,7 @@ extension TransferManager {
 
     /// Moves an item in the user's queue order; false when it did not move (no such item, or at that end).
     @discardableResult
-    public func move(_ id: TransferID, _ direction: QueueMove) -> Bool { !move([id], direction).isEmpty }
+    @_spi(Testing) public func move(_ id: TransferID, _ direction: QueueMove) -> Bool { !move([id], direction).isEmpty }
 
     /// Moves items together (QueueMove.apply); those that moved. Only the ranks that changed are written.
     func move(_ ids: [TransferID], _ direction: QueueMove) -> [TransferID] {
@@ -361,7 +363,7 @@ extension TransferManager {
 
     /// Sets the global cap (kept in ConcurrencyCaps.range); a per-host cap of its own stays, one that follows
     /// the global cap moves with it. Running transfers are never interrupted by a lower cap.
-    public func setConcurrency(maxConcurrent: Int) {
+    @_spi(Testing) public func setConcurrency(maxConcurrent: Int) {
         mutate { core in
             core.caps = core.caps.with(global: maxConcurrent)
             core.version &+= 1

@@ -14,7 +14,7 @@ extension TransferManager {
     /// Sets one item's bandwidth limit (bytes per second, nil for none), at once for its running transfer,
     /// and saves it with the item. False when there is no such item.
     @discardableResult
-    public func setRateLimit(_ id: TransferID, _ rate: Int64?) -> Bool {
+    @_spi(Testing) public func setRateLimit(_ id: TransferID, _ rate: Int64?) -> Bool {
         let rate = rate.flatMap { $0 > 0 ? $0 : nil }
         let found: Bool = mutate { core in
             guard let transfer = loaded(id, &core) else { return (false, []) }
@@ -28,7 +28,7 @@ extension TransferManager {
 
     /// Sets the global limits (bytes per second, nil for none); a schedule, if any, sets the download limit
     /// again at its next change.
-    public func setGlobalLimits(download: Int64?, upload: Int64?) {
+    @_spi(Testing) public func setGlobalLimits(download: Int64?, upload: Int64?) {
         limits.setGlobal(download: download, upload: upload)
         limitsShown()
     }
