@@ -132,7 +132,10 @@ func parseMultipart(_ request: RecordedRequest) throws -> [ParsedPart] {
         server.route("/stdin", .status(201, body: Data("got it".utf8)))
         let result = try await runFerry(["put", "-", server.url("/stdin").absoluteString]) { handle in
             handle.write(first)
-            Thread.sleep(forTimeInterval: 1.5)  // a producer that stalls must not end the body
+            // A producer that stalls must not end the body: the second part is written only once the server has
+            // the first (the body is on its way and waits), not after a guess at how long that takes.
+            let deadline = Date().addingTimeInterval(60)
+            while server.bytesReceived("/stdin").reduce(0, { $0 + $1.bytes }) < first.count, Date() < deadline { usleep(10_000) }
             handle.write(second)
             try? handle.close()
         }
@@ -271,7 +274,10 @@ func parseMultipart(_ request: RecordedRequest) throws -> [ParsedPart] {
         let upload = manager.add(TransferSpec(upload: UploadSpec(method: "PUT", body: .raw(.standardInput, contentType: "text/plain")),
                                               to: server.url("/sink")))
         try await eventually("the upload started") { manager.snapshot(of: upload)?.state == .running }
-        try await Task.sleep(for: .milliseconds(200))
+        // The upload waits on its pipe once the server has what was written (an event, not 200 ms).
+        try await eventually("the server has the first bytes") {
+            server.bytesReceived("/sink").reduce(0) { $0 + $1.bytes } >= head.count
+        }
         let download = manager.add(TransferSpec(download: server.url("/file.bin"), directory: dir.path))
         try await finish(manager, [download], within: 20)
         #expect(manager.snapshot(of: download)?.state == .completed)
