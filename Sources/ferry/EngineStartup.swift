@@ -74,30 +74,16 @@ enum EngineStartup {
         if let jobs = common.jobs { arguments += ["-j", String(jobs)] }
         if let retries = common.retries { arguments += ["--retries", String(retries)] }
 
-        // Nothing of this process but what the actions below give goes to the engine: a pipe inherited from
-        // whoever ran this ferry (a script reading its output) would otherwise stay open as long as the engine runs.
-        if let entries = try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/fd") {
-            for fd in entries.compactMap(Int32.init) where fd > 2 { _ = fcntl(fd, F_SETFD, FD_CLOEXEC) }
-        }
-        var actions = posix_spawn_file_actions_t()
-        posix_spawn_file_actions_init(&actions)
-        defer { posix_spawn_file_actions_destroy(&actions) }
-        posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
-        posix_spawn_file_actions_addopen(&actions, 1, directory.logPath, O_WRONLY | O_CREAT | O_APPEND, 0o600)
-        posix_spawn_file_actions_adddup2(&actions, 1, 2)
-        var attributes = posix_spawnattr_t()
-        posix_spawnattr_init(&attributes)
-        defer { posix_spawnattr_destroy(&attributes) }
-        // Its own process group at once (a Ctrl-C in this terminal is not for it); `ferry engine` then makes
-        // its own session, leaving the terminal behind.
-        posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETPGROUP))
-        posix_spawnattr_setpgroup(&attributes, 0)
-        var argv: [UnsafeMutablePointer<CChar>?] = arguments.map { strdup($0) } + [nil]
-        defer { argv.forEach { free($0) } }
-        var pid = pid_t()
+        // Spawn gives it nothing of this process but /dev/null and the log (a pipe inherited from whoever ran
+        // this ferry would otherwise stay open as long as the engine runs), a process group of its own at once (a
+        // Ctrl-C in this terminal is not for it; `ferry engine` then makes its own session, leaving the terminal
+        // behind) and default signal handling (the ignored SIGCHLD below is this process's alone).
         // The engine outlives this process; while both run, nobody waits for it, so no zombie is left.
         signal(SIGCHLD, SIG_IGN)
-        let result = posix_spawn(&pid, path, &actions, &attributes, &argv, environ)
-        guard result == 0 else { throw StateError("cannot start the background engine: \(String(cString: strerror(result)))") }
+        do throws(Spawn.Failure) {
+            _ = try Spawn.start(arguments, program: path, output: directory.logPath)
+        } catch {
+            throw StateError("cannot start the background engine: \(error)")
+        }
     }
 }

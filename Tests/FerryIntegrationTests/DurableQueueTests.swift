@@ -68,7 +68,10 @@ import TestHTTPServer
         server.route("/slow.bin", [.serve(slow, ServeOptions(stallAfter: 1 << 20)), .serve(slow)])
         server.route("/small.txt", .serve(Resource(body: small)))
         server.route("/missing.txt", .status(404))
-        let engine = try start(["get", "-o", downloads, server.url("/slow.bin").absoluteString])
+        // An idle timeout longer than the test: the stall ends when the test cuts it, not before.
+        let config = dir.path + "/idle.toml"
+        try "[network]\nidle_timeout = 600.0\n".write(toFile: config, atomically: true, encoding: .utf8)
+        let engine = try start(["get", "--config", config, "-o", downloads, server.url("/slow.bin").absoluteString])
         try await eventually("the engine is downloading") { size(downloads + "/slow.bin.part") == 1 << 20 }
         let second = try await runFerry(["get", "-j", "6", "--retries", "0", "-o", downloads, server.url("/small.txt").absoluteString], stateDir: state)
         // It returned when its own item was done, with the result as if it had run it: the path, exit 0.

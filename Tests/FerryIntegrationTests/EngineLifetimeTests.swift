@@ -56,6 +56,22 @@ import Glibc
         #expect(ControlClient.connect(directory) == nil)
     }
 
+    /// Issue 40: the background engine is started as hooks are (Spawn): with every signal's handling at its
+    /// default. The client ignores SIGCHLD (so the engine it leaves running is never a zombie), and an ignored
+    /// signal is inherited across exec: the engine ignored SIGCHLD too, and its hooks were reaped before it could
+    /// read how they ended (the hooks undid it for themselves only).
+    @Test func theBackgroundEngineDoesNotInheritAnIgnoredSIGCHLD() async throws {
+        server.route("/held", .hang)
+        let queued = try await ferry(["get", "--detach", "-o", downloads, server.url("/held").absoluteString])
+        #expect(queued.status == 0, "\(queued.stderr)")
+        let pid = try #require(enginePID())
+        let status = try String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8)
+        let ignored = try #require(status.split(separator: "\n").first { $0.hasPrefix("SigIgn:") }
+            .flatMap { UInt64($0.dropFirst("SigIgn:".count).trimmingCharacters(in: .whitespaces), radix: 16) })
+        #expect(ignored & (1 << (UInt64(SIGCHLD) - 1)) == 0, "SigIgn \(String(ignored, radix: 16))")
+        _ = try await ferry(["stop"])
+    }
+
     @Test(arguments: ["stop", "kill -9"])
     func aNewEngineResumesEveryRunningItem(_ ending: String) async throws {
         let bodies = (0..<2).map { Resource.randomBytes(count: 3 << 20, seed: UInt64(90 + $0)) }

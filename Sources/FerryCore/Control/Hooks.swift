@@ -250,59 +250,15 @@ public final class HookRunner: Sendable {
         seconds == seconds.rounded() ? String(Int(seconds)) : String(seconds)
     }
 
-    private struct SpawnError: Error, CustomStringConvertible {
-        var code: Int32
-        var description: String { String(cString: strerror(code)) }
-    }
-
-    /// posix_spawn(p) with no shell: the hook in a process group of its own, default signal handling, standard
-    /// input from /dev/null, output appended to the log, and none of the engine's other descriptors.
-    private func spawn(_ job: Job) -> Result<pid_t, SpawnError> {
-        var actions = posix_spawn_file_actions_t()
-        posix_spawn_file_actions_init(&actions)
-        defer { posix_spawn_file_actions_destroy(&actions) }
-        posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
-        posix_spawn_file_actions_addopen(&actions, 1, logPath ?? "/dev/null", O_WRONLY | O_CREAT | O_APPEND, 0o600)
-        posix_spawn_file_actions_adddup2(&actions, 1, 2)
-        Self.closeFrom3(&actions)
-        var attributes = posix_spawnattr_t()
-        posix_spawnattr_init(&attributes)
-        defer { posix_spawnattr_destroy(&attributes) }
-        var all = sigset_t()
-        sigfillset(&all)
-        var none = sigset_t()
-        sigemptyset(&none)
-        posix_spawnattr_setsigdefault(&attributes, &all)
-        posix_spawnattr_setsigmask(&attributes, &none)
-        posix_spawnattr_setpgroup(&attributes, 0)
-        posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETSIGMASK))
-
+    /// The hook's process (Spawn: no shell, a process group of its own, default signal handling, standard input
+    /// from /dev/null, output appended to the log, none of the engine's other descriptors).
+    private func spawn(_ job: Job) -> Result<pid_t, Spawn.Failure> {
         var environment = ProcessInfo.processInfo.environment
         environment.merge(job.environment) { $1 }
-        let argv = job.command.map { strdup($0) } + [nil]
-        let envp = environment.map { strdup("\($0.key)=\($0.value)") } + [nil]
-        defer {
-            argv.forEach { free($0) }
-            envp.forEach { free($0) }
-        }
-        var pid: pid_t = 0
-        let program = job.command[0]
-        let result = program.contains("/")
-            ? posix_spawn(&pid, program, &actions, &attributes, argv, envp)
-            : posix_spawnp(&pid, program, &actions, &attributes, argv, envp)
-        return result == 0 ? .success(pid) : .failure(SpawnError(code: result))
-    }
-
-    /// Closes every descriptor above 2 in the child (glibc 2.34's closefrom action, looked up at run time as
-    /// Swift's Glibc module does not declare it); without it, every descriptor not marked close-on-exec now.
-    private static func closeFrom3(_ actions: inout posix_spawn_file_actions_t) {
-        typealias CloseFrom = @convention(c) (UnsafeMutablePointer<posix_spawn_file_actions_t>, Int32) -> Int32
-        if let symbol = dlsym(UnsafeMutableRawPointer(bitPattern: 0), "posix_spawn_file_actions_addclosefrom_np") {
-            let closeFrom = unsafeBitCast(symbol, to: CloseFrom.self)
-            if closeFrom(&actions, 3) == 0 { return }
-        }
-        if let entries = try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/fd") {
-            for fd in entries.compactMap(Int32.init) where fd > 2 { _ = fcntl(fd, F_SETFD, FD_CLOEXEC) }
+        do throws(Spawn.Failure) {
+            return .success(try Spawn.start(job.command, environment: environment, output: logPath))
+        } catch {
+            return .failure(error)
         }
     }
 
