@@ -340,9 +340,10 @@ import TestHTTPServer
         let path = file("data.bin", first)
         let manager = try TransferManager(configuration: testConfiguration(), store: InMemoryQueueStore())
         defer { manager.shutdown() }
-        // Slow (32 s for the file) until the file has changed, then at full speed to its last read.
+        // Slow (128 s for the file: it cannot be all sent before the test changes it, however busy the machine)
+        // until the file has changed, then at full speed to its last read.
         var upload = spec(path, target(server), kind == .tus ? .tus : .ietf)
-        upload.rateLimit = 128 << 10
+        upload.rateLimit = 32 << 10
         let id = manager.add(upload)
         try await eventually("bytes are on their way") { (manager.snapshot(of: id)?.bytesDone ?? 0) > 0 }
         let more = Resource.randomBytes(count: 64 << 10, seed: 266)

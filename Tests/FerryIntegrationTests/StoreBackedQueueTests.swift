@@ -182,18 +182,19 @@ import TestHTTPServer
         let manager = try TransferManager(configuration: configuration, store: SQLiteQueueStore(path: storePath))
         defer { manager.shutdown() }
         let specs = (1...10_000).map { TransferSpec(download: server.url("/p/\($0).bin"), directory: dir.path) }
-        _ = try manager.addSaved(specs, batch: nil, reuse: false)
+        // The long calls on a thread of their own, not on the test pool's few threads (the whole suite shares them).
+        _ = try await offPool { try manager.addSaved(specs, batch: nil, reuse: false) }
         try await eventually("the first item runs") {
             manager.snapshot(of: TransferID(1))?.state == .running && server.requests("/p/1.bin").count == 1 && dir.files().contains("1.bin.part")
         }
         let filesBefore = dir.files()
-        let paused = try manager.perform(.pause(Selection(all: true)))
+        let paused = try await offPool { try manager.perform(.pause(Selection(all: true))) }
         #expect(paused.outcome.changed.count == 10_000)
         #expect(manager.counts == [.paused: 10_000])
         try await eventually("the running item has stopped") { manager.core.withLock { $0.items[TransferID(1)]?.busy ?? false } == false }
         #expect(server.allRequests.count == 1, "the pause started \(server.allRequests.count - 1) items: \(server.allRequests.map(\.path).prefix(5))")
         #expect(dir.files() == filesBefore, "files made by the pause: \(Set(dir.files()).subtracting(filesBefore).prefix(5))")
-        _ = try manager.perform(.resume(Selection(all: true)))
+        _ = try await offPool { try manager.perform(.resume(Selection(all: true))) }
         #expect(manager.counts[.paused, default: 0] == 0)
         try await eventually("the first item runs again") { server.requests("/p/1.bin").count == 2 }
         #expect(server.allRequests.count == 2, "one transfer at a time: \(server.allRequests.map(\.path))")

@@ -154,6 +154,9 @@ final class Connection: Sendable {
     private let nextID = Atomic<Int>(0)
     /// How long a request waits for its reply.
     static let replyTimeout: TimeInterval = 15
+    /// How long a request waits in all while the engine says it is still working on it (a pause of 1,000,000
+    /// items takes under a minute).
+    static let workingLimit: TimeInterval = 900
 
     init(fd: Int32) {
         self.fd = fd
@@ -196,6 +199,7 @@ final class Connection: Sendable {
     /// The reply to a request sent, waited for at most `replyTimeout` after the engine last said anything of it
     /// (it says it is still working on a long command every `ControlProtocol.workingInterval`).
     func reply(to pending: PendingReply) throws(ControlError) -> ControlReply {
+        let began = DispatchTime.now()
         while true {
             let timedOut = pending.signal.wait(timeout: .now() + Self.replyTimeout) == .timedOut
             let (reply, closed, working) = state.withLock { s in
@@ -207,7 +211,12 @@ final class Connection: Sendable {
             if let reply { return reply }
             if let closed { throw ControlError(closed) }
             if timedOut, !working { throw ControlError("the engine did not answer in \(Int(Self.replyTimeout)) s") }
-            // Told it is still at work (or woken by an earlier such word): wait on.
+            // Told it is still at work (or woken by an earlier such word): wait on, within reason (an engine stuck
+            // in a command would otherwise keep its client waiting for ever).
+            if DispatchTime.now().uptimeNanoseconds - began.uptimeNanoseconds > UInt64(Self.workingLimit * 1e9) {
+                state.withLock { _ = $0.waiting.removeValue(forKey: pending.id) }
+                throw ControlError("the engine has been at it for \(Int(Self.workingLimit / 60)) minutes without an answer")
+            }
         }
     }
 
