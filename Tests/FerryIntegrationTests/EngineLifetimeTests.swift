@@ -62,14 +62,18 @@ import Glibc
     /// read how they ended (the hooks undid it for themselves only).
     @Test func theBackgroundEngineDoesNotInheritAnIgnoredSIGCHLD() async throws {
         server.route("/held", .hang)
-        let queued = try await ferry(["get", "--detach", "-o", downloads, server.url("/held").absoluteString])
+        // A linger longer than the test (this suite's 1 s can end an engine that a busy client reaches late).
+        let lingering = dir.path + "/linger.toml"
+        try "[engine]\nlinger = 60\n".write(toFile: lingering, atomically: true, encoding: .utf8)
+        let queued = try await runFerry(["get", "--detach", "-o", downloads, server.url("/held").absoluteString, "--config", lingering],
+                                        stateDir: state)
         #expect(queued.status == 0, "\(queued.stderr)")
         let pid = try #require(enginePID())
         let status = try String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8)
         let ignored = try #require(status.split(separator: "\n").first { $0.hasPrefix("SigIgn:") }
             .flatMap { UInt64($0.dropFirst("SigIgn:".count).trimmingCharacters(in: .whitespaces), radix: 16) })
         #expect(ignored & (1 << (UInt64(SIGCHLD) - 1)) == 0, "SigIgn \(String(ignored, radix: 16))")
-        _ = try await ferry(["stop"])
+        _ = try await runFerry(["stop", "--config", lingering], stateDir: state)
     }
 
     @Test(arguments: ["stop", "kill -9"])
