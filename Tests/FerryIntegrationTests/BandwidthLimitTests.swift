@@ -166,7 +166,9 @@ import TestHTTPServer
         print("BandwidthLimitTests: 512 KiB/s then 2 MiB/s: \(before / Self.mib) then \(after / Self.mib) MiB/s")
         // Still the filling buffers' tail: well under the later rate is enough.
         #expect(before < 0.9 * Self.mib, "\(before / Self.mib) MiB/s before the change")
-        #expect(after > 1.6 * Self.mib && after < 2.5 * Self.mib, "\(after / Self.mib) MiB/s from 2 s after the change")
+        // Over twice the old limit: applied (one not applied stays at 0.5 MiB/s). A busy machine may not reach the
+        // new 2 MiB/s in any window (1.31 MiB/s was seen twice under the whole suite's load), and never passes it.
+        #expect(after > 1.1 * Self.mib && after < 2.5 * Self.mib, "\(after / Self.mib) MiB/s from 2 s after the change")
         #expect(manager.snapshot(of: id)?.rateLimit == 2 << 20)
     }
 

@@ -36,7 +36,11 @@ import Glibc
         let deadline = Date().addingTimeInterval(seconds)
         while try await !condition() {
             guard Date() < deadline else {
-                Issue.record("\(what): not within \(seconds) s")
+                // What the engine said, and the files, to tell a slow machine from a stuck engine.
+                let log = (try? String(contentsOfFile: directory.logPath, encoding: .utf8)) ?? "(no engine.log)"
+                let files = ((try? FileManager.default.contentsOfDirectory(atPath: downloads)) ?? []).sorted()
+                    .map { "\($0) \(size(downloads + "/" + $0))" }
+                Issue.record("\(what): not within \(seconds) s; files: \(files); engine.log: \(log.suffix(3000))")
                 throw Timeout()
             }
             try await Task.sleep(for: .milliseconds(50))

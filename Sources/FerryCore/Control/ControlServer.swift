@@ -64,10 +64,19 @@ final class ControlServer: @unchecked Sendable {
         self.listenFD = try UnixSocket.listen(path: path)
         self.handle = handle
         self.window = window
-        let source = DispatchSource.makeReadSource(fileDescriptor: listenFD, queue: queue)
-        source.setEventHandler { [unowned self] in self.acceptAll() }
-        source.resume()
-        acceptSource = source
+    }
+
+    /// Takes connections from now on: called once whoever answers the requests is ready (a request that came
+    /// while the engine's host was still being made reached for its server before the host had it, and the
+    /// background engine crashed when a client was quick). Until then a client waits in the listen backlog.
+    func start() {
+        queue.sync {
+            guard acceptSource == nil else { return }
+            let source = DispatchSource.makeReadSource(fileDescriptor: listenFD, queue: queue)
+            source.setEventHandler { [unowned self] in self.acceptAll() }
+            source.resume()
+            acceptSource = source
+        }
     }
 
     var subscriberCount: Int { connections.values.filter(\.subscribed).count }
@@ -188,6 +197,23 @@ final class ControlServer: @unchecked Sendable {
             reply.id = id
             reply.pid = getpid()
             send(reply)
+        }
+
+        /// Makes the answer with `make` (on the caller's thread) and sends it, the client told every
+        /// `ControlProtocol.workingInterval` meanwhile that the engine is at it.
+        func answer(_ make: () -> ControlReply) {
+            let heartbeat = server.map { DispatchSource.makeTimerSource(queue: $0.queue) }
+            heartbeat?.schedule(deadline: .now() + ControlProtocol.workingInterval, repeating: ControlProtocol.workingInterval)
+            heartbeat?.setEventHandler { working() }
+            heartbeat?.resume()
+            let made = make()
+            heartbeat?.cancel()
+            reply(made)
+        }
+
+        /// Runs `body` on the socket's queue after what is queued there now (an answer sent before it).
+        func afterSending(_ body: @escaping @Sendable () -> Void) {
+            server?.queue.async(execute: body)
         }
 
         /// The engine is still working on the request: the client waits on.

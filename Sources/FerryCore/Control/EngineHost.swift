@@ -42,6 +42,7 @@ public final class EngineHost: @unchecked Sendable {
             self.subscriberCount.store(subscribers, ordering: .relaxed)
             if subscribers > 0 { self.startUpdates() }
         }
+        server.start()
     }
 
     /// Clients connected now.
@@ -130,37 +131,26 @@ public final class EngineHost: @unchecked Sendable {
         case .command:
             guard let command = request.command else { return failure(request, "command needs a command") }
             answerLater(on: commands, responder) { [self] in carryOut(command, request) }
-            commands.async { [self] in
-                if case .add = command {
-                    // A part of an add decodes and encodes megabytes of JSON; the heap it used goes back to the
-                    // system once the reply is out (glibc keeps freed memory otherwise: 1,000,000 lines added
-                    // left the engine at 178 MiB, most of it free heap).
-                    server.queue.async { Self.trimHeap() }
-                }
+            if case .add = command {
+                // A part of an add decodes and encodes megabytes of JSON; the heap it used goes back to the system
+                // once the reply is out (glibc keeps freed memory otherwise: 1,000,000 lines added left the engine
+                // at 178 MiB, most of it free heap). After the answer, which goes out on the socket's queue.
+                commands.async { responder.afterSending { Self.trimHeap() } }
             }
             return nil
         case .stop:
             // After the reply has gone out.
-            server.queue.async { [onStop] in DispatchQueue.global().async { onStop() } }
+            responder.afterSending { [onStop] in DispatchQueue.global().async { onStop() } }
         }
         if subscribers > 0 { startUpdates() }
         return reply
     }
 
-    /// Answers a request with what `answer` makes on `queue`, its client told every
-    /// `ControlProtocol.workingInterval` until then that the engine is at it.
+    /// Answers a request with what `answer` makes on `queue`, its client told meanwhile that the engine is at it.
+    /// (Nothing here may touch `server`: a request can come while the init is still assigning it.)
     private func answerLater(on queue: DispatchQueue, _ responder: ControlServer.Responder,
                              _ answer: @escaping @Sendable () -> ControlReply) {
-        let socketQueue = server.queue
-        queue.async {
-            let heartbeat = DispatchSource.makeTimerSource(queue: socketQueue)
-            heartbeat.schedule(deadline: .now() + ControlProtocol.workingInterval, repeating: ControlProtocol.workingInterval)
-            heartbeat.setEventHandler { responder.working() }
-            heartbeat.resume()
-            let reply = answer()
-            heartbeat.cancel()
-            responder.reply(reply)
-        }
+        queue.async { responder.answer(answer) }
     }
 
     /// A command carried out (on `commands`).
