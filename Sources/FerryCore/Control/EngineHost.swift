@@ -120,22 +120,24 @@ public final class EngineHost: @unchecked Sendable {
         case .list:
             // Off the socket's queue too: the records wait for the engine's unwritten changes (after a remove of
             // a million items, longer than a client waits without a word).
-            answerLater(on: .global(), responder) { [manager] in
-                var reply = ControlReply(id: request.id, ok: true)
-                (reply.items, reply.total) = manager.records(request.view ?? .everything)
-                return reply
+            DispatchQueue.global().async { [manager] in
+                responder.answer {
+                    var reply = ControlReply(id: request.id, ok: true)
+                    (reply.items, reply.total) = manager.records(request.view ?? .everything)
+                    return reply
+                }
             }
             return nil
         case .subscribe, .view:
             break
         case .command:
             guard let command = request.command else { return failure(request, "command needs a command") }
-            answerLater(on: commands, responder) { [self] in carryOut(command, request) }
-            if case .add = command {
+            commands.async { [self] in
+                responder.answer { carryOut(command, request) }
                 // A part of an add decodes and encodes megabytes of JSON; the heap it used goes back to the system
                 // once the reply is out (glibc keeps freed memory otherwise: 1,000,000 lines added left the engine
-                // at 178 MiB, most of it free heap). After the answer, which goes out on the socket's queue.
-                commands.async { responder.afterSending { Self.trimHeap() } }
+                // at 178 MiB, most of it free heap).
+                if case .add = command { responder.afterSending { Self.trimHeap() } }
             }
             return nil
         case .stop:
@@ -144,13 +146,6 @@ public final class EngineHost: @unchecked Sendable {
         }
         if subscribers > 0 { startUpdates() }
         return reply
-    }
-
-    /// Answers a request with what `answer` makes on `queue`, its client told meanwhile that the engine is at it.
-    /// (Nothing here may touch `server`: a request can come while the init is still assigning it.)
-    private func answerLater(on queue: DispatchQueue, _ responder: ControlServer.Responder,
-                             _ answer: @escaping @Sendable () -> ControlReply) {
-        queue.async { responder.answer(answer) }
     }
 
     /// A command carried out (on `commands`).
