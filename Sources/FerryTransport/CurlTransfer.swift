@@ -94,19 +94,10 @@ final class CurlTransfer: @unchecked Sendable {
     private let inFlight = Atomic<Int>(0)
     private let pausedForBackpressure = Atomic<Bool>(false)
 
-    /// The limits this transfer answers to (asked once), its share of them as a bucket (nil: unlimited),
-    /// and when a transfer paused for its rate may go on. Transport thread only.
+    /// The limits this transfer answers to (asked once), and its pace under them (RatePacer: its share's
+    /// bucket, the engine's, when a transfer paused for its rate may go on, what it took in). Transport thread only.
     private(set) var limits: LimitMembership?
-    private var bucket: TokenBucket?
-    /// The engine's rate for this transfer's direction, shared with every transfer moving that way (nil: none).
-    private var sharedBucket: SharedBucket?
-    private(set) var rateResumeAt: TimeInterval?
-    /// Bytes taken since the shares were last worked out, and whether the bucket held the transfer back.
-    private var taken = 0
-    private var heldBack = false
-    /// Bytes per second the transfer took in over the last measurement while its rate never held it back
-    /// (a slow server, a slow disk); nil when it was held back, ran without a rate, or is new.
-    fileprivate(set) var intake: Double?
+    private(set) var pacer = RatePacer()
 
     init(request: URLRequest, task: URLSessionTask, delegate: TransportDelegate?, delivery: Delivery, transport: CurlTransport) {
         self.request = request
@@ -444,12 +435,12 @@ final class CurlTransfer: @unchecked Sendable {
                 return FERRY_CURL_FUNC_PAUSE
             }
         }
-        if bucket != nil || sharedBucket != nil {
+        if pacer.limited {
             let now = monotonicSeconds()
-            guard allowance(now) > 0 else { return waitForRate(now) }
-            spend(count, now: now)
+            guard pacer.allowance(now) > 0 else { return waitForRate(now) }
+            pacer.spend(count, now: now)
         }
-        taken += count
+        pacer.count(count)
         if !held {
             held = true
             transport.willHold(self)
@@ -464,18 +455,18 @@ final class CurlTransfer: @unchecked Sendable {
     fileprivate func send(into buffer: UnsafeMutablePointer<CChar>, count: Int) -> Int {
         guard let body else { return 0 }
         var count = count
-        let limited = bucket != nil || sharedBucket != nil
+        let limited = pacer.limited
         let now = limited ? monotonicSeconds() : 0
         if limited {
-            let available = allowance(now)
+            let available = pacer.allowance(now)
             guard available > 0 else { return waitForRate(now) }
             count = min(count, max(available, 16 << 10))
         }
         do {
             guard let n = try body.read(into: buffer, count: count) else { return FERRY_CURL_FUNC_PAUSE }
             if n > 0 {
-                taken += n
-                if limited { spend(n, now: now) }
+                pacer.count(n)
+                if limited { pacer.spend(n, now: now) }
                 delegate?.transportDidSend(for: task, bytes: Int64(n))
             }
             return n
@@ -488,47 +479,23 @@ final class CurlTransfer: @unchecked Sendable {
 }
 
 extension CurlTransfer {
-    /// Bytes the rate lets go now: the least of what the share's bucket and the engine's allow (0 in debt).
-    fileprivate func allowance(_ now: TimeInterval) -> Int {
-        var allowed = Int.max
-        if bucket != nil { allowed = bucket!.available(now) }
-        if let sharedBucket { allowed = min(allowed, sharedBucket.bucket.available(now)) }
-        return allowed
-    }
-
-    fileprivate func spend(_ bytes: Int, now: TimeInterval) {
-        bucket?.take(bytes, now: now)
-        sharedBucket?.bucket.take(bytes, now: now)
-    }
-
     /// Pauses for the rate: the transport lifts the pause when the buckets' debts are repaid.
     fileprivate func waitForRate(_ now: TimeInterval) -> Int {
-        heldBack = true
-        rateResumeAt = readyAt(now)
+        pacer.hold(now)
         transport.waitForRate(self)
         return FERRY_CURL_FUNC_PAUSE
     }
 
-    /// Measures `intake` over the last `interval` seconds and starts the next measurement.
-    func measureIntake(over interval: TimeInterval) {
-        intake = bucket == nil || heldBack || interval <= 0 ? nil : Double(taken) / interval
-        taken = 0
-        heldBack = false
-    }
+    /// Measures its intake over the last `interval` seconds and starts the next measurement.
+    func measureIntake(over interval: TimeInterval) { pacer.measureIntake(over: interval) }
 
     /// The transport decided which bucket of the engine's rate this transfer also takes from (nil: none).
-    func share(_ shared: SharedBucket?) {
-        sharedBucket = shared
-    }
+    func share(_ shared: SharedBucket?) { pacer.share(shared) }
 
     /// The transport decided this transfer's share of its limits (nil: unlimited).
     func setRate(_ rate: Double?, now: TimeInterval) {
-        let before = bucket?.rate
-        if let rate {
-            if bucket == nil { bucket = TokenBucket(rate: rate, now: now) } else { bucket!.setRate(rate, now: now) }
-        } else {
-            bucket = nil
-        }
+        let before = pacer.rate
+        pacer.setRate(rate, now: now)
         if limits?.direction == .download, before != rate, let easy {
             _ = ferry_curl_easy_set_receive_buffer(easy, Self.receiveBuffer(for: rate))
         }
@@ -543,23 +510,11 @@ extension CurlTransfer {
         return min(4 << 20, max(32 << 10, Int(rate / 8)))
     }
 
-    /// Its rate changed while it waits for its rate (a limit raised or lifted, a share worked out again): it goes
-    /// on when its buckets now allow, at once with none left (it waited out the old rate: at 100 B/s, 164 s for
-    /// its next 16 KiB, after the limit was gone).
-    func rateChanged(now: TimeInterval) {
-        guard rateResumeAt != nil else { return }
-        rateResumeAt = readyAt(now)
-    }
-
-    /// When the share's bucket and the engine's both allow it to go on (now, without either).
-    private func readyAt(_ now: TimeInterval) -> TimeInterval {
-        max(bucket?.readyAt(now) ?? now, sharedBucket?.bucket.readyAt(now) ?? now)
-    }
+    /// Its rates changed while it waits for its rate: it goes on when they now allow (RatePacer.ratesChanged).
+    func rateChanged(now: TimeInterval) { pacer.ratesChanged(now: now) }
 
     /// Lifted from a pause for the rate (on the transport's thread).
-    func rateWaitEnded() {
-        rateResumeAt = nil
-    }
+    func rateWaitEnded() { pacer.waitEnded() }
 }
 
 func monotonicSeconds() -> TimeInterval {

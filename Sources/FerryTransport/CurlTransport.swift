@@ -132,7 +132,7 @@ package final class CurlTransport: @unchecked Sendable {
             postResults()
             // With nothing running there is nothing to time: sleep until a command wakes us.
             var timeout: Int32 = running.isEmpty ? 60_000 : 1_000
-            if let next = rateWaiting.compactMap(\.rateResumeAt).min() {
+            if let next = rateWaiting.compactMap(\.pacer.resumeAt).min() {
                 timeout = min(timeout, Int32(max(1, ((next - monotonicSeconds()) * 1000).rounded(.up))))
             }
             var ready: Int32 = 0
@@ -216,7 +216,7 @@ package final class CurlTransport: @unchecked Sendable {
     private func resumeRateWaiters(_ multi: UnsafeMutableRawPointer) {
         guard !rateWaiting.isEmpty else { return }
         let now = monotonicSeconds()
-        let due = rateWaiting.filter { ($0.rateResumeAt ?? 0) <= now }
+        let due = rateWaiting.filter { ($0.pacer.resumeAt ?? 0) <= now }
         guard !due.isEmpty else { return }
         rateWaiting.removeAll { t in due.contains { $0 === t } }
         for transfer in due {
@@ -262,20 +262,12 @@ package final class CurlTransport: @unchecked Sendable {
             }
             for direction in [Direction.download, .upload] {
                 let moving = transfers.filter { $0.limits?.direction == direction }
-                let byItem = Dictionary(grouping: moving) { $0.limits!.item }
                 let global = (direction == .download ? rates.download : rates.upload).map(Double.init)
                 let shared = sharedBucket(SharedBucketKey(limits: group, direction: direction), of: limits, rate: global, now: now)
                 for member in moving { member.share(shared) }
-                let items = byItem.map { item, members -> LimitShares.Item in
-                    let intakes = members.compactMap(\.intake)
-                    let demand = intakes.count < members.count ? nil : LimitShares.demand(intake: intakes.reduce(0, +))
-                    return LimitShares.Item(id: item, own: rates.items[item].map(Double.init), demand: demand)
-                }
-                let shares = LimitShares.allocate(global: global, items: items)
-                for (item, members) in byItem {
-                    let rate = shares[item] ?? nil
-                    for member in members { member.setRate(rate.map { $0 / Double(members.count) }, now: now) }
-                }
+                let memberRates = LimitShares.rates(global: global, own: rates.items,
+                                                    members: moving.map { LimitShares.Member(item: $0.limits!.item, intake: $0.pacer.intake) })
+                for (member, rate) in zip(moving, memberRates) { member.setRate(rate, now: now) }
             }
         }
     }

@@ -138,10 +138,9 @@ import TestHTTPServer
         let slow = shares[0], fast = shares[1]
         print("BandwidthLimitTests: global 1 MiB/s, one item served at 256 KiB/s: slow \(slow / Self.mib), fast \(fast / Self.mib) MiB/s")
         #expect(fast > 0.6 * Self.mib, "\(fast / Self.mib) MiB/s for the fast item")
-        // In all: under the whole suite's load the slow item (the server's pacing of it, or its share) took in
-        // nothing for a window in most runs, and the best of three came to 0.796 MiB/s once (0.8 was the bound;
-        // alone the two take 0.95-1.0). Not yet explained: see the note.
-        #expect(slow + fast > 0.75 * Self.mib && slow + fast < 1.25 * Self.mib, "\((slow + fast) / Self.mib) MiB/s in all")
+        // In all (the exact split, on a clock of its own, is RatePacingTests'; the rule left 6 % of the limit unused
+        // until the slow item's room to grow back was no longer taken from the other).
+        #expect(slow + fast > 0.8 * Self.mib && slow + fast < 1.25 * Self.mib, "\((slow + fast) / Self.mib) MiB/s in all")
     }
 
     @Test func aLimitChangedMidTransferTakesEffectWithinTwoSeconds() async throws {
@@ -169,9 +168,8 @@ import TestHTTPServer
         print("BandwidthLimitTests: 512 KiB/s then 2 MiB/s: \(before / Self.mib) then \(after / Self.mib) MiB/s")
         // Still the filling buffers' tail: well under the later rate is enough.
         #expect(before < 0.9 * Self.mib, "\(before / Self.mib) MiB/s before the change")
-        // Over twice the old limit: applied (one not applied stays at 0.5 MiB/s). A busy machine may not reach the
-        // new 2 MiB/s in any window (1.31 MiB/s was seen twice under the whole suite's load), and never passes it.
-        #expect(after > 1.1 * Self.mib && after < 2.5 * Self.mib, "\(after / Self.mib) MiB/s from 2 s after the change")
+        // The new rate, and never past it (to the byte on a clock of its own: RatePacingTests).
+        #expect(after > 1.6 * Self.mib && after < 2.5 * Self.mib, "\(after / Self.mib) MiB/s from 2 s after the change")
         #expect(manager.snapshot(of: id)?.rateLimit == 2 << 20)
     }
 
