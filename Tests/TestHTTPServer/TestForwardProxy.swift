@@ -76,6 +76,12 @@ public final class TestForwardProxy: Sendable {
         core.state.withLock { $0.maxBuffered }
     }
 
+    /// Times the proxy stopped reading from one side because the other could not take more: the event a test
+    /// of its backpressure waits for.
+    public var readsHeld: Int {
+        core.state.withLock { $0.readsHeld }
+    }
+
     /// Idempotent: closes the listener and all client and origin connections, then the event loop.
     /// Must not be called from the proxy's own event loop thread.
     public func shutdown() {
@@ -94,6 +100,8 @@ final class ProxyCore: Sendable {
         var refused: [String] = []
         var buffered = 0
         var maxBuffered = 0
+        /// Times a side stopped reading because the other could not take more (backpressure).
+        var readsHeld = 0
     }
 
     let state = Mutex(State())
@@ -427,6 +435,8 @@ final class RelayHandler: ChannelDuplexHandler {
         if partner?.isWritable ?? false {
             context.read()
         } else {
+            // Counted once the other side is there and full (not while an origin is still being reached).
+            if !readHeld, partner?.context != nil { core.state.withLock { $0.readsHeld += 1 } }
             readHeld = true
         }
     }
