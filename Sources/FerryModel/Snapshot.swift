@@ -202,27 +202,6 @@ public struct QueueSnapshot: Sendable, Equatable, Codable {
     }
 }
 
-/// A state change, as the reporter and the store see it.
-public struct TransferEvent: Sendable {
-    public var id: TransferID
-    public var state: TransferState
-    /// The state the engine last told of the item (nil: new to this engine). `state` differs from it once per
-    /// real transition (`isTransition`); other events tell other changes (an attempt, a limit, a resumable
-    /// upload's place on the server) in the same state.
-    public var before: TransferState?
-    public var snapshot: TransferSnapshot
-
-    package init(id: TransferID, state: TransferState, before: TransferState?, snapshot: TransferSnapshot) {
-        self.id = id
-        self.state = state
-        self.before = before
-        self.snapshot = snapshot
-    }
-
-    /// The item's state changed: each transition is told so once, whatever its ranges or attempts told.
-    public var isTransition: Bool { before != state }
-}
-
 /// What moves while an item runs, apart from its state: a change of these alone goes to a client as an
 /// ItemProgress (a few numbers), not the whole item again.
 public struct ItemProgress: Sendable, Equatable, Codable {

@@ -12,7 +12,7 @@ import Synchronization
 ///   active, running or waiting for a retry (aria2 says nothing when a waiting item is paused or removed);
 /// - `onDownloadComplete` and `onDownloadError` when it ends, once (the engine tells each transition once).
 /// A client with more than `RPCServer.writeLimit` unread is dropped: the engine never waits for one.
-public final class Aria2Notifier: Sendable {
+public final class Aria2Notifier: TransferMonitor {
     private let channels = Mutex<[ObjectIdentifier: any Channel]>([:])
     /// The items that are active (running, or waiting for a retry, or queued between a retry's wait and its
     /// next run): a start is told when an item becomes active, a pause or a remove only of an active one.
@@ -20,12 +20,11 @@ public final class Aria2Notifier: Sendable {
 
     public init() {}
 
-    /// The engine's event listener (on its event queue, in order). The engine tells each transition once, so an
-    /// end is told once whatever its ranges told.
-    public func observe(_ event: TransferEvent) {
-        guard event.isTransition else { return }
-        // Only the id and the state go into the lock's closure (the event, with its snapshot, is large).
-        let (id, state) = (event.id, event.state)
+    /// Told on the engine's event queue, in order. The engine tells each transition once, so an end is told once
+    /// whatever its ranges told.
+    public func transitioned(_ item: TransferSnapshot, from before: TransferState) {
+        // Only the id and the state go into the lock's closure (the snapshot is large).
+        let (id, state) = (item.id, item.state)
         let method = active.withLock { active -> String? in
             let wasActive = active.contains(id)
             switch state {
@@ -48,6 +47,12 @@ public final class Aria2Notifier: Sendable {
         guard let method else { return }
         notify(method, gid: Aria2RPC.gid(id))
     }
+
+    /// A removed item is active no more (aria2 tells nothing of a remove).
+    public func removed(_ id: TransferID) { _ = active.withLock { $0.remove(id) } }
+
+    /// Items this notifier counts as active (the tests').
+    var activeCount: Int { active.withLock { $0.count } }
 
     static func method(for state: TransferState) -> String? {
         switch state {

@@ -37,11 +37,9 @@ struct BackgroundEngine: AsyncParsableCommand {
         }
         // aria2's notifications follow the engine's events when its RPC is on.
         let notifier = config.rpc.enable ? Aria2Notifier() : nil
-        var onEvent: (@Sendable (TransferEvent) -> Void)?
-        if let notifier { onEvent = { notifier.observe($0) } }
         let engine = try EngineAssembly(configuration: common.engineConfiguration(config), hookSettings: config.hooks,
                                         logPath: directory.logPath, store: store, directory: directory, scope: .everything,
-                                        onEvent: onEvent,
+                                        monitor: notifier,
                                         onStop: { manager in Self.stop(directory, reason: "stopped by a client") { manager.shutdown(timeout: 5) } })
         if let problem = engine.socketProblem { throw StateError(problem) }
         let manager = engine.manager

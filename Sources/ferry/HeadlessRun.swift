@@ -31,7 +31,7 @@ final class HeadlessRun: Sendable {
         do {
             engine = try EngineAssembly(configuration: configuration, hookSettings: hooks, logPath: logPath, store: store,
                                         directory: directory, scope: includeQueued ? .everything : .ownItems,
-                                        onEvent: { [reporter] event in reporter.stateChanged(event.snapshot, before: event.before) },
+                                        monitor: reporter,
                                         onStop: { manager in
                                             printError("stopped by `ferry stop`; partial files are kept")
                                             manager.shutdown()

@@ -32,7 +32,7 @@ final class Reporter: Sendable {
 
     /// A line for the item's new state (once per attempt while it runs), and for a resumable upload a line
     /// when it goes on from the server's offset or starts over (with the reason). `before`: the state told
-    /// before this change (TransferEvent.before; a follower's last seen): a state line is said once per change.
+    /// before this change (the monitor's `before`; a follower's last seen): a state line is said once per change.
     func stateChanged(_ item: TransferSnapshot, before: TransferState?) {
         let name = label(item.id, TerminalSafe.sanitize(item.displayName))
         // The lock's closures take the id, not the whole snapshot.
@@ -200,4 +200,12 @@ func printError(_ line: String) {
 func printErrors(_ lines: [String]) {
     guard !lines.isEmpty else { return }
     Output.error(lines.map { "ferry: " + $0 + "\n" }.joined())
+}
+
+/// A headless run's reporter hears everything its engine tells: each item added, each change.
+extension Reporter: TransferMonitor {
+    var hearsAdds: Bool { true }
+    func added(_ item: TransferSnapshot) { stateChanged(item, before: nil) }
+    func transitioned(_ item: TransferSnapshot, from before: TransferState) { stateChanged(item, before: before) }
+    func updated(_ item: TransferSnapshot) { stateChanged(item, before: item.state) }
 }

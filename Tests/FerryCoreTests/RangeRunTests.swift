@@ -35,7 +35,7 @@ import FerryTransport
         let url = URL(string: "http://example.com/files/7.bin")!
         let start = RangeRun.Start(spec: TransferSpec(download: url, directory: dir), fileName: nil, rangeStart: 0, from: 0,
                                    end: nil, knownTotal: nil, validators: Validators(), bufferSize: 64 << 10)
-        let run = RangeRun(start: start, names: NameClaims(),
+        let run = RangeRun(start: start, names: NameClaims(), clock: SystemClock(),
                            claiming: { name, _ in told.claimed.withLock { $0.append(name) } },
                            named: { name in told.named.withLock { $0.append(name) } },
                            accepted: { name, _, _ in told.accepted.withLock { $0.append(name) } },

@@ -111,7 +111,7 @@ import Testing
         #expect(mkfifo(fifo, 0o600) == 0)
         let start = RangeRun.Start(spec: spec(9), fileName: name, rangeStart: 0, from: 0, end: nil, knownTotal: nil,
                                    validators: Validators(), bufferSize: 64 << 10)
-        let run = RangeRun(start: start, names: NameClaims()) { _ in }
+        let run = RangeRun(start: start, names: NameClaims(), clock: SystemClock()) { _ in }
         let url = URL(string: "http://example.com/stuck.bin")!
         let task = URLSession(configuration: .keepingNothing).dataTask(with: url)
         let response = HTTPURLResponse(url: url, statusCode: 200, httpVersion: "HTTP/1.1", headerFields: ["Content-Length": "2097152"])!

@@ -25,7 +25,7 @@ import TestHTTPServer
         let notifier = self.notifier
         var configuration = testConfiguration()
         configuration.liveSettingsPath = dir.path + "/settings.json"
-        manager = try TransferManager(configuration: configuration) { notifier.observe($0) }
+        manager = try TransferManager(configuration: configuration, monitor: notifier)
         let rpc = Aria2RPC(manager: manager, secret: secret, defaultDirectory: dir.path)
         rpcServer = try RPCServer(rpc: rpc, notifier: notifier, host: "127.0.0.1", port: 0, allowOrigin: nil)
         endpoint = URL(string: "http://127.0.0.1:\(rpcServer.port)/jsonrpc")!

@@ -23,9 +23,9 @@ import TestHTTPServer
         let body = Resource.randomBytes(count: 64 << 20, seed: 1)
         server.route("/big.bin", .serve(Resource(body: body, etag: "\"big\"")))
         let progress = Mutex<[Float]>([])
-        let manager = try TransferManager(configuration: testConfiguration()) { event in
-            if let p = event.snapshot.progress { progress.withLock { $0.append(p) } }
-        }
+        let manager = try TransferManager(configuration: testConfiguration(), monitor: EveryChange { item in
+            if let p = item.progress { progress.withLock { $0.append(p) } }
+        })
         defer { manager.shutdown() }
         let id = download("/big.bin", manager: manager)
         try await finish(manager, [id])
@@ -145,35 +145,53 @@ import TestHTTPServer
         #expect(server.requests("/norange.bin").last?.header("Range") != nil)
     }
 
+    /// The retry comes when the server's Retry-After says, on the engine's clock (a ManualClock the test moves:
+    /// ten minutes are checked at once, to the second, rather than slept for).
     @Test func retryAfterInSecondsIsHonoured() async throws {
         let body = Resource.randomBytes(count: 100_000, seed: 7)
-        let busy = Behavior.status(503, headers: [("Retry-After", "2")])
+        let busy = Behavior.status(503, headers: [("Retry-After", "600")])
         server.route("/busy.bin", [busy, busy, .serve(Resource(body: body))])
-        let manager = try TransferManager(configuration: testConfiguration())
+        let clock = ManualClock()
+        let manager = try TransferManager(configuration: testConfiguration(), clock: clock)
         defer { manager.shutdown() }
         let id = download("/busy.bin", manager: manager)
+        for request in 1...2 {
+            try await eventually("the retry's timer is set after answer \(request)") { clock.pending == 1 }
+            let waiting = try #require(manager.snapshot(of: id))
+            #expect(waiting.state == .waiting)
+            #expect(waiting.nextRetryAt == clock.now.addingTimeInterval(600))
+            clock.advance(by: 599)
+            #expect(manager.snapshot(of: id)?.state == .waiting)
+            #expect(server.requests("/busy.bin").count == request, "a retry before its time")
+            clock.advance(by: 1)
+            try await eventually("retried at its time") { server.requests("/busy.bin").count == request + 1 }
+        }
         try await finish(manager, [id])
         #expect(manager.snapshot(of: id)?.state == .completed)
         #expect(dir.contents("busy.bin") == body)
-        let times = server.requests("/busy.bin").map(\.receivedAt)
-        try #require(times.count == 3)
-        #expect(times[1].timeIntervalSince(times[0]) >= 2)
-        #expect(times[2].timeIntervalSince(times[1]) >= 2)
+        // The attempts' times are the engine's clock's: 600 s apart.
+        let attempts = try #require(manager.snapshot(of: id)?.attempts)
+        #expect(attempts.count == 3)
+        #expect(zip(attempts, attempts.dropFirst()).allSatisfy { $1.startedAt.timeIntervalSince($0.startedAt) == 600 })
     }
 
     @Test func retryAfterAsAnHTTPDateIsHonoured() async throws {
         let body = Resource.randomBytes(count: 1000, seed: 8)
-        let when = HTTPDate.format(Date().addingTimeInterval(3))
-        server.route("/slow.bin", [.status(429, headers: [("Retry-After", when)]), .serve(Resource(body: body))])
-        let manager = try TransferManager(configuration: testConfiguration())
+        let clock = ManualClock()
+        let when = clock.now.addingTimeInterval(300)
+        server.route("/slow.bin", [.status(429, headers: [("Retry-After", HTTPDate.format(when))]), .serve(Resource(body: body))])
+        let manager = try TransferManager(configuration: testConfiguration(), clock: clock)
         defer { manager.shutdown() }
         let id = download("/slow.bin", manager: manager)
+        try await eventually("the retry's timer is set") { clock.pending == 1 }
+        // Never sooner than the date the server named, on the engine's clock.
+        #expect(manager.snapshot(of: id)?.nextRetryAt == when)
+        clock.advance(by: 299)
+        #expect(server.requests("/slow.bin").count == 1)
+        clock.advance(by: 1)
         try await finish(manager, [id])
         #expect(manager.snapshot(of: id)?.state == .completed)
-        let times = server.requests("/slow.bin").map(\.receivedAt)
-        try #require(times.count == 2)
-        // Never sooner than the date the server named (however late the first request came).
-        #expect(times[1] >= HTTPDate.parse(when)!)
+        #expect(server.requests("/slow.bin").count == 2)
     }
 
     @Test func notFoundFailsAfterOneRequest() async throws {

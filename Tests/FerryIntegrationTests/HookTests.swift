@@ -79,7 +79,7 @@ import Glibc
         settings.onDone = ["sleep", "120"]
         settings.timeout = 120
         let hooks = HookRunner(settings: settings, logPath: state + "/engine.log")
-        let manager = try TransferManager(configuration: testConfiguration(maxConcurrent: 1)) { hooks.observe($0) }
+        let manager = try TransferManager(configuration: testConfiguration(maxConcurrent: 1), monitor: hooks)
         let ids = manager.add(["a", "b", "c"].map { TransferSpec(download: server.url("/\($0)"), directory: downloads) })
         await manager.waitUntilFinished(Set(ids))
         manager.shutdown()
@@ -116,7 +116,7 @@ import Glibc
         settings.onDone = ["/bin/sh", "-c", "sleep 60 & echo child $!; wait"]
         settings.timeout = 1
         let hooks = HookRunner(settings: settings, logPath: state + "/engine.log")
-        let manager = try TransferManager(configuration: testConfiguration()) { hooks.observe($0) }
+        let manager = try TransferManager(configuration: testConfiguration(), monitor: hooks)
         let ids = manager.add([TransferSpec(download: server.url("/a"), directory: downloads)])
         await manager.waitUntilFinished(Set(ids))
         manager.shutdown()

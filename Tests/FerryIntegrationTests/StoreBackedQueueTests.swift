@@ -200,6 +200,43 @@ import TestHTTPServer
         #expect(server.allRequests.count == 2, "one transfer at a time: \(server.allRequests.map(\.path))")
     }
 
+    /// Issue 40: the engine's core stays in step (the index's counts per state and host, the slot book against
+    /// the items holding slots, the loaded items against their entries, the settled prefix) through adds, runs,
+    /// pauses, moves, a placement, removes and resumes of a queue past the 2,000 items where its asserts stop.
+    @Test func theCoreStaysInStepPastTheSizeItsAssertsCheck() async throws {
+        let count = 2_400
+        for index in 1...count {
+            server.route("/c/\(index).bin", .serve(Resource(body: Resource.randomBytes(count: 512, seed: UInt64(index)))))
+        }
+        var configuration = testConfiguration(maxConcurrent: 4)
+        configuration.maxPerHost = 2
+        configuration.loadedLimit = 50
+        let manager = try TransferManager(configuration: configuration, store: SQLiteQueueStore(path: storePath))
+        defer { manager.shutdown() }
+        // Two hosts (the same server by name and by address), alternating.
+        let specs = (1...count).map { index in
+            TransferSpec(download: server.url("/c/\(index).bin", host: index % 2 == 0 ? "localhost" : "127.0.0.1"), directory: dir.path)
+        }
+        let ids = try await offPool { try manager.addSaved(specs, batch: nil, reuse: false).map(\.id) }
+        try await eventually("some are done") { manager.counts[.completed, default: 0] >= 50 }
+        #expect(manager.violations().isEmpty, "\(manager.violations())")
+        _ = try await offPool { try manager.perform(.pause(Selection(all: true))) }
+        #expect(manager.violations().isEmpty, "after the pause: \(manager.violations())")
+        _ = try manager.perform(.move(Selection(ids: ids.suffix(300).map(\.rawValue)), .top))
+        _ = try manager.perform(.move(Selection(ids: ids.prefix(100).map(\.rawValue)), .bottom))
+        _ = try manager.perform(.move(Selection(ids: ids.dropFirst(1_000).prefix(10).map(\.rawValue)), .up))
+        _ = try manager.perform(.place(ids[1_500], Placement(.start, 7, among: [.paused])))
+        #expect(manager.violations().isEmpty, "after the moves: \(manager.violations())")
+        let removed = ids.dropFirst(600).prefix(200)
+        _ = try manager.perform(.remove(Selection(ids: removed.map(\.rawValue)), deletePart: true))
+        #expect(manager.violations().isEmpty, "after the remove: \(manager.violations())")
+        _ = try await offPool { try manager.perform(.resume(Selection(all: true))) }
+        let left = Set(ids).subtracting(removed)
+        try await finish(manager, left)
+        #expect(manager.counts == [.completed: count - removed.count])
+        #expect(manager.violations().isEmpty, "at the end: \(manager.violations())")
+    }
+
     /// Issue 40: a row left running (or waiting) by an engine that was killed is queued to every verb without
     /// an engine, as it is to `ferry list` and to the next engine (`ferry resume 1` said "#1 is running, left as
     /// it is" of an item nothing ran, and `--state running` chose it).

@@ -23,24 +23,22 @@ public final class EngineAssembly: Sendable {
 
     /// - Parameters:
     ///   - directory: the state directory whose socket it serves; nil: none (a private queue).
-    ///   - onEvent: a listener of the engine's events besides the hooks and the socket (a reporter).
+    ///   - monitor: told of the engine's changes besides the hooks and the socket (a reporter, aria2's notifications).
     ///   - onStop: a client asked the engine to stop (`ferry stop`, the UI's stop key); called off the socket's
     ///     queue. It should shut the manager down and end the process.
     public init(configuration: EngineConfiguration, hookSettings: HookSettings, logPath: String?, store: any QueueStore,
                 directory: StateDirectory?, scope: TransferManager.Scope,
-                onEvent: (@Sendable (TransferEvent) -> Void)? = nil,
+                monitor: (any TransferMonitor)? = nil,
                 onStop: @escaping @Sendable (TransferManager) -> Void) throws {
         let hooks = HookRunner.make(settings: hookSettings, logPath: logPath)
         // A private queue's changes are its own: they are not kept for the state directory's next engine.
         var configuration = configuration
         if directory == nil { configuration.liveSettingsPath = nil }
-        let relay = Mutex<EngineHost?>(nil)
-        // Hooks and the socket follow states; only a reporter prints each item an add queues.
-        let manager = try TransferManager(configuration: configuration, store: store, scope: scope, announcesAdds: onEvent != nil) { event in
-            hooks?.observe(event)
-            onEvent?(event)
-            relay.withLock { $0 }?.nudge()
-        }
+        let relay = SocketNudge()
+        // The socket's subscribers hear of every change; the hooks follow transitions.
+        let monitors: [(any TransferMonitor)?] = [hooks, monitor, relay]
+        let manager = try TransferManager(configuration: configuration, store: store, scope: scope,
+                                          monitor: CompositeMonitor(monitors.compactMap { $0 }))
         var host: EngineHost?
         var problem: String?
         if let directory {
@@ -50,7 +48,7 @@ public final class EngineAssembly: Sendable {
                 problem = error.description
             }
         }
-        relay.withLock { $0 = host }
+        relay.host.withLock { $0 = host }
         self.manager = manager
         self.host = host
         self.socketProblem = problem
@@ -89,4 +87,15 @@ public final class EngineAssembly: Sendable {
             sources.removeAll()
         }
     }
+}
+
+/// Tells the control socket's subscribers that something changed (they ask for what: EngineHost.nudge). An add
+/// is nudged by the command that made it (EngineHost.carryOut), so adds are not heard here.
+private final class SocketNudge: TransferMonitor {
+    /// Set once the host is made (the engine may change things before).
+    let host = Mutex<EngineHost?>(nil)
+    func nudge() { host.withLock { $0 }?.nudge() }
+    func transitioned(_ item: TransferSnapshot, from before: TransferState) { nudge() }
+    func updated(_ item: TransferSnapshot) { nudge() }
+    func removed(_ id: TransferID) { nudge() }
 }

@@ -156,7 +156,7 @@ public final class EngineHost: @unchecked Sendable {
         } catch {
             return failure(request, String(describing: error))
         }
-        // Subscribers see the change now (an add announces no event of its own: TransferManager.announcesAdds).
+        // Subscribers see the change now (the socket's monitor does not hear adds: TransferMonitor.hearsAdds).
         nudge()
         return reply
     }

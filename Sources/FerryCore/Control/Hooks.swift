@@ -70,7 +70,7 @@ public struct HookSettings: Sendable, Equatable {
 /// the engine's log. The queue never waits for a hook: hooks start from the engine's event queue and are
 /// watched on threads of their own (at most `parallel` at once, the rest wait their turn in order); one that
 /// runs past the timeout is stopped with its process group.
-public final class HookRunner: Sendable {
+public final class HookRunner: TransferMonitor {
     public static let parallel = 4
 
     private struct Job: Sendable {
@@ -105,11 +105,10 @@ public final class HookRunner: Sendable {
         return HookRunner(settings: settings, logPath: logPath)
     }
 
-    /// Feeds one engine event (from the manager's serial event queue): a hook runs when an item becomes
-    /// completed or failed, once (the engine tells each transition once; an item loaded done is no transition).
-    public func observe(_ event: TransferEvent) {
-        guard event.isTransition else { return }
-        let (id, newState) = (event.id, event.state)
+    /// A hook runs when an item becomes completed or failed, once (the engine tells each transition once; an
+    /// item loaded done is no transition). Told on the manager's serial event queue.
+    public func transitioned(_ item: TransferSnapshot, from before: TransferState) {
+        let (id, newState) = (item.id, item.state)
         let name: String, command: [String]?
         switch newState {
         case .completed: (name, command) = ("on_done", settings.onDone)
@@ -117,7 +116,7 @@ public final class HookRunner: Sendable {
         default: return
         }
         guard let command else { return }
-        let job = Job(name: name, command: command, environment: Self.environment(for: event.snapshot), id: id)
+        let job = Job(name: name, command: command, environment: Self.environment(for: item), id: id)
         let start: Job? = state.withLock { state in
             guard state.running < Self.parallel else {
                 state.pending.append(job)

@@ -76,13 +76,17 @@ final class RangeRun: TaskRun {
     /// flushToDisk), and the engine reads this under its own lock for every record it stores.
     private let flushed: Atomic<Int64>
 
-    init(start: Start, names: NameClaims,
+    /// What the time is (a Retry-After date).
+    private let clock: any EngineClock
+
+    init(start: Start, names: NameClaims, clock: any EngineClock,
          claiming: (@Sendable (String, Validators) -> Void)? = nil,
          named: (@Sendable (String) -> Void)? = nil,
          accepted: (@Sendable (String, Validators, Bool) -> Void)? = nil,
          finish: @escaping @Sendable (AttemptReport) -> Void) {
         self.start = start
         self.names = names
+        self.clock = clock
         self.claiming = claiming
         self.named = named
         self.accepted = accepted
@@ -126,7 +130,7 @@ final class RangeRun: TaskRun {
         if http.statusCode < 200 { return }
         let header: (String) -> String? = { http.value(forHTTPHeaderField: $0) }
         let verdict = ResumeRule.evaluate(status: http.statusCode, header: header, requestedOffset: start.from,
-                                          requestedEnd: start.end, knownTotal: start.knownTotal)
+                                          requestedEnd: start.end, knownTotal: start.knownTotal, now: clock.now)
         // A first attempt claims its name (and the queue records it, a store write) before the lock: the lock
         // is taken by snapshot readers under the engine's own lock, which must never wait for the disk.
         let preclaim = claimFirst(verdict, http: http)

@@ -35,6 +35,8 @@ final class ResumableUploadRun: TaskRun {
         /// Where the upload stands on the server changed; the engine keeps it (on disk, before this returns).
         let changed: @Sendable (ResumableUpload) -> Void
         let finish: @Sendable (AttemptReport) -> Void
+        /// What the time is (a Retry-After date).
+        let clock: any EngineClock
     }
 
     private enum Step: Equatable {
@@ -219,7 +221,8 @@ final class ResumableUploadRun: TaskRun {
 
     func didReceive(response: URLResponse, task: URLSessionTask) {
         guard let http = response as? HTTPURLResponse else { return }
-        state.withLock { $0.answer.begin(http) }
+        let now = context.clock.now
+        state.withLock { $0.answer.begin(http, now: now) }
     }
 
     func didReceive(data: Data) {

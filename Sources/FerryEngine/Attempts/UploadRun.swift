@@ -22,7 +22,8 @@ struct UploadAnswer {
     var bodyLength: Int64 = 0
     var verdict: TransferFailure?
 
-    mutating func begin(_ http: HTTPURLResponse) {
+    /// `now`: for a Retry-After date.
+    mutating func begin(_ http: HTTPURLResponse, now: Date) {
         status = http.statusCode
         headers = Self.keptHeaders.compactMap { name in http.value(forHTTPHeaderField: name).map { HTTPHeader(name: name, value: $0) } }
         body = Data()
@@ -34,7 +35,7 @@ struct UploadAnswer {
             let location = http.value(forHTTPHeaderField: "Location").map { " to \(TerminalSafe.sanitize($0))" } ?? ""
             verdict = .http(status: status, reason: ResumeRule.reasonPhrase(status) + "; the upload was redirected\(location) and not re-sent", retryAfter: nil)
         } else if !(200..<300).contains(status) {
-            let retryAfter = http.value(forHTTPHeaderField: "Retry-After").flatMap { RetryAfter.delay($0, now: Date()) }
+            let retryAfter = http.value(forHTTPHeaderField: "Retry-After").flatMap { RetryAfter.delay($0, now: now) }
             verdict = .http(status: status, reason: ResumeRule.reasonPhrase(status), retryAfter: retryAfter)
         }
     }
@@ -81,8 +82,11 @@ final class UploadRun: TaskRun {
     private let answer = Mutex(UploadAnswer())
     private let sent = Atomic<Int64>(0)
 
-    init(spec: TransferSpec, plan: BodyPlan, standardInputPath: String,
+    private let clock: any EngineClock
+
+    init(spec: TransferSpec, plan: BodyPlan, standardInputPath: String, clock: any EngineClock,
          finish: @escaping @Sendable (AttemptReport) -> Void) {
+        self.clock = clock
         self.spec = spec
         self.plan = plan
         self.standardInputPath = standardInputPath
@@ -121,7 +125,8 @@ final class UploadRun: TaskRun {
 
     func didReceive(response: URLResponse, task: URLSessionTask) {
         guard let http = response as? HTTPURLResponse else { return }
-        answer.withLock { $0.begin(http) }
+        let now = clock.now
+        answer.withLock { $0.begin(http, now: now) }
     }
 
     func didReceive(data: Data) {

@@ -45,7 +45,7 @@ extension TransferManager {
                 let record = addition.item
                 guard addition.existing, let transfer = loaded(record.id, &core) else {
                     // New, or one another process added that this engine has not seen (not one it just removed).
-                    if core.position(of: record.id, rank: record.position) == nil, record.id.rawValue >= core.nextID || !addition.existing {
+                    if core.queue.position(of: record.id, rank: record.position) == nil, record.id.rawValue >= core.nextID || !addition.existing {
                         appendAdded(record, &core)
                     }
                     core.allow([record.id])
@@ -93,10 +93,7 @@ extension TransferManager {
         core.append(QueueIndexRow(record))
         if core.items.count < core.loadedLimit { _ = load(record, &core) }
         core.version &+= 1
-        if onEvent != nil, announcesAdds {
-            core.addedEvents.append(TransferEvent(id: record.id, state: record.state, before: nil,
-                                                 snapshot: snapshot(of: record, state: record.state)))
-        }
+        if monitor?.hearsAdds == true { core.told.append(.added(snapshot(of: record, state: record.state))) }
     }
 
     /// A new batch for what the user typed (the items of one command).
@@ -138,7 +135,7 @@ extension TransferManager {
                 let ids = specs.map { spec -> TransferID in
                     let record = StoredTransfer(id: TransferID(core.nextID), position: (core.queue.last?.rank ?? -1) + 1, spec: spec)
                     core.append(QueueIndexRow(record))
-                    let transfer = Transfer(stored: record, policy: configuration.retry, retryUploads: configuration.retryUploads)
+                    let transfer = Transfer(stored: record, policy: configuration.retry, retryUploads: configuration.retryUploads, clock: clock)
                     transfer.lastFailure = ItemFailure(FailureCause(.other), storeError)
                     core.items[record.id] = transfer
                     core.pinned.insert(record.id)
@@ -175,15 +172,8 @@ extension TransferManager {
     /// Takes items off the queue in one pass over it (a remove of thousands costs one); those removed.
     func remove(_ ids: [TransferID], deletePartial: Bool) -> [TransferID] {
         mutate { core in
-            let wanted = Set(ids)
-            var gone: [Entry] = []
-            var kept: [Entry] = []
-            kept.reserveCapacity(core.queue.count)
-            for entry in core.queue {
-                if wanted.contains(entry.id) { gone.append(entry) } else { kept.append(entry) }
-            }
+            let gone = core.queue.remove(Set(ids))
             guard !gone.isEmpty else { return ([], []) }
-            core.queue = kept
             var effects: [Effect] = []
             var partsOf: [(directory: String, name: String)] = []
             // Unfinished resumable uploads the server keeps: ended there too.
@@ -192,8 +182,8 @@ extension TransferManager {
             let unloaded = records(of: gone.filter { core.items[$0.id] == nil && $0.state != .completed }.map(\.id))
             for entry in gone {
                 let id = entry.id
-                core.count(entry, entry.state, -1)
                 core.removedNow.insert(id)
+                if monitor != nil { core.told.append(.removed(id)) }
                 core.textMatches?.remove(id)
                 core.storedSortKeys[id] = nil
                 if let transfer = core.items.removeValue(forKey: id) {
@@ -313,18 +303,9 @@ extension TransferManager {
     /// Moves `wanted` (QueueMove.apply) and keeps what changed: the items' ranks, the ranks to write. The
     /// items whose rank changed.
     private static func move(_ wanted: Set<TransferID>, _ direction: QueueMove, _ core: inout Core) -> Set<TransferID> {
-        guard !wanted.isEmpty else { return [] }
-        let before = core.queue.count
-        let (ranked, moved) = direction.apply(to: &core.queue, rank: \.rank) { wanted.contains($0.id) }
-        guard moved > 0 else { return [] }
-        for entry in ranked {
-            core.items[entry.id]?.rank = entry.rank
-            core.rankChanged[entry.id] = entry.rank
-        }
-        assert(core.queue.count == before)
-        assert(core.queue.count > 2_000 || zip(core.queue, core.queue.dropFirst()).allSatisfy { $0.precedes(rank: $1.rank, id: $1.id) },
-               "a move left the queue out of its ranks' order")
-        core.settledPrefix = 0
+        let ranked = core.queue.move(wanted, direction)
+        guard !ranked.isEmpty else { return [] }
+        core.ranksChanged(ranked)
         core.version &+= 1
         return Set(ranked.map(\.id))
     }
@@ -343,19 +324,9 @@ extension TransferManager {
                 _ = Self.move([id], to == 0 ? .top : .bottom, &core)
                 return (to, self.pump(&core))
             }
-            let span = min(among[from], among[to])...max(among[from], among[to])
-            let ranks = span.map { core.queue[$0].rank }
             // Ranks are unique where moves made them; where two are equal, the id orders them and a shift cannot.
-            guard to != from, zip(ranks, ranks.dropFirst()).allSatisfy({ $0 < $1 }) else { return (from, []) }
-            let entry = core.queue.remove(at: among[from])
-            core.queue.insert(entry, at: among[to])
-            for (index, rank) in zip(span, ranks) {
-                core.queue[index].rank = rank
-                let moved = core.queue[index].id
-                core.items[moved]?.rank = rank
-                core.rankChanged[moved] = rank
-            }
-            core.settledPrefix = 0
+            guard to != from, let ranked = core.queue.shift(from: among[from], to: among[to]) else { return (from, []) }
+            core.ranksChanged(ranked)
             core.version &+= 1
             return (to, self.pump(&core))
         }

@@ -73,15 +73,13 @@ extension TransferManager {
                     continue
                 }
             case let .wake(after, token):
-                out.append { [timerQueue] in
+                out.append { [clock] in
                     // A stale timer is harmless: the transfer ignores a token of an earlier start.
-                    timerQueue.asyncAfter(deadline: .now() + after) { [weak self] in self?.event(id) { $0.retryDue(token: token) } }
+                    clock.after(after) { [weak self] in self?.event(id) { $0.retryDue(token: token) } }
                 }
             case let .wakeRange(index, after, token):
-                out.append { [timerQueue] in
-                    timerQueue.asyncAfter(deadline: .now() + after) { [weak self] in
-                        self?.event(id) { $0.rangeRetryDue(index: index, token: token) }
-                    }
+                out.append { [clock] in
+                    clock.after(after) { [weak self] in self?.event(id) { $0.rangeRetryDue(index: index, token: token) } }
                 }
             case let .discardUpload(upload):
                 out += discardOnServer(upload, of: transfer.spec)
@@ -146,7 +144,7 @@ extension TransferManager {
         let claiming: @Sendable (String, Validators) -> Void = { [storeWriter] name, validators in
             storeWriter.recordClaim(id, fileName: name, validators: validators)
         }
-        let run = RangeRun(start: start, names: names, claiming: attempt.end == nil ? claiming : nil, named: named,
+        let run = RangeRun(start: start, names: names, clock: clock, claiming: attempt.end == nil ? claiming : nil, named: named,
                            accepted: accepted, finish: report(to: id, serial: serial))
         let request = run.makeRequest(userAgent: configuration.userAgent, timeout: configuration.idleTimeout,
                                       credentials: delegate.credentials(for: transfer.spec))
@@ -167,7 +165,7 @@ extension TransferManager {
             startResumableUpload(serial, of: transfer, kind: kind, plan: plan, path: path, length: length)
             return nil
         }
-        let run = UploadRun(spec: transfer.spec, plan: plan, standardInputPath: configuration.standardInputPath,
+        let run = UploadRun(spec: transfer.spec, plan: plan, standardInputPath: configuration.standardInputPath, clock: clock,
                             finish: report(to: transfer.id, serial: serial))
         let request = run.makeRequest(userAgent: configuration.userAgent, timeout: configuration.idleTimeout,
                                       credentials: delegate.credentials(for: transfer.spec))
@@ -200,7 +198,8 @@ extension TransferManager {
                 guard let self, self.event(id, { $0.resumableChanged(serial: serial, upload) }) else { return }
                 storeWriter.recordResumable(id, upload)
             },
-            finish: report(to: id, serial: serial))
+            finish: report(to: id, serial: serial),
+            clock: clock)
         let upload = transfer.resumable?.kind == kind ? transfer.resumable! : ResumableUpload(kind: kind)
         let run = ResumableUploadRun(context: context, upload: upload)
         transfer.attach(serial: serial, run: run, task: handle)

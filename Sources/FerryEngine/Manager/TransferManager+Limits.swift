@@ -43,9 +43,10 @@ extension TransferManager {
 
     /// Applies the timetable now and at each of its changes while the engine runs.
     func followSchedule(_ schedule: LimitSchedule) {
-        limits.setGlobalDownload(schedule.rate(at: Date()))
-        let next = schedule.nextChange(after: Date())
-        timerQueue.asyncAfter(wallDeadline: .now() + max(1, next.timeIntervalSinceNow)) { [weak self] in
+        let now = clock.now
+        limits.setGlobalDownload(schedule.rate(at: now))
+        let next = schedule.nextChange(after: now)
+        clock.after(max(1, next.timeIntervalSince(now))) { [weak self] in
             guard let self, !self.core.withLock({ $0.shuttingDown }) else { return }
             self.followSchedule(schedule)
             self.limitsShown()

@@ -31,7 +31,7 @@ extension TransferManager {
             var moved = false
             // Only the items that hold a slot or are finishing can be running, busy or finishing: a sample costs
             // what moves, not the queue's length (a walk over a million queued items held the lock for long).
-            let holders = core.slotHolders.keys.compactMap { core.items[$0] }
+            let holders = core.slots.holders.keys.compactMap { core.items[$0] }
             for transfer in holders where transfer.state == .running && transfer.busy {
                 anyRunning = true
                 let done = transfer.currentBytes

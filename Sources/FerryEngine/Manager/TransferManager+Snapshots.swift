@@ -13,11 +13,11 @@ extension TransferManager {
     public func snapshot(_ view: QueueView?) -> QueueSnapshot {
         core.withLock { core in
             var totals = QueueTotals()
-            totals.count = core.counts.filter { $0.value > 0 }
+            totals.count = core.queue.counts
             totals.lastID = core.nextID - 1
             // While anything runs (only items holding a slot can): the engine's bytes moved per second, finished
             // files included; until that has two samples, the sum of the running items' rates.
-            let running = core.slotHolders.keys.compactMap { core.items[$0] }.filter { $0.state == .running }
+            let running = core.slots.holders.keys.compactMap { core.items[$0] }.filter { $0.state == .running }
             if !running.isEmpty {
                 func sum(_ direction: Direction) -> Double {
                     running.filter { $0.spec.direction == direction }.compactMap(\.rate.bytesPerSecond).reduce(0, +)
@@ -58,7 +58,7 @@ extension TransferManager {
     /// The row of the first running item: after the settled head of the queue, a walk of at most 100,000 rows
     /// (the items that run are near the first that are not done).
     private static func firstRunning(_ core: Core) -> Int? {
-        guard !core.slotHolders.isEmpty else { return nil }
+        guard !core.slots.isEmpty else { return nil }
         let start = min(core.settledPrefix, core.queue.count)
         for at in start..<min(core.queue.count, start + 100_000) {
             let entry = core.queue[at]
@@ -209,7 +209,7 @@ extension TransferManager {
     }
 
     /// Items per state (kept as they change: no walk over the queue).
-    public var counts: [TransferState: Int] { core.withLock { $0.counts.filter { $0.value > 0 } } }
+    public var counts: [TransferState: Int] { core.withLock { $0.queue.counts } }
 
     /// What this engine has still to do: the items of its scope running, queued or waiting for a retry, or
     /// still busy. (A headless run waits for them: its own, and any added, resumed or retried through it.)
@@ -231,7 +231,7 @@ extension TransferManager {
     package var sampling: Bool { core.withLock { $0.sampler != nil } }
 
     /// Something holds a connection slot or is being finished: byte counts and rates are moving.
-    public var moving: Bool { core.withLock { !$0.slotHolders.isEmpty } }
+    public var moving: Bool { core.withLock { !$0.slots.isEmpty } }
 
     /// Changes whenever a state, the order, a setting or a byte count changed (what `snapshot().version` says).
     public var version: UInt64 { core.withLock { $0.version } }
@@ -388,4 +388,10 @@ package extension TransferManager {
 
     /// How many items are loaded (running, waiting, finishing, or in the cache of idle ones).
     var loadedCount: Int { core.withLock { $0.items.count } }
+}
+
+extension TransferManager {
+    /// What is out of step in the engine's core, counted afresh (empty: nothing; Core.violations). For tests: a
+    /// walk over everything, at any size (the asserts that check it in debug builds stop at 2,000 items).
+    @_spi(Testing) public func violations() -> [String] { core.withLock { $0.violations() } }
 }

@@ -15,34 +15,17 @@ import Synchronization
 public final class TransferManager: Sendable {
     typealias Effect = @Sendable () -> Void
 
-    /// One item of the queue as the engine keeps it in memory, loaded or not: what ordering, counting,
-    /// choosing and scheduling need. The rest of the item is its row in the store; a Transfer is loaded for
-    /// it only while it runs, waits for a retry, or a command acts on it.
-    struct Entry {
-        // In this order the entry takes 32 bytes (the batch's tag, the state and the host fill one word): 8 MB
-        // less at 1,000,000 items than in the order of their importance.
-        var rank: Int
-        var id: TransferID
-        var batch: Int64?
-        var state: TransferState
-        /// An index into Core.hosts.
-        var host: Int32
-
-        /// Queue order: by rank, ties by id.
-        func precedes(rank: Int, id: TransferID) -> Bool { (self.rank, self.id) < (rank, id) }
-    }
+    /// One item of the queue as the engine keeps it in memory, loaded or not (QueueIndex).
+    typealias Entry = QueueIndex.Entry
 
     struct Core {
-        /// Every item in the user's order (rank, then id), loaded or not.
-        var queue: [Entry] = []
+        /// Every item in the user's order (rank, then id), loaded or not, counted per state and queued per host.
+        var queue = QueueIndex()
         /// The loaded items: those running, finishing, waiting for a retry, or that a command or an add just
         /// changed (they go back to the store once idle: `evictIdle`).
         var items: [TransferID: Transfer] = [:]
         /// Items kept loaded whatever their state (an add the store refused: they have no row to come back from).
         var pinned: Set<TransferID> = []
-        /// The hosts of the queue's items, each once (Entry.host indexes it).
-        var hosts: [String] = []
-        var hostIDs: [String: Int32] = [:]
         var nextID: Int64 = 1
         var caps: ConcurrencyCaps
         var version: UInt64 = 0
@@ -54,8 +37,8 @@ public final class TransferManager: Sendable {
         var changed: Set<TransferID> = []
         /// Items whose rank a move changed, with their new ranks (the store gets them; nothing else's order changes).
         var rankChanged: [TransferID: Int] = [:]
-        /// Events of items added and not loaded (the listener hears of them as of any change).
-        var addedEvents: [TransferEvent] = []
+        /// What the mutation under way told beside the changed items (adds, removes), for the monitor, in order.
+        var told: [Told] = []
         /// Loaded by the mutation under way (evicted at its end when idle, changed or not).
         var loadedNow: Set<TransferID> = []
         /// Each waiter with the ids it still waits for (shrunk as items finish, never rescanned).
@@ -95,12 +78,9 @@ public final class TransferManager: Sendable {
             }
         }
 
-        /// The items that hold a connection slot or are finishing, with their hosts (hostID): what the scheduler counts
-        /// against the caps. Kept up to date from `changed` (syncSlotHolders), so that no pass over the queue
-        /// is needed to count them (a pass per change made a long queue quadratic: 1,000 files, 4,000 passes).
-        var slotHolders: [TransferID: Int32] = [:]
-        /// `slotHolders` counted per host (hostID), kept with it: what the scheduler counts, with no pass.
-        var slotHoldersPerHost: [Int32: Int] = [:]
+        /// The items that hold a connection slot or are finishing, with their hosts: what the scheduler counts
+        /// against the caps. Kept up to date from `changed` (syncSlotHolders).
+        var slots = SlotBook()
         /// The items this engine may start: nil, every item; otherwise these only (a headless `get`/`put`
         /// runs its own batch and leaves the rest of the queue as it is). Items added or resumed through the
         /// engine join it.
@@ -113,96 +93,75 @@ public final class TransferManager: Sendable {
         /// A command asked for these items: they may run.
         mutating func allow<S: Sequence>(_ ids: S) where S.Element == TransferID { runnable?.formUnion(ids) }
 
-        /// Items per state, kept from `changed` like `slotHolders` (syncStates): a front end's counts and a
-        /// window of the whole queue cost no walk over it.
-        var counts: [TransferState: Int] = [:]
-        /// Queued items per host (Entry.host), kept with `counts`: the scheduler's walk stops once no host
-        /// with queued items ahead can take one (Scheduler.pick's `waiting`).
-        var queuedPerHost: [Int32: Int] = [:]
-
-        /// `counts` and `queuedPerHost` for an entry that goes (-1) or comes (+1) in `state`.
-        mutating func count(_ entry: Entry, _ state: TransferState, _ delta: Int) {
-            counts[state, default: 0] += delta
-            if state == .queued {
-                // A host with none queued leaves the table (the scheduler scans it: a queue over 100,000 hosts).
-                let now = queuedPerHost[entry.host, default: 0] + delta
-                queuedPerHost[entry.host] = now == 0 ? nil : now
-            }
-        }
-
-        /// Where `id` is in `queue`, found by its rank (nil: not in the queue).
-        func position(of id: TransferID, rank: Int) -> Int? {
-            var low = 0, high = queue.count
-            while low < high {
-                let mid = (low + high) / 2
-                if queue[mid].precedes(rank: rank, id: id) { low = mid + 1 } else { high = mid }
-            }
-            if low < queue.count, queue[low].id == id { return low }
-            return nil
-        }
-
         /// Where `id` is in `queue`: by its rank when loaded, else by a walk.
         func position(of id: TransferID) -> Int? {
-            if let item = items[id], let at = position(of: id, rank: item.rank) { return at }
-            return queue.firstIndex { $0.id == id }
-        }
-
-        mutating func hostID(_ host: String) -> Int32 {
-            if let id = hostIDs[host] { return id }
-            hosts.append(host)
-            hostIDs[host] = Int32(hosts.count - 1)
-            return Int32(hosts.count - 1)
+            if let item = items[id], let at = queue.position(of: id, rank: item.rank) { return at }
+            return queue.position(of: id)
         }
 
         func settled(_ entry: Entry) -> Bool { items[entry.id]?.settled ?? entry.state.isTerminal }
 
-        /// After changes (`changed`): the queue's entries and `counts` follow the loaded items that changed.
+        /// After changes (`changed`): the queue's entries (and so their counts) follow the loaded items that changed.
         mutating func syncStates() {
             for id in changed {
-                guard let item = items[id], let at = position(of: id, rank: item.rank) else { continue }
-                queue[at].batch = item.batch
-                guard queue[at].state != item.state else { continue }
-                count(queue[at], queue[at].state, -1)
-                count(queue[at], item.state, +1)
-                queue[at].state = item.state
+                guard let item = items[id], let at = queue.position(of: id, rank: item.rank) else { continue }
+                queue.set(item.state, batch: item.batch, at: at)
             }
-            assert(queue.count > 2_000 || counts.filter { $0.value != 0 } == Dictionary(grouping: queue, by: \.state).mapValues(\.count),
-                   "counts are out of step with the queue")
-            assert(queue.count > 2_000 || queuedPerHost.filter { $0.value != 0 }
-                   == Dictionary(grouping: queue.filter { $0.state == .queued }, by: \.host).mapValues(\.count),
-                   "queuedPerHost is out of step with the queue")
         }
 
-        /// After changes (`changed`, `removedNow`): `slotHolders` (and its count per host) follows the items that changed.
+        /// After changes (`changed`, `removedNow`): the slot book follows the items that changed.
         mutating func syncSlotHolders() {
-            for id in removedNow { setSlotHolder(id, nil) }
+            for id in removedNow { slots.set(id, nil) }
             for id in changed {
-                guard let item = items[id] else { setSlotHolder(id, nil); continue }
+                guard let item = items[id] else { slots.set(id, nil); continue }
                 let holds = item.holdsSlot || item.finishing
                 // Leaving its slot: what it moved since the last sample counts now.
-                if !holds, slotHolders[id] != nil { moved.count(item, bytes: item.bytesDone) }
-                setSlotHolder(id, holds ? hostID(item.host) : nil)
+                if !holds, slots.holders[id] != nil { moved.count(item, bytes: item.bytesDone) }
+                slots.set(id, holds ? queue.hostID(item.host) : nil)
             }
-        }
-
-        private mutating func setSlotHolder(_ id: TransferID, _ host: Int32?) {
-            let before = slotHolders[id]
-            guard before != host else { return }
-            if let before {
-                let left = slotHoldersPerHost[before, default: 0] - 1
-                slotHoldersPerHost[before] = left == 0 ? nil : left
-            }
-            if let host { slotHoldersPerHost[host, default: 0] += 1 }
-            slotHolders[id] = host
         }
 
         /// After changes (`changed`): an item of the settled prefix that is settled no more starts it over.
         mutating func recheckSettledPrefix() {
             for id in changed {
                 guard let item = items[id], !item.settled, settledPrefix > 0,
-                      let at = position(of: id, rank: item.rank), at < settledPrefix else { continue }
+                      let at = queue.position(of: id, rank: item.rank), at < settledPrefix else { continue }
                 settledPrefix = 0
             }
+        }
+
+        /// What is out of step between the parts (empty: nothing), counted afresh: each part's own invariants, the
+        /// slot book against the loaded items that hold slots, the loaded items' states and ranks against their
+        /// entries, and the settled prefix. A walk over everything: for tests (TransferManager.violations) and
+        /// for asserts on a small queue. True between changes (after the syncs), not in the middle of one.
+        func violations() -> [String] {
+            var found = queue.violations() + slots.violations()
+            let holding = Dictionary(uniqueKeysWithValues: items.values.lazy.filter { $0.holdsSlot || $0.finishing }
+                                        .map { ($0.id, queue.hostIDs[$0.host] ?? -1) })
+            if holding != slots.holders {
+                found.append("the slot book \(slots.holders) is not the items holding slots \(holding): an item changed without touch")
+            }
+            for (id, item) in items {
+                guard let at = queue.position(of: id, rank: item.rank) else {
+                    found.append("\(id) is loaded at rank \(item.rank), where the index has no such item")
+                    continue
+                }
+                if queue[at].state != item.state { found.append("\(id) is \(item.state), its entry \(queue[at].state)") }
+            }
+            if let unsettled = queue.prefix(settledPrefix).first(where: { !settled($0) }) {
+                found.append("\(unsettled.id) is in the settled prefix (\(settledPrefix)) and not settled")
+            }
+            return found
+        }
+
+        /// After the index moved these entries: their loaded items and the store take their new ranks, and the
+        /// scheduler walks the queue from its head again.
+        mutating func ranksChanged(_ entries: [Entry]) {
+            for entry in entries {
+                items[entry.id]?.rank = entry.rank
+                rankChanged[entry.id] = entry.rank
+            }
+            settledPrefix = 0
         }
 
         mutating func touch(_ id: TransferID) {
@@ -212,10 +171,7 @@ public final class TransferManager: Sendable {
 
         /// A new item at the end of the queue (not loaded).
         mutating func append(_ row: QueueIndexRow) {
-            let state = row.state.atRest
-            assert(queue.last.map { $0.precedes(rank: row.position, id: row.id) } ?? true, "an item appended out of order")
-            queue.append(Entry(rank: row.position, id: row.id, batch: row.batch, state: state, host: hostID(row.host)))
-            count(queue[queue.count - 1], state, +1)
+            queue.append(id: row.id, rank: row.position, batch: row.batch, state: row.state.atRest, host: row.host)
             nextID = max(nextID, row.id.rawValue + 1)
         }
 
@@ -259,6 +215,8 @@ public final class TransferManager: Sendable {
     package static let delegateQueueLimit = 128
 
     public let configuration: EngineConfiguration
+    /// The engine's time (EngineClock): the system's, or a test's.
+    let clock: any EngineClock
     /// The limits the transport applies to this engine's transfers (global and per item).
     public let limits = BandwidthLimits()
     let core: Mutex<Core>
@@ -271,11 +229,10 @@ public final class TransferManager: Sendable {
     let timerQueue = DispatchQueue(label: "ferry.timers")
     let finishQueue = DispatchQueue(label: "ferry.finish", attributes: .concurrent)
     private let eventQueue = DispatchQueue(label: "ferry.events")
-    /// Events on their way to `onEvent` (nil without a listener).
-    private let announcements: BatchedDelivery<TransferEvent>?
-    let onEvent: (@Sendable (TransferEvent) -> Void)?
-    /// `onEvent` hears of each item an add queues (a reporter prints them); otherwise of state changes only.
-    let announcesAdds: Bool
+    /// What is told on its way to `monitor` (nil without one).
+    private let announcements: BatchedDelivery<Told>?
+    /// Told of each change, on `eventQueue` (TransferMonitor).
+    let monitor: (any TransferMonitor)?
 
     /// Which of the queue's items an engine works on.
     public enum Scope: Sendable {
@@ -289,29 +246,27 @@ public final class TransferManager: Sendable {
     /// - Parameters:
     ///   - store: where the queue is kept; items found there are loaded, and those that were running are queued again.
     ///   - scope: which items it starts.
-    ///   - onEvent: called on a serial queue, in order, after every state change.
-    ///   - announcesAdds: `onEvent` also hears of each new item an add queues (`queued`). A listener that only
-    ///     follows what happens to items (hooks, a socket's updates) does without: a million lines added are
-    ///     a million snapshots less.
+    ///   - monitor: told of each change, on a serial queue, in order (TransferMonitor).
+    ///   - clock: the engine's time (a test's ManualClock; the system's by default).
     public init(
         configuration: EngineConfiguration = EngineConfiguration(),
         store: any QueueStore = InMemoryQueueStore(),
         scope: Scope = .everything,
-        announcesAdds: Bool = true,
-        onEvent: (@Sendable (TransferEvent) -> Void)? = nil
+        monitor: (any TransferMonitor)? = nil,
+        clock: any EngineClock = SystemClock()
     ) throws {
         self.configuration = configuration
+        self.clock = clock
         self.store = store
         self.storeWriter = StoreWriter(store: store, interval: configuration.storeWriteInterval)
-        self.onEvent = onEvent
-        // Queued under the engine's lock (in `mutate`): events reach the listener in the order of the changes,
+        self.monitor = monitor
+        // Queued under the engine's lock (in `mutate`): the monitor hears of the changes in their order,
         // gathered for 5 ms (1,000 small files woke the listener's queue for nearly every change: 1,100 futex
         // calls; a person does not see 5 ms, and `drainEvents` delivers what waits at once).
         let eventQueue = self.eventQueue
-        self.announcements = onEvent.map { onEvent in
-            BatchedDelivery(queue: eventQueue, gathering: .milliseconds(5)) { $0.forEach(onEvent) }
+        self.announcements = monitor.map { monitor in
+            BatchedDelivery(queue: eventQueue, gathering: .milliseconds(5)) { $0.forEach { $0.tell(monitor) } }
         }
-        self.announcesAdds = announcesAdds
         // No cache, cookies or credentials, and no directory made for them (not `.ephemeral`, which makes one).
         let sessionConfig = URLSessionConfiguration.keepingNothing
         // Every request is carried by ferry's transport (FerryURLProtocol over CurlTransport), not corelibs'.
@@ -368,12 +323,13 @@ public final class TransferManager: Sendable {
     func load(_ record: StoredTransfer, _ core: inout Core) -> Transfer? {
         var record = record
         let id = record.id
-        guard let at = core.position(of: id, rank: record.position) ?? core.position(of: id) else { return nil }
+        guard let at = core.queue.position(of: id, rank: record.position) ?? core.position(of: id) else { return nil }
         let startsOver = record.startOverIfUnreadable() != nil
-        let transfer = Transfer(stored: record, policy: configuration.retry, retryUploads: configuration.retryUploads)
+        let transfer = Transfer(stored: record, policy: configuration.retry, retryUploads: configuration.retryUploads, clock: clock)
         // The index knows the item's place and state best (the row may not have them yet).
         transfer.rank = core.queue[at].rank
         transfer.state = core.queue[at].state
+        transfer.toldState = transfer.state
         transfer.batch = core.queue[at].batch
         transfer.countGenerations(after: core.generationFloor)
         core.items[id] = transfer
@@ -385,7 +341,7 @@ public final class TransferManager: Sendable {
 
     /// What a row of the queue looks like to a front end, for an item that is not loaded.
     func snapshot(of record: StoredTransfer, state: TransferState) -> TransferSnapshot {
-        let transfer = Transfer(stored: record, policy: configuration.retry, retryUploads: configuration.retryUploads)
+        let transfer = Transfer(stored: record, policy: configuration.retry, retryUploads: configuration.retryUploads, clock: clock)
         transfer.state = state
         return transfer.snapshot()
     }
@@ -417,11 +373,13 @@ public final class TransferManager: Sendable {
             core.syncStates()
             let changed = core.changed
             let items = changed.sorted().compactMap { core.items[$0] }
-            // Snapshots only for a listener; the store gets records either way.
-            var events = core.addedEvents
-            core.addedEvents.removeAll()
-            if self.onEvent != nil {
-                events += items.map { TransferEvent(id: $0.id, state: $0.state, before: $0.toldState, snapshot: $0.snapshot()) }
+            // Snapshots only for a monitor; the store gets records either way.
+            var events = core.told
+            core.told.removeAll()
+            if self.monitor != nil {
+                events += items.map { item in
+                    item.state == item.toldState ? .updated(item.snapshot()) : .transitioned(item.snapshot(), from: item.toldState)
+                }
             }
             // Each transition is told once (a pause of a download in 4 ranges changed the item 5 times).
             for item in items { item.toldState = item.state }
@@ -514,7 +472,7 @@ public final class TransferManager: Sendable {
     }
 
     /// Waits for the events queued so far to be delivered.
-    func drainEvents() {
+    @_spi(Testing) public func drainEvents() {
         if let announcements { announcements.flush() } else { eventQueue.sync {} }
     }
 
@@ -563,12 +521,11 @@ public final class TransferManager: Sendable {
         // The entries' states (and so queuedPerHost) as the loaded items have them now, not at the end of the change.
         core.syncStates()
         let open = core.queue[core.settledPrefix...]
-        let knownHosts = core.hostIDs
-        assert(core.slotHolders == Dictionary(uniqueKeysWithValues: core.items.values.lazy.filter { $0.holdsSlot || $0.finishing }
-                                                .map { ($0.id, knownHosts[$0.host] ?? -1) }),
-               "slotHolders is out of step with the queue: an item changed without touch")
-        assert(core.slotHoldersPerHost == Dictionary(grouping: core.slotHolders.values, by: { $0 }).mapValues(\.count),
-               "slotHoldersPerHost is out of step with slotHolders")
+        let knownHosts = core.queue.hostIDs
+        // A walk over everything at every pass: in debug builds, on small queues only (a debug engine under the
+        // test suite's load held the one transport thread of its process; QueueIndexTests and StoreBackedQueueTests
+        // check the parts, and the whole past 2,000 items).
+        assert(core.queue.count > Self.checkedQueueSize || core.violations().isEmpty, "the engine's core: \(core.violations())")
         let runnable = core.runnable
         let items = core.items
         let ready = open.lazy.filter { entry in
@@ -577,10 +534,13 @@ public final class TransferManager: Sendable {
         }.map { ($0.id, $0.host) }
         let streams = core.caps.streams
         let multiplexedIDs = Set(multiplexed.compactMap { knownHosts[$0] })
-        return Scheduler.pick(slotHoldersPerHost: core.slotHoldersPerHost, ready: ready,
+        return Scheduler.pick(slotHoldersPerHost: core.slots.perHost, ready: ready,
                               maxConcurrent: core.caps.global, maxPerHost: core.caps.perHost,
-                              waiting: core.queuedPerHost) { multiplexedIDs.contains($0) ? streams : nil }
+                              waiting: core.queue.queuedPerHost) { multiplexedIDs.contains($0) ? streams : nil }
     }
+
+    /// The largest queue whose core a debug build checks at every scheduling pass (Core.violations).
+    static let checkedQueueSize = 64
 
     /// During shutdown: signals once nothing is in flight or finishing.
     func checkShutdown(_ core: inout Core) {

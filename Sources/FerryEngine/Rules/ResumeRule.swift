@@ -67,7 +67,7 @@ public enum ResumeRule {
     ///   - now: for Retry-After dates.
     public static func evaluate(
         status: Int, header: (String) -> String?, requestedOffset: Int64, requestedEnd: Int64? = nil, knownTotal: Int64?,
-        now: Date = Date()
+        now: Date
     ) -> Verdict {
         guard (200..<300).contains(status) else {
             let retryAfter = header("Retry-After").flatMap { RetryAfter.delay($0, now: now) }

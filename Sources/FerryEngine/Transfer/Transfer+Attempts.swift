@@ -282,7 +282,7 @@ extension Transfer {
             if lastFailureWasDNS { dnsRetries += 1 }
             state = .waiting
             lastFailure = ItemFailure(failure)
-            nextRetryAt = Date().addingTimeInterval(after)
+            nextRetryAt = clock.now.addingTimeInterval(after)
             return [.wake(after: after, token: generation)]
         }
     }
@@ -296,7 +296,7 @@ extension Transfer {
     /// Closes the record of the attempt under way with its end, status and error.
     private func closeAttempt(error: String?) {
         guard var attempt = attempts.popLast() else { return }
-        attempt.endedAt = Date()
+        attempt.endedAt = clock.now
         attempt.status = lastStatus
         attempt.error = error
         attempts.append(attempt)

@@ -7,9 +7,9 @@ import Foundation
 extension Transfer {
     /// An item from the store. One that was running (the engine stopped or crashed) is queued again and will
     /// resume where its `.part` file ends.
-    convenience init(stored: StoredTransfer, policy: RetryPolicy, retryUploads: Bool) {
+    convenience init(stored: StoredTransfer, policy: RetryPolicy, retryUploads: Bool, clock: any EngineClock = SystemClock.shared) {
         let state = stored.state.atRest
-        self.init(id: stored.id, spec: stored.spec, state: state, policy: policy, retryUploads: retryUploads)
+        self.init(id: stored.id, spec: stored.spec, state: state, policy: policy, retryUploads: retryUploads, clock: clock)
         fileName = stored.fileName
         savedPath = stored.savedPath
         validators = stored.validators

@@ -65,6 +65,8 @@ final class Transfer {
     let host: String
     let policy: RetryPolicy
     let retryUploads: Bool
+    /// What the time is (when an attempt begins and ends, when a retry is due).
+    let clock: any EngineClock
     var state: TransferState
 
     var fileName: String?
@@ -79,8 +81,8 @@ final class Transfer {
     /// The last failure was a name that did not resolve: the retries shown are out of its smaller budget.
     var lastFailureWasDNS = false
     var attempts: [Attempt] = []
-    /// The state the engine's events last told (TransferEvent.before): as loaded, then each one told.
-    var toldState: TransferState?
+    /// The state the engine last told its monitor (TransferMonitor.transitioned's `before`): as loaded, then each one told.
+    var toldState: TransferState
     /// The last failure (kept while the item retries or has failed); nil once it moves on.
     var lastFailure: ItemFailure?
     var lastError: String? { lastFailure?.message }
@@ -120,8 +122,10 @@ final class Transfer {
     /// Of its bytes, those counted in the engine's total of bytes moved (Core.moved).
     var countedBytes: Int64 = 0
 
-    init(id: TransferID, spec: TransferSpec, state: TransferState, policy: RetryPolicy, retryUploads: Bool) {
+    init(id: TransferID, spec: TransferSpec, state: TransferState, policy: RetryPolicy, retryUploads: Bool,
+         clock: any EngineClock = SystemClock.shared) {
         self.id = id
+        self.clock = clock
         self.spec = spec
         self.host = spec.host
         self.state = state
@@ -295,7 +299,7 @@ final class Transfer {
 
     /// The attempt record and the running state for a start from `offset`.
     private func begin(from offset: Int64) {
-        attempts.append(Attempt(number: attempts.count + 1, startedAt: Date(), fromOffset: offset))
+        attempts.append(Attempt(number: attempts.count + 1, startedAt: clock.now, fromOffset: offset))
         if segments == nil { bytesDone = offset }
         rate.reset()
         state = .running

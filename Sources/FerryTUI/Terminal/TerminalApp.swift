@@ -74,7 +74,7 @@ public final class TerminalApp {
 
     /// Opens the terminal and starts the loop; returns at once. The app ends the process itself
     /// (quit, SIGINT, SIGTERM, SIGHUP), after restoring the terminal and stopping the transfers.
-    /// - Parameter wakeup: nudged by the manager's `onEvent`; without it an idle UI would not notice engine changes
+    /// - Parameter wakeup: nudged when the queue changes; without it an idle UI would not notice engine changes
     ///   (an item handed over by another ferry, a retry timer firing) until the next key.
     @discardableResult
     public static func launch(queue: any QueueControl, options: Options, select: TransferID? = nil,

@@ -1,7 +1,7 @@
 import Dispatch
 import Synchronization
 
-/// Wakes the UI from any thread: the engine's `onEvent` (a serial background queue) calls `nudge()`, and the
+/// Wakes the UI from any thread: a remote queue's change callback (a serial background queue) calls `nudge()`, and the
 /// app's handler runs once on the main queue. Nudges that arrive before that run coalesce into one, so a burst of
 /// engine events (a long queue handed over at once) costs one hop, not one per event.
 @MainActor
