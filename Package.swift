@@ -32,7 +32,6 @@ let package = Package(
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
-        .package(url: "https://github.com/apple/swift-crypto", from: "3.12.3"),
         .package(url: "https://github.com/apple/swift-nio", from: "2.101.2"),
         // TLS for the test server only (HTTPS tests); ferry itself reaches TLS through libcurl (CCurl).
         .package(url: "https://github.com/apple/swift-nio-ssl", from: "2.37.6"),
@@ -41,9 +40,6 @@ let package = Package(
         // The IETF resumable-upload server for the tests (NIOResumableUpload) and the HTTP types it speaks.
         .package(url: "https://github.com/apple/swift-nio-extras", from: "1.35.2"),
         .package(url: "https://github.com/apple/swift-http-types", from: "1.8.0"),
-        .package(url: "https://github.com/apple/swift-certificates", from: "1.21.1"),
-        .package(url: "https://github.com/apple/swift-asn1", from: "1.7.4"),
-        .package(url: "https://github.com/vapor/multipart-kit", from: "4.7.1"),
         .package(url: "https://github.com/groue/GRDB.swift", from: "7.10.0"),
         .package(url: "https://github.com/LebJe/TOMLKit", from: "0.6.0"),
         // Tests only: generated inputs for the parsers (the torture run's fuzzing campaign).
@@ -52,14 +48,16 @@ let package = Package(
     targets: [
         // libcurl 7.x, opened at run time (no development headers needed): the transport under URLSession.
         .target(name: "CCurl"),
+        // SHA-256 through the system's libcrypto, opened at run time like libcurl (a portable implementation when
+        // it cannot be): no crypto library is built with ferry (swift-crypto's BoringSSL cost every build minutes).
+        .target(name: "CDigest"),
         // The transfer service, one target per layer, each importing only those below it (the compiler
         // refuses an import the other way): no terminal code, no knowledge of any front end.
         // Values every layer shares: specs, states, snapshots, commands, errors, file naming, terminal-safe text.
         .target(name: "FerryModel"),
         // Where the queue and the files live: SQLite, .part files, name claims, the state directory.
         .target(name: "FerryStorage", dependencies: [
-            "FerryModel",
-            .product(name: "Crypto", package: "swift-crypto"),
+            "FerryModel", "CDigest",
             .product(name: "GRDB", package: "GRDB.swift"),
             // SQLite's C API (the system's libsqlite3, which GRDB links): an add binds its rows directly.
             .product(name: "GRDBSQLite", package: "GRDB.swift"),
@@ -69,7 +67,6 @@ let package = Package(
         // The queue's life: TransferManager, each Transfer, attempts, rules, upload bodies.
         .target(name: "FerryEngine", dependencies: [
             "FerryModel", "FerryStorage", "FerryTransport",
-            .product(name: "Crypto", package: "swift-crypto"),
         ]),
         // The engine as others reach it (control socket, commands, hooks, one assembly) and the config file;
         // re-exports the layers below, so front ends import FerryCore alone.
@@ -120,9 +117,8 @@ let package = Package(
                 .product(name: "NIOHTTPTypesHTTP1", package: "swift-nio-extras"),
                 .product(name: "NIOHTTPTypes", package: "swift-nio-extras"),
                 .product(name: "HTTPTypes", package: "swift-http-types"),
-                .product(name: "Crypto", package: "swift-crypto"),
-                .product(name: "X509", package: "swift-certificates"),
-                .product(name: "SwiftASN1", package: "swift-asn1"),
+                // The bodies' SHA-256 (FerryStorage's, checked against known answers in DigestTests).
+                "FerryStorage",
             ],
             path: "Tests/TestHTTPServer"
         ),
@@ -149,7 +145,6 @@ let package = Package(
                 "FerryCore", "FerryModel", "FerryStorage", "FerryTransport", "FerryEngine", "TestHTTPServer", "FerryRPC",
                 // The row's words of a failure (FailureKindTests), beside the RPC's code and the hooks' variables.
                 "FerryTUI",
-                .product(name: "Crypto", package: "swift-crypto"),
                 // A TLS client of its own, to check the test server's HTTPS without anything installed.
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
@@ -157,8 +152,6 @@ let package = Package(
                 // A WebSocket client for the aria2 RPC's tests.
                 .product(name: "NIOHTTP1", package: "swift-nio"),
                 .product(name: "NIOWebSocket", package: "swift-nio"),
-                // An independent multipart parser, to check what ferry's encoder produced.
-                .product(name: "MultipartKit", package: "multipart-kit"),
                 // The queue's database opened directly, to damage it as a disk or another version could.
                 .product(name: "GRDB", package: "GRDB.swift"),
             ]

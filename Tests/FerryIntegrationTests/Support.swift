@@ -1,5 +1,5 @@
 @_spi(Testing) import FerryEngine
-import Crypto
+import FerryStorage
 import FerryCore
 import Foundation
 import Testing

@@ -93,15 +93,17 @@ private func openTunnel(_ client: RawClient, to port: Int) -> String {
 // MARK: - Tests
 
 @Suite struct TLSAndProxyTests {
-    @Test func certificateAuthoritiesAreFreshAndWritable() throws {
+    @Test func certificateAuthoritiesAreDistinctAndWritable() throws {
         let a = try TestCertificateAuthority()
-        let b = try TestCertificateAuthority(commonName: "another test CA")
+        let b = try TestCertificateAuthority(1)
         #expect(a.caPEM.hasPrefix("-----BEGIN CERTIFICATE-----\n"))
         #expect(a.serverCertificatePEM.hasPrefix("-----BEGIN CERTIFICATE-----\n"))
         #expect(a.serverPrivateKeyPEM.hasPrefix("-----BEGIN PRIVATE KEY-----\n"))
         #expect(a.caDER != b.caDER)
         #expect(a.commonName != b.commonName)
-        #expect(b.commonName == "another test CA")
+        #expect(b.commonName == "ferry test CA 2")
+        #expect(try NIOSSLCertificate(bytes: b.serverCertificateDER, format: .der) != NIOSSLCertificate(bytes: a.serverCertificateDER, format: .der))
+        #expect(Set((0..<TestCertificateAuthority.count).map { try! TestCertificateAuthority($0).caDER }).count == TestCertificateAuthority.count)
         let certificate = try NIOSSLCertificate(bytes: a.caDER, format: .der)
         #expect(try NIOSSLCertificate(bytes: Array(a.caPEM.utf8), format: .pem) == certificate)
 
@@ -144,7 +146,7 @@ private func openTunnel(_ client: RawClient, to port: Int) -> String {
 
     @Test func httpsRefusedByAClientTrustingAnotherCA() async throws {
         let ca = try TestCertificateAuthority()
-        let other = try TestCertificateAuthority()
+        let other = try TestCertificateAuthority(1)
         let server = try TestHTTPServer(tls: ca)
         defer { server.shutdown() }
         server.route("/f", .status(200, body: Data("ok".utf8)))

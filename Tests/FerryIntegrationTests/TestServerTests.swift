@@ -1,4 +1,4 @@
-import Crypto
+import FerryStorage
 import Foundation
 import Testing
 import FerryTransport

@@ -1,13 +1,12 @@
 @_spi(Testing) import FerryEngine
 import FerryCore
 import Foundation
-import MultipartKit
 import NIOCore
 import Synchronization
 import Testing
 import TestHTTPServer
 
-/// A multipart body taken apart by multipart-kit's parser (independent of ferry's encoder).
+/// A part of a multipart body, as `parseMultipart` took it apart.
 struct ParsedPart {
     var headers: [String: String] = [:]
     var body = Data()
@@ -24,24 +23,47 @@ struct ParsedPart {
     }
 }
 
+struct MalformedMultipart: Error, CustomStringConvertible {
+    var description: String
+}
+
+/// A multipart/form-data body taken apart by the RFC's grammar (RFC 2046 section 5.1.1, RFC 7578), strictly and
+/// independently of ferry's encoder: a delimiter is CRLF, two dashes and the boundary (the first without the
+/// CRLF), each part's header lines end in CRLF and an empty line, and the last delimiter ends in two dashes.
 func parseMultipart(_ request: RecordedRequest) throws -> [ParsedPart] {
     let contentType = try #require(request.header("Content-Type"))
     let boundary = try #require(contentType.components(separatedBy: "boundary=").last)
-    let parser = MultipartParser(boundary: boundary)
-    final class Collector: @unchecked Sendable {
-        // Only touched from the parser's synchronous callbacks on this thread.
-        var parts: [ParsedPart] = []
-        var current = ParsedPart()
+    let body = [UInt8](request.body)
+    let crlf: [UInt8] = [13, 10]
+    let delimiter = crlf + Array("--\(boundary)".utf8)
+    func find(_ needle: [UInt8], from start: Int) -> Int? {
+        guard needle.count <= body.count - start else { return nil }
+        return (start...(body.count - needle.count)).first { body[$0..<($0 + needle.count)].elementsEqual(needle) }
     }
-    let collector = Collector()
-    parser.onHeader = { name, value in collector.current.headers[name.lowercased()] = value }
-    parser.onBody = { buffer in collector.current.body.append(contentsOf: buffer.readBytes(length: buffer.readableBytes) ?? []) }
-    parser.onPartComplete = {
-        collector.parts.append(collector.current)
-        collector.current = ParsedPart()
+    // The first delimiter opens the body (no preamble in what ferry sends).
+    guard body.starts(with: delimiter.dropFirst(2)) else { throw MalformedMultipart(description: "the body does not open with --\(boundary)") }
+    var at = delimiter.count - 2
+    var parts: [ParsedPart] = []
+    while true {
+        // After a delimiter: "--" closes the body, CRLF opens a part.
+        if body[at...].starts(with: Array("--".utf8)) { break }
+        guard body[at...].starts(with: crlf) else { throw MalformedMultipart(description: "no CRLF after a delimiter at \(at)") }
+        at += 2
+        var part = ParsedPart()
+        while true {
+            guard let end = find(crlf, from: at) else { throw MalformedMultipart(description: "a header line without CRLF") }
+            if end == at { at += 2; break }
+            let line = String(decoding: body[at..<end], as: UTF8.self)
+            guard let colon = line.firstIndex(of: ":") else { throw MalformedMultipart(description: "a header line without a colon: \(line)") }
+            part.headers[line[..<colon].lowercased()] = line[line.index(after: colon)...].trimmingCharacters(in: .whitespaces)
+            at = end + 2
+        }
+        guard let next = find(delimiter, from: at) else { throw MalformedMultipart(description: "a part without a closing delimiter") }
+        part.body = Data(body[at..<next])
+        parts.append(part)
+        at = next + delimiter.count
     }
-    try parser.execute([UInt8](request.body))
-    return collector.parts
+    return parts
 }
 
 @Suite struct UploadTests {

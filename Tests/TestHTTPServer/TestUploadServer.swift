@@ -1,4 +1,4 @@
-import Crypto
+import FerryStorage
 import Foundation
 import HTTPTypes
 import NIOConcurrencyHelpers
