@@ -41,7 +41,7 @@ import Testing
         #expect(index.violations().isEmpty, "\(index.violations()) \(context())")
     }
 
-    @Test(arguments: [1, 2, 3, 4, 5, 6, 7, 8])
+    @Test(arguments: [1, 2, 3, 4])
     func everyChangeKeepsTheIndexAndItsCounts(seed: UInt64) {
         var random = Seeded(state: seed)
         var index = QueueIndex()
@@ -99,6 +99,8 @@ import Testing
                     #expect(zip(span, span.dropFirst()).contains { $0 >= $1 }, "a shift refused with ranks in order")
                 }
             }
+            // Counted afresh every few steps (each count walks the whole queue) and at the end.
+            guard step % 20 == 0 || step == 399 else { continue }
             expectSame(index, model, "seed \(seed), step \(step)")
             for entry in model.prefix(3) + model.suffix(3) {
                 #expect(index.position(of: entry.id) == index.position(of: entry.id, rank: entry.rank))

@@ -213,13 +213,18 @@ import TestHTTPServer
         configuration.loadedLimit = 50
         let manager = try TransferManager(configuration: configuration, store: SQLiteQueueStore(path: storePath))
         defer { manager.shutdown() }
-        // Two hosts (the same server by name and by address), alternating.
+        // Two hosts (the same server by name and by address), alternating; added paused, a few run at a time.
         let specs = (1...count).map { index in
             TransferSpec(download: server.url("/c/\(index).bin", host: index % 2 == 0 ? "localhost" : "127.0.0.1"), directory: dir.path)
         }
-        let ids = try await offPool { try manager.addSaved(specs, batch: nil, reuse: false).map(\.id) }
-        try await eventually("some are done") { manager.counts[.completed, default: 0] >= 50 }
-        #expect(manager.violations().isEmpty, "\(manager.violations())")
+        let added = try await offPool { try manager.perform(.add(QueueCommand.Addition(specs: specs, paused: true))) }
+        let ids = try #require(added.added).map(\.id)
+        #expect(ids.count == count && manager.counts == [.paused: count])
+        #expect(manager.violations().isEmpty, "after the add: \(manager.violations())")
+        // Some run (slots held on both hosts), then everything is paused.
+        _ = try manager.perform(.resume(Selection(ids: ids.prefix(60).map(\.rawValue))))
+        try await eventually("some are done") { manager.counts[.completed, default: 0] >= 20 }
+        #expect(manager.violations().isEmpty, "while running: \(manager.violations())")
         _ = try await offPool { try manager.perform(.pause(Selection(all: true))) }
         #expect(manager.violations().isEmpty, "after the pause: \(manager.violations())")
         _ = try manager.perform(.move(Selection(ids: ids.suffix(300).map(\.rawValue)), .top))
@@ -230,10 +235,12 @@ import TestHTTPServer
         let removed = ids.dropFirst(600).prefix(200)
         _ = try manager.perform(.remove(Selection(ids: removed.map(\.rawValue)), deletePart: true))
         #expect(manager.violations().isEmpty, "after the remove: \(manager.violations())")
-        _ = try await offPool { try manager.perform(.resume(Selection(all: true))) }
-        let left = Set(ids).subtracting(removed)
-        try await finish(manager, left)
-        #expect(manager.counts == [.completed: count - removed.count])
+        // Those moved to the top and some of the first ones, resumed and run to their end; the rest stay paused.
+        let resumed = Array(ids.suffix(40)) + Array(ids.prefix(80))
+        _ = try manager.perform(.resume(Selection(ids: resumed.map(\.rawValue))))
+        try await finish(manager, Set(resumed))
+        let done = manager.counts[.completed, default: 0]
+        #expect(done >= resumed.count && manager.counts[.paused, default: 0] == count - removed.count - done, "\(manager.counts)")
         #expect(manager.violations().isEmpty, "at the end: \(manager.violations())")
     }
 
