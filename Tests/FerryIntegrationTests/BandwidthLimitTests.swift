@@ -42,13 +42,20 @@ import TestHTTPServer
     /// server's log, which moves in 256 KiB writes and behind its send buffers: too coarse to split 1 MiB/s in
     /// two). Divided by the time that really passed between the two readings: under the whole suite's load the
     /// sleep overran and the bytes of 6 s were counted as 5 s's (1.3 MiB/s under a 1 MiB/s limit).
-    func intake(_ manager: TransferManager, _ ids: [TransferID], over seconds: Double) async throws -> [Double] {
+    ///
+    /// It blocks: call it on a thread of its own (`measured`), never on the test pool. The suite's synchronous
+    /// tests (raw sockets, a 64 MiB body through the proxy) hold the pool's two threads for seconds, and a
+    /// measurement the pool resumed late began after the items had ended (it read 0 MiB/s for both).
+    static func intake(_ manager: TransferManager, _ ids: [TransferID], over seconds: Double) -> [Double] {
         let (before, from) = (ids.map { manager.snapshot(of: $0)?.bytesDone ?? 0 }, Date())
-        try await Task.sleep(for: .seconds(seconds))
+        usleep(UInt32(seconds * 1e6))
         let (after, to) = (ids.map { manager.snapshot(of: $0)?.bytesDone ?? 0 }, Date())
         let elapsed = to.timeIntervalSince(from)
         return zip(before, after).map { Double($1 - $0) / elapsed }
     }
+
+    /// `body` on a thread of its own, so that its timing is the wall clock's, whatever holds the test pool.
+    func measured<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async throws -> T { try await offPool(body) }
 
     @Test func anItemsDownloadLimitHoldsAtTheServer() async throws {
         routeLarge("/limited.bin", seed: 81)
@@ -87,8 +94,10 @@ import TestHTTPServer
         let (manager, ids) = try twoUnderAGlobalLimit("/a.bin", "/b.bin")
         defer { manager.shutdown() }
         let start = min(try await waitForTraffic("/a.bin"), try await waitForTraffic("/b.bin"))
-        try await Task.sleep(for: .seconds(3))
-        let shares = try await intake(manager, ids, over: 7.2)
+        let shares = try await measured {
+            usleep(UInt32(max(0, 3 - Date().timeIntervalSince(start)) * 1e6))
+            return Self.intake(manager, ids, over: 7.2)
+        }
         let a = shares[0], b = shares[1]
         let total = server.bytesSent("/a.bin").rate(from: 3, to: 10, after: start) + server.bytesSent("/b.bin").rate(from: 3, to: 10, after: start)
         print("BandwidthLimitTests: global 1 MiB/s: server \(total / Self.mib) MiB/s; a \(a / Self.mib), b \(b / Self.mib) MiB/s taken in")
@@ -126,14 +135,17 @@ import TestHTTPServer
         routeLarge("/fast.bin", seed: 88)
         let (manager, ids) = try twoUnderAGlobalLimit("/slow.bin", "/fast.bin")
         defer { manager.shutdown() }
-        _ = try await waitForTraffic("/fast.bin")
-        try await Task.sleep(for: .seconds(4))
-        // The best of up to three windows of 5 s: under the whole suite's load a window where the engine got too
-        // little CPU to take in the limit (0.7 MiB/s in all) says nothing about how the limit is shared.
-        var shares = try await intake(manager, ids, over: 5)
-        for _ in 0..<2 where shares[0] + shares[1] <= 0.8 * Self.mib {
-            let again = try await intake(manager, ids, over: 5)
-            if again[0] + again[1] > shares[0] + shares[1] { shares = again }
+        let start = try await waitForTraffic("/fast.bin")
+        let shares = try await measured {
+            usleep(UInt32(max(0, 4 - Date().timeIntervalSince(start)) * 1e6))
+            // The best of up to three windows of 5 s: under the whole suite's load a window where the engine got
+            // too little CPU to take in the limit (0.7 MiB/s in all) says nothing about how the limit is shared.
+            var shares = Self.intake(manager, ids, over: 5)
+            for _ in 0..<2 where shares[0] + shares[1] <= 0.8 * Self.mib {
+                let again = Self.intake(manager, ids, over: 5)
+                if again[0] + again[1] > shares[0] + shares[1] { shares = again }
+            }
+            return shares
         }
         let slow = shares[0], fast = shares[1]
         print("BandwidthLimitTests: global 1 MiB/s, one item served at 256 KiB/s: slow \(slow / Self.mib), fast \(fast / Self.mib) MiB/s")
@@ -151,10 +163,14 @@ import TestHTTPServer
         spec.rateLimit = 512 << 10
         let id = manager.add(spec)
         let start = try await waitForTraffic("/change.bin")
-        try await Task.sleep(for: .seconds(5))
-        let changedAt = Date().timeIntervalSince(start)
-        #expect(manager.setRateLimit(id, 2 << 20))
-        try await Task.sleep(for: .seconds(6))
+        let (changedAt, applied) = try await measured {
+            usleep(UInt32(max(0, 5 - Date().timeIntervalSince(start)) * 1e6))
+            let changedAt = Date().timeIntervalSince(start)
+            let applied = manager.setRateLimit(id, 2 << 20)
+            usleep(6_000_000)
+            return (changedAt, applied)
+        }
+        #expect(applied)
         let samples = server.bytesSent("/change.bin")
         // From second 3: the first seconds at the server carry its send buffers filling up, longer when the
         // machine is busy (a full suite on 2 cores measured 0.92-0.94 MiB/s over seconds 2-4 twice in ~15 runs).
@@ -162,7 +178,7 @@ import TestHTTPServer
         var after = samples.rate(from: changedAt + 2, to: changedAt + 6, after: start)
         if after <= 1.6 * Self.mib {
             // A window in which the whole suite's load left the engine too little CPU to take 2 MiB/s in: one more.
-            try await Task.sleep(for: .seconds(4))
+            try await measured { _ = usleep(4_000_000) }
             after = max(after, server.bytesSent("/change.bin").rate(from: changedAt + 6, to: changedAt + 10, after: start))
         }
         print("BandwidthLimitTests: 512 KiB/s then 2 MiB/s: \(before / Self.mib) then \(after / Self.mib) MiB/s")
