@@ -184,8 +184,10 @@ import TestHTTPServer
         print("BandwidthLimitTests: 512 KiB/s then 2 MiB/s: \(before / Self.mib) then \(after / Self.mib) MiB/s")
         // Still the filling buffers' tail: well under the later rate is enough.
         #expect(before < 0.9 * Self.mib, "\(before / Self.mib) MiB/s before the change")
-        // The new rate, and never past it (to the byte on a clock of its own: RatePacingTests).
-        #expect(after > 1.6 * Self.mib && after < 2.5 * Self.mib, "\(after / Self.mib) MiB/s from 2 s after the change")
+        // Over twice the old limit, so the change was applied (one not applied stays at 0.5 MiB/s), and never past
+        // the new one. How close to 2 MiB/s it comes is RatePacingTests' to say, on a clock of its own: here the
+        // whole suite's load on two cores held the engine to 1.56 MiB/s in one of 21 runs (a fresh clone's CI).
+        #expect(after > 1.1 * Self.mib && after < 2.5 * Self.mib, "\(after / Self.mib) MiB/s from 2 s after the change")
         #expect(manager.snapshot(of: id)?.rateLimit == 2 << 20)
     }
 
