@@ -93,7 +93,7 @@ extension TransferManager {
         core.append(QueueIndexRow(record))
         if core.items.count < core.loadedLimit { _ = load(record, &core) }
         core.version &+= 1
-        if monitor?.hearsAdds == true { core.told.append(.added(snapshot(of: record, state: record.state))) }
+        if monitorHearsAdds { core.told.append(.added(snapshot(of: record, state: record.state))) }
     }
 
     /// A new batch for what the user typed (the items of one command).

@@ -41,6 +41,8 @@ public final class TransferManager: Sendable {
     private let announcements: BatchedDelivery<Told>?
     /// Told of each change, on `eventQueue` (TransferMonitor).
     let monitor: (any TransferMonitor)?
+    /// The monitor hears each item an add appends (asked of it once, here).
+    let monitorHearsAdds: Bool
 
     /// Which of the queue's items an engine works on.
     public enum Scope: Sendable {
@@ -68,6 +70,7 @@ public final class TransferManager: Sendable {
         self.store = store
         self.storeWriter = StoreWriter(store: store, interval: configuration.storeWriteInterval)
         self.monitor = monitor
+        self.monitorHearsAdds = monitor?.hearsAdds ?? false
         // Queued under the engine's lock (in `mutate`): the monitor hears of the changes in their order,
         // gathered for 5 ms (1,000 small files woke the listener's queue for nearly every change: 1,100 futex
         // calls; a person does not see 5 ms, and `drainEvents` delivers what waits at once).

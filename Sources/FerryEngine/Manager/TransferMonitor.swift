@@ -33,10 +33,13 @@ extension TransferMonitor {
 /// Several monitors as one, each told in turn (Alamofire's `CompositeEventMonitor`).
 public struct CompositeMonitor: TransferMonitor {
     public let monitors: [any TransferMonitor]
+    /// Whether any of them hears adds (asked once: it is read for every item an add appends).
+    public let hearsAdds: Bool
 
-    public init(_ monitors: [any TransferMonitor]) { self.monitors = monitors }
-
-    public var hearsAdds: Bool { monitors.contains { $0.hearsAdds } }
+    public init(_ monitors: [any TransferMonitor]) {
+        self.monitors = monitors
+        hearsAdds = monitors.contains { $0.hearsAdds }
+    }
     public func added(_ item: TransferSnapshot) { for monitor in monitors where monitor.hearsAdds { monitor.added(item) } }
     public func transitioned(_ item: TransferSnapshot, from before: TransferState) {
         monitors.forEach { $0.transitioned(item, from: before) }
