@@ -179,7 +179,11 @@ import TestHTTPServer
         #expect(!part.isEmpty && part == limited.prefix(part.count), "\(part.count) bytes written")
         #expect(server.requests("/limited.bin").map(\.version) == ["HTTP/1.1"])
         #expect(server.requests("/s1.bin").map(\.version) == ["HTTP/2.0"])
-        #expect(server.connectionsAccepted == 2, "the limited one's, and the streams' one: \(server.connectionsAccepted)")
+        #expect(server.connectionsAccepted == 2, """
+            the limited one's, and the streams' one: \(server.connectionsAccepted); asked: \
+            \(["/limited.bin", "/s0.bin", "/s1.bin"].map { "\($0) \(server.requests($0).map(\.version))" }); \
+            attempts: \((ids + [slow]).map { manager.snapshot(of: $0)?.attempts.map { $0.error ?? "ok" } ?? [] })
+            """)
     }
 
     /// A limit set on a download running as an HTTP/2 stream moves it to a connection of its own, from where it
