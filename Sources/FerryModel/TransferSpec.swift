@@ -227,6 +227,9 @@ public struct Attempt: Sendable, Codable, Equatable {
     public var endedAt: Date?
     /// The offset the attempt asked to start from (0 = whole file).
     public var fromOffset: Int64
+    /// The offset it asked to start from when the server answered with the whole file instead (it ignores
+    /// Range, or the file changed): the attempt then started over from zero (`fromOffset` 0).
+    public var restartedFrom: Int64?
     public var status: Int?
     public var error: String?
 
@@ -237,6 +240,13 @@ public struct Attempt: Sendable, Codable, Equatable {
         self.fromOffset = fromOffset
         self.status = status
         self.error = error
+    }
+}
+
+extension Attempt {
+    /// What a start over from zero is called wherever it is shown (the headless line, the detail's attempts).
+    public var restartWords: String? {
+        restartedFrom.map { "the server sent the whole file, not from \(ByteFormat.bytes($0)): starting over from zero" }
     }
 }
 

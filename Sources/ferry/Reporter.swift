@@ -11,6 +11,8 @@ import Synchronization
 final class Reporter: Sendable {
     private let lastPrinted = Mutex<[TransferID: Int64]>([:])
     private let lastAttemptShown = Mutex<[TransferID: Int]>([:])
+    /// The attempt whose start over from zero was said (Attempt.restartWords).
+    private let lastRestartShown = Mutex<[TransferID: Int]>([:])
     /// Resumable uploads: the resumptions and the start-over reason already said.
     private let lastResumableShown = Mutex<[TransferID: ResumableShown]>([:])
     let output = DispatchQueue(label: "ferry.output")
@@ -50,6 +52,13 @@ final class Reporter: Sendable {
                 }
             }
         }
+        // After the attempt's own line: a start over from zero, once (its progress goes back).
+        defer {
+            if item.state == .running, let attempt = item.attempts.last, let words = attempt.restartWords,
+               lastRestartShown.withLock({ $0.updateValue(attempt.number, forKey: id) }) != attempt.number {
+                lines.send(["\(name): \(words) (attempt \(attempt.number))"])
+            }
+        }
         let line: String
         switch item.state {
         case .running:
@@ -61,8 +70,9 @@ final class Reporter: Sendable {
                 // The server's offset decides where it goes on (its own line follows), not the one last confirmed.
                 line = "\(name): asking the server where the upload stands (attempt \(attempt.number))"
             } else {
-                line = attempt.fromOffset > 0
-                    ? "\(name): resuming at \(ByteFormat.bytes(attempt.fromOffset)) (attempt \(attempt.number))"
+                let from = attempt.restartedFrom ?? attempt.fromOffset
+                line = from > 0
+                    ? "\(name): resuming at \(ByteFormat.bytes(from)) (attempt \(attempt.number))"
                     : "\(name): \(item.spec.direction == .upload ? "uploading" : "downloading") (attempt \(attempt.number))"
             }
         case .waiting:

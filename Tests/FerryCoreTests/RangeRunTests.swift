@@ -38,7 +38,7 @@ import FerryTransport
         let run = RangeRun(start: start, names: NameClaims(), clock: SystemClock(),
                            claiming: { name, _ in told.claimed.withLock { $0.append(name) } },
                            named: { name in told.named.withLock { $0.append(name) } },
-                           accepted: { name, _, _ in told.accepted.withLock { $0.append(name) } },
+                           accepted: { name, _, _, _ in told.accepted.withLock { $0.append(name) } },
                            finish: { report in told.reports.withLock { $0.append(report) } })
         return (run, URLSession(configuration: .keepingNothing).dataTask(with: url), url)
     }

@@ -25,6 +25,27 @@ import TestHTTPServer
         #expect(!result.stderr.contains("\u{1B}"))
     }
 
+    /// Issue 41: a server that ignores Range answers a resume with the whole file: the progress goes back to zero,
+    /// and the headless lines say so, once, after "resuming at" (they said nothing, and the count went backwards).
+    @Test func aStartOverFromZeroIsSaidOnce() async throws {
+        let resource = Resource(body: Resource.randomBytes(count: 6 << 20, seed: 21), etag: "\"same\"")
+        server.route("/norange.bin", [.serve(resource, ServeOptions(cutAfter: 2 << 20)),
+                                      .serve(resource, ServeOptions(honorRange: false))])
+        let result = try await runFerry(["get", "--no-tui", "-o", dir.path, server.url("/norange.bin").absoluteString])
+        #expect(result.status == 0, "\(result.stderr)")
+        #expect(dir.contents("norange.bin") == resource.body)
+        let asked = try #require(server.requests("/norange.bin").last?.header("Range"))
+        let offset = try #require(Int64(asked.dropFirst("bytes=".count).dropLast()))
+        let lines = result.stderr.split(separator: "\n").map(String.init)
+        let resuming = lines.firstIndex { $0.contains("resuming at \(ByteFormat.bytes(offset)) (attempt 2)") }
+        let restarts = lines.indices.filter { lines[$0].contains("starting over from zero") }
+        #expect(restarts.count == 1, "\(result.stderr)")
+        #expect(lines[restarts.first ?? 0].hasSuffix(
+            "#1 norange.bin: the server sent the whole file, not from \(ByteFormat.bytes(offset)): starting over from zero (attempt 2)"),
+            "\(result.stderr)")
+        #expect(resuming.map { $0 < restarts.first ?? 0 } == true, "said after the attempt's own line: \(result.stderr)")
+    }
+
     /// corelibs makes a cache directory named after the program under the user's cache directory the first time
     /// a session configuration is made, whatever the session's own cache, and a cookie directory named after the
     /// binary's directory under the user's data directory; ferry caches nothing, keeps no cookies and makes

@@ -143,6 +143,11 @@ import TestHTTPServer
         #expect(manager.snapshot(of: id)?.state == .completed)
         #expect(dir.contents("norange.bin") == resource.body)
         #expect(server.requests("/norange.bin").last?.header("Range") != nil)
+        // The second attempt asked from where the .part ended, and is recorded as having started over from zero.
+        let attempts = try #require(manager.snapshot(of: id)?.attempts)
+        #expect(attempts.count == 2)
+        #expect(attempts.last?.fromOffset == 0 && (attempts.last?.restartedFrom ?? 0) > 0, "\(attempts)")
+        #expect(attempts.first?.restartedFrom == nil)
     }
 
     /// The retry comes when the server's Retry-After says, on the engine's clock (a ManualClock the test moves:

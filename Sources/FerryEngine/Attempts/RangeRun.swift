@@ -50,6 +50,9 @@ final class RangeRun: TaskRun {
         /// The accepted response is not told yet (`accepted`): whether the download could be segmented; nil once
         /// told, or with nothing to tell. Its name and validators are the state's.
         var untoldRangeable: Bool?
+        /// The answer was the whole file though the attempt asked from an offset: it starts over from zero (told
+        /// with `accepted`).
+        var startedOver = false
     }
 
     let start: Start
@@ -60,7 +63,8 @@ final class RangeRun: TaskRun {
     /// on the delegate queue). The name reaches the store before the `.part` file exists either way (`claiming`).
     /// `rangeable`: a whole-file answer from a server that offers byte ranges with a validator (the download
     /// could be segmented).
-    private let accepted: (@Sendable (_ fileName: String, _ validators: Validators, _ rangeable: Bool) -> Void)?
+    /// `startedOver`: the answer was the whole file though the attempt asked from where its `.part` file ended.
+    private let accepted: (@Sendable (_ fileName: String, _ validators: Validators, _ rangeable: Bool, _ startedOver: Bool) -> Void)?
     /// Told the name a first attempt claimed once its `.part` file is made: the item knows it from then on (a
     /// remove deletes that file and frees the name, a record keeps it), whenever `accepted` comes.
     private let named: (@Sendable (_ fileName: String) -> Void)?
@@ -82,7 +86,7 @@ final class RangeRun: TaskRun {
     init(start: Start, names: NameClaims, clock: any EngineClock,
          claiming: (@Sendable (String, Validators) -> Void)? = nil,
          named: (@Sendable (String) -> Void)? = nil,
-         accepted: (@Sendable (String, Validators, Bool) -> Void)? = nil,
+         accepted: (@Sendable (String, Validators, Bool, Bool) -> Void)? = nil,
          finish: @escaping @Sendable (AttemptReport) -> Void) {
         self.start = start
         self.names = names
@@ -185,6 +189,7 @@ final class RangeRun: TaskRun {
         case let .startOver(total):
             if start.bounded { return .unusable("the server ignored the range or the file changed") }
             startOver(&s)
+            s.startedOver = start.from > 0
             s.total = total
         case .alreadyComplete:
             s.alreadyComplete = true
@@ -269,7 +274,7 @@ final class RangeRun: TaskRun {
     }
 
     func didReceive(data: Data) {
-        let (count, announce): (Int64?, (String, Validators, Bool)?) = state.withLock { s in
+        let (count, announce): (Int64?, (String, Validators, Bool, Bool)?) = state.withLock { s in
             guard s.verdict == nil, !s.alreadyComplete, let file = s.file else { return (nil, nil) }
             // A bounded range never writes past its end, whatever the server sends.
             let room = start.end.map { $0 - start.from - file.size } ?? Int64(data.count)
@@ -285,10 +290,10 @@ final class RangeRun: TaskRun {
                 return (Int64(chunk.count), nil)
             }
             s.untoldRangeable = nil
-            return (Int64(chunk.count), (name, s.validators, rangeable))
+            return (Int64(chunk.count), (name, s.validators, rangeable, s.startedOver))
         }
         if let count { received.add(count, ordering: .relaxed) }
-        if let (name, validators, rangeable) = announce { accepted?(name, validators, rangeable) }
+        if let (name, validators, rangeable, startedOver) = announce { accepted?(name, validators, rangeable, startedOver) }
     }
 
     /// Writes out what the buffer holds. Called about once a second by the engine, so a stalled or slow

@@ -125,12 +125,14 @@ extension TransferManager {
         let start = RangeRun.Start(spec: transfer.spec, fileName: transfer.fileName, rangeStart: attempt.rangeStart,
                                    from: attempt.from, end: attempt.end, knownTotal: attempt.knownTotal,
                                    validators: transfer.validators, bufferSize: configuration.writeBufferSize)
-        var accepted: (@Sendable (String, Validators, Bool) -> Void)?
+        var accepted: (@Sendable (String, Validators, Bool, Bool) -> Void)?
         var named: (@Sendable (String) -> Void)?
         if attempt.end == nil {
-            accepted = { [weak self] name, validators, rangeable in
+            accepted = { [weak self] name, validators, rangeable, startedOver in
                 guard let self else { return }
-                self.event(id) { $0.accepted(serial: serial, fileName: name, validators: validators, rangeable: rangeable) }
+                self.event(id) {
+                    $0.accepted(serial: serial, fileName: name, validators: validators, rangeable: rangeable, startedOver: startedOver)
+                }
             }
             // Only the name, at once and under the lock alone: nothing else changes (no slot, no state), and the
             // next record of the item carries it (the store has the claim already).

@@ -21,8 +21,15 @@ extension Transfer {
     /// A single stream's response was accepted: the name and validators are recorded (and so saved) at once.
     /// When the user asked for segments and the answer shows a file worth splitting, this probe is stopped
     /// and the file is fetched in ranges instead.
-    func accepted(serial: Int, fileName: String, validators: Validators, rangeable: Bool) -> [Effect]? {
+    func accepted(serial: Int, fileName: String, validators: Validators, rangeable: Bool, startedOver: Bool = false) -> [Effect]? {
         guard live[0]?.serial == serial else { return nil }
+        if startedOver, var attempt = attempts.popLast() {
+            // Asked from where the `.part` file ended, it got the whole file: the attempt goes on from zero, and
+            // says so once (the progress went back; it said "resuming at" that offset).
+            attempt.restartedFrom = attempt.fromOffset
+            attempt.fromOffset = 0
+            attempts.append(attempt)
+        }
         self.fileName = fileName
         if validators != Validators() { self.validators = validators }
         bytesExpected = validators.totalLength ?? bytesExpected

@@ -109,6 +109,7 @@ enum DetailView {
                 var line = "  \(attempt.number). \(ago(attempt.startedAt, context.now))"
                 if let end = attempt.endedAt { line += ", took \(ByteFormat.duration(end.timeIntervalSince(attempt.startedAt)))" }
                 if attempt.fromOffset > 0 { line += ", from \(ByteFormat.bytes(attempt.fromOffset))" }
+                if let words = attempt.restartWords { line += ", \(words)" }
                 if let status = attempt.status, attempt.error?.hasPrefix("HTTP \(status)") != true { line += ", HTTP \(status)" }
                 if let error = attempt.error { line += ": " + context.outside(error) }
                 out.append((DisplayWidth.truncate(line, to: width - 1, ellipsis: context.ellipsis), attempt.error == nil ? .plain : Palette.error))
