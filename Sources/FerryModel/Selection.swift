@@ -59,15 +59,15 @@ public struct Selection: Sendable, Codable, Equatable {
         }.map(\.id))
     }
 
-    /// `failed,completed` (or `done`, ferry's word for completed); an unknown word is an error listing the words.
+    /// `failed,completed`, in the words a list shows (`done`, `retrying`) or the states' own; an unknown word
+    /// is an error listing the words.
     public static func states(_ text: String) throws(UsageError) -> [TransferState] {
         var states: [TransferState] = []
         for word in text.split(separator: ",").map({ $0.trimmingCharacters(in: .whitespaces).lowercased() }) where !word.isEmpty {
-            if let state = TransferState(rawValue: word) ?? (word == "done" ? .completed : nil) {
+            if let state = TransferState(named: word) {
                 states.append(state)
             } else {
-                let words = TransferState.allCases.map(\.rawValue).joined(separator: ", ")
-                throw UsageError("not a state: '\(TerminalSafe.sanitize(word))' (states: \(words); done means completed)")
+                throw UsageError("not a state: '\(TerminalSafe.sanitize(word))' (states: \(TransferState.names))")
             }
         }
         guard !states.isEmpty else { throw UsageError("--state needs a state (for example failed, or failed,cancelled)") }
@@ -94,6 +94,18 @@ public struct CommandOutcome: Sendable, Codable, Equatable {
 }
 
 extension TransferState {
+    /// The state a word names: the word a list shows (`label`: done, retrying) or the state's own (completed,
+    /// waiting), so that what `ferry list` prints is what `--state` takes.
+    public init?(named word: String) {
+        guard let state = Self.allCases.first(where: { $0.label == word || $0.rawValue == word }) else { return nil }
+        self = state
+    }
+
+    /// Every state's words, for help and errors: `queued, running, retrying (waiting), ..., done (completed), ...`.
+    public static var names: String {
+        allCases.map { $0.label == $0.rawValue ? $0.label : "\($0.label) (\($0.rawValue))" }.joined(separator: ", ")
+    }
+
     /// The state as a list shows it, one word: `ferry list`'s column and the UI's counts (done, retrying, ...).
     public var label: String {
         switch self {

@@ -12,7 +12,7 @@ struct List: ParsableCommand {
     @Flag(name: .customLong("json"), help: "Print a JSON array of objects instead of a table.")
     var json = false
 
-    @Option(name: .customLong("state"), help: ArgumentHelp("Only the items in these states, comma-separated (queued, running, waiting, paused, completed or done, failed, cancelled).", valueName: "states"))
+    @Option(name: .customLong("state"), help: ArgumentHelp("Only the items in these states, comma-separated: \(TransferState.names).", valueName: "states"))
     var states: String?
 
     @Option(name: .customLong("batch"), help: ArgumentHelp("Only the items of this batch.", valueName: "id"))

@@ -13,7 +13,7 @@ struct ItemSelection: ParsableArguments {
     @Flag(name: .customLong("all"), help: "Every item in the queue.")
     var all = false
 
-    @Option(name: .customLong("state"), help: ArgumentHelp("The items in these states, comma-separated (queued, running, waiting, paused, completed or done, failed, cancelled).", valueName: "states"))
+    @Option(name: .customLong("state"), help: ArgumentHelp("The items in these states, comma-separated: \(TransferState.names).", valueName: "states"))
     var states: String?
 
     @Option(name: .customLong("batch"), help: ArgumentHelp("The items of this batch (the command that queued them; `ferry list` shows it).", valueName: "id"))

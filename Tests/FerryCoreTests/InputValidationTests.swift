@@ -7,6 +7,26 @@ import Testing
 @testable import FerryTransport
 
 @Suite struct InputValidationTests {
+    /// Issue 41: what `ferry list` prints in its state column is what `--state` takes (`retrying` was refused),
+    /// and the states' own words too.
+    @Test(arguments: TransferState.allCases)
+    func everyWordAListShowsSelectsItsState(_ state: TransferState) throws {
+        #expect(try Selection.states(state.label) == [state])
+        #expect(try Selection.states(state.rawValue.uppercased()) == [state])
+        #expect(TransferState.names.contains(state.label))
+    }
+
+    @Test func anUnknownStateNamesTheWords() {
+        #expect(throws: UsageError.self) { try Selection.states("finished") }
+        do {
+            _ = try Selection.states("retrying,finished")
+            Issue.record("'finished' taken as a state")
+        } catch {
+            #expect(error.description.contains("'finished'") && error.description.contains("retrying (waiting)")
+                    && error.description.contains("done (completed)"), "\(error.description)")
+        }
+    }
+
     @Test func acceptsHTTPAndHTTPS() throws {
         #expect(try InputValidation.url("http://example.com/a").host == "example.com")
         #expect(try InputValidation.url(" HTTPS://example.com/ ").scheme?.lowercased() == "https")
