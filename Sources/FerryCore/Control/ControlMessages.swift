@@ -72,6 +72,8 @@ public struct ControlReply: Codable, Sendable, Equatable {
     /// `list`: the window's records, and the rows in the view.
     public var items: [StoredTransfer]?
     public var total: Int?
+    /// `list`: the rate of each running item among `items` (what every surface shows: RateEstimator).
+    public var rates: [ItemRate]?
     /// The engine's process id (every reply says it, for messages).
     public var pid: Int32?
     /// Not the answer yet: the engine is still working on the request (a command over a long selection) and
@@ -82,6 +84,16 @@ public struct ControlReply: Codable, Sendable, Equatable {
         self.id = id
         self.ok = ok
         self.error = error
+    }
+}
+
+/// A running item's rate in a `list` reply (the records a list answers with keep no rate).
+public struct ItemRate: Codable, Sendable, Equatable {
+    public var id: Int64
+    public var bytesPerSecond: Double
+    public init(id: Int64, bytesPerSecond: Double) {
+        self.id = id
+        self.bytesPerSecond = bytesPerSecond
     }
 }
 

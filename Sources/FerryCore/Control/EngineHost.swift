@@ -124,6 +124,8 @@ public final class EngineHost: @unchecked Sendable {
                 responder.answer {
                     var reply = ControlReply(id: request.id, ok: true)
                     (reply.items, reply.total) = manager.records(request.view ?? .everything)
+                    reply.rates = manager.rates(of: reply.items?.map(\.id) ?? [])
+                        .map { ItemRate(id: $0.key.rawValue, bytesPerSecond: $0.value) }.sorted { $0.id < $1.id }
                     return reply
                 }
             }

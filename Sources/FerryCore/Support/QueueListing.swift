@@ -15,6 +15,8 @@ public enum QueueListing {
         var source: String?
         var state: String
         var bytes: Int64
+        /// A running item's rate (RateEstimator, as every surface shows it), whole bytes per second.
+        var bytesPerSecond: Int64?
         var total: Int64?
         var attempts: Int
         var retries: Int
@@ -31,7 +33,7 @@ public enum QueueListing {
         var confirmed: Int64?
     }
 
-    static func entry(_ item: StoredTransfer) -> Entry {
+    static func entry(_ item: StoredTransfer, rate: Double? = nil) -> Entry {
         let source: String? = item.spec.upload?.primarySource.map { source in
             if case let .file(path) = source { return path }
             return "-"
@@ -44,7 +46,7 @@ public enum QueueListing {
                      url: TerminalSafe.redactedURL(item.spec.url), method: item.spec.upload?.urlMethod,
                      destination: destination.map { TerminalSafe.sanitize($0) },
                      source: source.map { TerminalSafe.sanitize($0) }, state: item.state.rawValue,
-                     bytes: item.bytesDone, total: item.total, attempts: item.attempts.count, retries: item.retries,
+                     bytes: item.bytesDone, bytesPerSecond: rate.map { Int64($0.rounded()) }, total: item.total, attempts: item.attempts.count, retries: item.retries,
                      lastError: item.lastError.map { TerminalSafe.sanitize($0) },
                      errorKind: failure?.kind.rawValue, httpStatus: failure?.status,
                      headers: item.spec.headers.map { $0.name }, batch: item.batch,
@@ -95,6 +97,7 @@ public enum QueueListing {
         field("attempts", String(entry.attempts))
         if let batch = entry.batch { field("batch", String(batch)) }
         field("bytes", String(entry.bytes))
+        if let rate = entry.bytesPerSecond { field("bytesPerSecond", String(rate)) }
         if let confirmed = entry.confirmed { field("confirmed", String(confirmed)) }
         if let destination = entry.destination { field("destination", jsonString(destination)) }
         field("direction", jsonString(entry.direction))
@@ -146,6 +149,8 @@ public enum QueueListing {
         private let write: (Data) -> Void
         private let empty: String
         private var count = 0
+        /// The running items' rates (from the engine, before the rows come).
+        public var rates: [TransferID: Double] = [:]
 
         /// - Parameters:
         ///   - header: the table starts with a line naming its columns (when stdout is a terminal).
@@ -166,7 +171,7 @@ public enum QueueListing {
             for item in items {
                 if json {
                     out += count == 0 ? "[\n" : ",\n"
-                    out += QueueListing.json(entry(item))
+                    out += QueueListing.json(entry(item, rate: item.state == .running ? rates[item.id] : nil))
                 } else {
                     if header {
                         out += table.header
@@ -200,7 +205,9 @@ extension QueueListing {
     /// a time (memory stays flat whatever the queue's length); with an engine running, what moves (running
     /// items, and those waiting for a retry) as it is this moment, and the engine's unwritten changes written
     /// first. Without one, nothing is running or waiting: such rows are an engine's that stopped, and queued.
-    public static func items(of view: QueueView, in directory: StateDirectory, _ add: ([StoredTransfer]) throws -> Void) throws {
+    /// `rates`: told the running items' rates first (an engine's; none without one).
+    public static func items(of view: QueueView, in directory: StateDirectory, rates: (([TransferID: Double]) -> Void)? = nil,
+                             _ add: ([StoredTransfer]) throws -> Void) throws {
         var live: [TransferID: StoredTransfer]?
         if let client = ControlClient.connect(directory) {
             var request = ControlRequest(id: 0, verb: .list)
@@ -208,6 +215,7 @@ extension QueueListing {
             let reply = try client.request(request)
             guard reply.ok, let items = reply.items else { throw ControlError(reply.error ?? "the engine did not list the queue") }
             live = Dictionary(items.map { ($0.id, $0) }) { first, _ in first }
+            rates?(Dictionary((reply.rates ?? []).map { (TransferID($0.id), $0.bytesPerSecond) }) { first, _ in first })
         }
         guard FileManager.default.fileExists(atPath: directory.databasePath) else { return }
         let store = try directory.openStore()

@@ -70,6 +70,17 @@ extension TransferManager {
     /// The records of `view`'s window, as the store keeps them with the bytes done now, and the rows in the
     /// view (`ferry list` pages through a running engine's queue with it).
     /// Changes not yet in the store are written first: a reader of the store alongside sees them.
+    /// The rate of each running item among `ids` (the one every surface shows), for what lists records.
+    public func rates(of ids: [TransferID]) -> [TransferID: Double] {
+        core.withLock { core in
+            var rates: [TransferID: Double] = [:]
+            for id in ids {
+                if let transfer = core.items[id], transfer.state == .running, let rate = transfer.rate.bytesPerSecond { rates[id] = rate }
+            }
+            return rates
+        }
+    }
+
     public func records(_ view: QueueView) -> (items: [StoredTransfer], total: Int) {
         storeWriter.flush()
         return core.withLock { core in
