@@ -69,6 +69,49 @@ import Testing
         #expect(try InputValidation.urlList(contents: "http://a/x\n# c\nhttps://b/y", path: "l").count == 2)
     }
 
+    /// Issue 41: a list with three bad lines names all three in one run (it named the first, and the next run the
+    /// second); past `badLinesNamed`, how many more. Nothing is queued.
+    @Test func aListNamesEveryBadLine() throws {
+        let list = "http://a/1\nexample.com/2\nhttp://a/3\nftp://c/4\nhttp://h:99999/5\nhttp://a/6\n"
+        do {
+            _ = try InputValidation.urlList(contents: list, path: "list.txt")
+            Issue.record("bad lines must be refused")
+        } catch {
+            #expect(error.description == """
+                3 bad lines in list.txt (nothing was queued):
+                  list.txt:2: no scheme in 'example.com/2': write http://example.com/2 (or https://)
+                  list.txt:4: unsupported scheme 'ftp' in 'ftp://c/4': only http and https
+                  list.txt:5: port 99999 in 'http://h:99999/5' is not a port (1 to 65535)
+                """, "\(error.description)")
+        }
+        let many = (1...25).map { "bad \($0)" }.joined(separator: "\n")
+        do {
+            _ = try InputValidation.urlList(contents: many, path: "l")
+            Issue.record("bad lines must be refused")
+        } catch {
+            let lines = error.description.split(separator: "\n")
+            #expect(lines.count == 1 + InputValidation.badLinesNamed + 1, "\(error.description)")
+            #expect(lines.last == "  and \(25 - InputValidation.badLinesNamed) more")
+        }
+    }
+
+    /// A URL written without its scheme (curl and wget take `host/file` as http) is refused with the URL it most
+    /// likely meant; what looks like no host is refused as before.
+    @Test func aURLWithoutItsSchemeIsRefusedWithTheOneMeant() {
+        for (text, meant) in [("example.com/file.iso", "http://example.com/file.iso"), ("localhost:8080/x", "http://localhost:8080/x"),
+                              ("mirror.example.org", "http://mirror.example.org")] {
+            do {
+                _ = try InputValidation.url(text)
+                Issue.record("\(text) taken")
+            } catch {
+                #expect(error.description == "no scheme in '\(text)': write \(meant) (or https://)")
+            }
+        }
+        #expect(InputValidation.withoutScheme("not a url") == nil)
+        #expect(InputValidation.withoutScheme("notes") == nil)
+        #expect(InputValidation.withoutScheme("ftp://example.com/x") == nil)
+    }
+
     @Test func aListWithWindowsLineEndsReadsAsItsLines() throws {
         let urls = try InputValidation.urlList(contents: "http://a/1\r\n# c\r\n\r\nhttp://a/2\r\n", path: "l")
         #expect(urls.map(\.absoluteString) == ["http://a/1", "http://a/2"])
@@ -77,8 +120,8 @@ import Testing
         #expect(spaced.map(\.absoluteString) == ["http://a/3"])
     }
 
-    /// A long list is read in runs on every core: still in order, and the first bad line is the one named.
-    @Test func aLongListKeepsItsOrderAndNamesItsFirstBadLine() throws {
+    /// A long list is read in runs on every core: still in order, and its bad lines are named in order.
+    @Test func aLongListKeepsItsOrderAndNamesItsBadLinesInOrder() throws {
         var lines = (1...90_000).map { "http://h/\($0)" }
         #expect(try InputValidation.urlList(contents: lines.joined(separator: "\n"), path: "l").map(\.absoluteString) == lines)
         lines[70_000] = "ftp://h/x"
@@ -88,7 +131,8 @@ import Testing
             _ = try InputValidation.urlList(contents: lines.joined(separator: "\n"), path: "long.txt")
             Issue.record("a bad line must be rejected")
         } catch {
-            #expect(error.description.hasPrefix("long.txt:30001: "), "\(error.description)")
+            let named = error.description.split(separator: "\n").dropFirst().map { $0.split(separator: ":").prefix(2).joined(separator: ":") }
+            #expect(named == ["  long.txt:30001", "  long.txt:70001", "  long.txt:90000"], "\(error.description)")
         }
     }
 

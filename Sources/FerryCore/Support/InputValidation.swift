@@ -21,6 +21,9 @@ public enum InputValidation {
         let trimmed = String(Self.trimmed(Substring(text)) { $0.isWhitespace && !$0.isNewline })
         var shown: String { TerminalSafe.sanitize(trimmed) }
         guard !trimmed.isEmpty else { throw UsageError("empty URL") }
+        if let suggestion = withoutScheme(trimmed) {
+            throw UsageError("no scheme in '\(shown)': write \(TerminalSafe.sanitize(suggestion)) (or https://)")
+        }
         guard let url = URL(string: trimmed), let scheme = url.scheme?.lowercased() else {
             throw UsageError("not a valid URL: '\(shown)'")
         }
@@ -39,6 +42,20 @@ public enum InputValidation {
         return url
     }
 
+    /// `example.com/file` or `host:8080/x`, a URL written without its scheme (curl and wget take it as http):
+    /// the http URL it most likely meant; nil for anything else.
+    static func withoutScheme(_ text: String) -> String? {
+        guard !text.contains("://"), let first = text.split(separator: "/", omittingEmptySubsequences: false).first,
+              !first.isEmpty else { return nil }
+        let parts = first.split(separator: ":", omittingEmptySubsequences: false)
+        guard parts.count <= 2, let host = parts.first, !host.isEmpty,
+              host.allSatisfy({ $0.isASCII && ($0.isLetter || $0.isNumber || $0 == "." || $0 == "-") }),
+              host.contains(".") || host == "localhost",
+              parts.count == 1 || (!parts[1].isEmpty && parts[1].allSatisfy(\.isASCII) && parts[1].allSatisfy(\.isNumber))
+        else { return nil }
+        return "http://" + text
+    }
+
     /// `text` without the leading and trailing characters `drop` names. Swift's own: Foundation's
     /// trimmingCharacters goes through NSString on Linux and took a quarter of queueing a long `-i` list.
     private static func trimmed(_ text: Substring, _ drop: (Character) -> Bool) -> Substring {
@@ -46,8 +63,12 @@ public enum InputValidation {
         return text[first...last]
     }
 
-    /// The URLs of a `-i` list: one per line, blank lines and `#` comments skipped. Every line is checked first;
-    /// the first bad one is named with its line number.
+    /// Bad lines of a `-i` list named one by one in its error, at most; past them, how many more.
+    static let badLinesNamed = 20
+
+    /// The URLs of a `-i` list: one per line, blank lines and `#` comments skipped. Every line is checked first,
+    /// and every bad one is named with its line number (up to `badLinesNamed`), in one error: a list with three
+    /// bad lines is mended in one go, not three.
     /// A long list is read on every core, in runs of lines (a million lines are the first wait of `get -i`),
     /// as bytes: Swift's split and trim by Character (grapheme clusters) were most of that wait.
     public static func urlList(contents: String, path: String) throws(UsageError) -> [URL] {
@@ -62,10 +83,11 @@ public enum InputValidation {
         let lines = found
         let runLength = max(20_000, lines.count / max(1, ProcessInfo.processInfo.activeProcessorCount) + 1)
         let runs = stride(from: 0, to: lines.count, by: runLength).map { $0..<min(lines.count, $0 + runLength) }
-        let results = Mutex<[Int: Result<[URL], UsageError>]>([:])
+        let results = Mutex<[Int: (urls: [URL], bad: [String], badCount: Int)]>([:])
         DispatchQueue.concurrentPerform(iterations: runs.count) { run in
             var urls: [URL] = []
-            var failure: UsageError?
+            var bad: [String] = []
+            var badCount = 0
             for index in runs[run] {
                 var line = lines[index]
                 while let first = line.first, isASCIISpace(bytes[first]) { line = line.dropFirst() }
@@ -81,24 +103,24 @@ public enum InputValidation {
                 do throws(UsageError) {
                     urls.append(try url(text))
                 } catch {
-                    failure = UsageError("\(TerminalSafe.sanitize(path)):\(index + 1): \(error.description)")
-                    break
+                    badCount += 1
+                    if bad.count < badLinesNamed { bad.append("\(TerminalSafe.sanitize(path)):\(index + 1): \(error.description)") }
                 }
             }
-            let result: Result<[URL], UsageError> = failure.map { .failure($0) } ?? .success(urls)
-            results.withLock { $0[run] = result }
+            results.withLock { $0[run] = (urls, bad, badCount) }
         }
         var urls: [URL] = []
         urls.reserveCapacity(lines.count)
         let done = results.withLock { $0 }
-        for run in runs.indices {
-            // The first bad line is named.
-            switch done[run] {
-            case let .success(part)?: urls += part
-            case let .failure(error)?: throw error
-            case nil: break
-            }
+        let bad = runs.indices.flatMap { done[$0]?.bad ?? [] }.prefix(badLinesNamed)
+        let badCount = runs.indices.reduce(0) { $0 + (done[$1]?.badCount ?? 0) }
+        guard badCount == 0 else {
+            guard badCount > 1 else { throw UsageError(bad[0]) }
+            let more = badCount > bad.count ? "\n  and \(badCount - bad.count) more" : ""
+            throw UsageError("\(badCount) bad lines in \(TerminalSafe.sanitize(path)) (nothing was queued):\n  "
+                             + bad.joined(separator: "\n  ") + more)
         }
+        for run in runs.indices { urls += done[run]?.urls ?? [] }
         return urls
     }
 
