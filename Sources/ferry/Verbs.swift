@@ -130,10 +130,16 @@ extension Jobs {
     static func source(of value: Int, live: LiveSettings, config: Config) -> String {
         if live.concurrency == value {
             let when = live.concurrencyChangedAt.map { " on " + ISO8601DateFormatter.string(from: $0, timeZone: .current, formatOptions: [.withFullDate, .withTime, .withColonSeparatorInTime, .withSpaceBetweenDateAndTime]) } ?? ""
-            return "set with +, -, ferry jobs or aria2's RPC\(when), kept for the next engine; the config says \(config.concurrency)"
+            return "set with +, -, ferry jobs or aria2's RPC\(when), kept for the next engine; \(configured(config))"
         }
-        if config.concurrency == value { return "the config's [transfers] concurrency, or the default" }
-        return "-j of the engine's start; the config says \(config.concurrency)"
+        if config.concurrency == value { return config.concurrency == Config().concurrency ? "the default" : "the config's [transfers] concurrency" }
+        return "-j of the engine's start; \(configured(config))"
+    }
+
+    /// What the config holds, in words: "the config says 6", or the default's value when it holds that (there
+    /// may be no config file at all: it said "the config says 4" with none).
+    static func configured(_ config: Config) -> String {
+        config.concurrency == Config().concurrency ? "the default is \(config.concurrency)" : "the config says \(config.concurrency)"
     }
 }
 

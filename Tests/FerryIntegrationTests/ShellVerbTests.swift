@@ -111,11 +111,11 @@ import TestHTTPServer
         try await expectEffect(["resume", "#1"], "#1 queued behind #2") { try await state(of: 1) == "queued" }
         // Issue 24, bug 10: `jobs` alone prints the value in force (it was a usage error).
         let shown = try await verb(["jobs"])
-        #expect(shown.status == 0 && shown.stdout == "1 at once (-j of the engine's start; the config says 4)\n", "\(shown.stderr)")
+        #expect(shown.status == 0 && shown.stdout == "1 at once (-j of the engine's start; the default is 4)\n", "\(shown.stderr)")
         try await expectEffect(["jobs", "2"], "both running") { try await listed().allSatisfy { $0.state == "running" } }
         // Bug 10: a change while the engine runs is kept in the state directory for the next engine, and says so.
         let changed = try await verb(["jobs"]).stdout
-        #expect(changed.hasPrefix("2 at once (set with +, -, ferry jobs or aria2's RPC on ") && changed.hasSuffix(", kept for the next engine; the config says 4)\n"), "\(changed)")
+        #expect(changed.hasPrefix("2 at once (set with +, -, ferry jobs or aria2's RPC on ") && changed.hasSuffix(", kept for the next engine; the default is 4)\n"), "\(changed)")
         let saved = LiveSettings.load(StateDirectory(option: state).liveSettingsPath)
         #expect(saved.problem == nil && saved.settings.concurrency == 2 && saved.settings.limits == nil)
         try await expectEffect(["cancel", "2"], "#2 cancelled") { try await state(of: 2) == "cancelled" }

@@ -354,6 +354,19 @@ import Testing
         #expect((try? chosen.get())?.map(\.rawValue) == Array(1...9))
     }
 
+    /// Issue 41: the footer offers what applies to the item the keys act on: no `Space Pause` on a done item,
+    /// `Space Resume` on a paused one, `r Retry` only on one that can be retried.
+    @Test func theFooterOffersWhatAppliesToTheSelectedItem() {
+        func labels(_ state: TransferState?) -> [String] { Keymap.standard.footerEntries(onList: true, selected: state).map(\.label) }
+        #expect(labels(nil).contains("Pause") && labels(nil).contains("Cancel") && labels(nil).contains("Retry"))
+        #expect(!labels(.completed).contains("Pause") && !labels(.completed).contains("Resume") && !labels(.completed).contains("Cancel")
+                && !labels(.completed).contains("Retry"), "\(labels(.completed))")
+        #expect(labels(.paused).contains("Resume") && !labels(.paused).contains("Pause"))
+        #expect(labels(.running).contains("Pause") && !labels(.running).contains("Retry"))
+        #expect(labels(.failed).contains("Retry") && !labels(.failed).contains("Pause") && !labels(.failed).contains("Cancel"))
+        #expect(labels(.completed).first == "Help" && labels(.completed).last == "Detach")
+    }
+
     @Test func capitalRRetriesTheFailedOfTheViewAndXClearsTheFinishedAfterAsking() {
         #expect(press([.character("R")]).1 == [.queueSaying(.retry(Selection(states: [.failed])))])
         var active = Fixtures.state()
@@ -363,11 +376,12 @@ import Testing
 
         let (asking, nothing) = press([.character("X")])
         #expect(nothing.isEmpty && asking.confirmation?.question == "Clear the 1 finished item of this view from the list? Their files stay. (y/n)")
-        #expect(press([.character("X"), .character("y")]).1 == [.queue(.remove(Selection(states: [.completed]), deletePart: false))])
+        // Issue 41: said with what the engine removed, counted (queueSaying), not "cleared the finished items".
+        #expect(press([.character("X"), .character("y")]).1 == [.queueSaying(.remove(Selection(states: [.completed]), deletePart: false))])
         #expect(press([.character("X"), .character("n")]).1.isEmpty)
         var filtered = Fixtures.state()
         filtered.filter = "song"
-        #expect(press([.character("X"), .character("y")], filtered).1 == [.queue(.remove(Selection(states: [.completed], filter: "song"), deletePart: false))])
+        #expect(press([.character("X"), .character("y")], filtered).1 == [.queueSaying(.remove(Selection(states: [.completed], filter: "song"), deletePart: false))])
     }
 }
 

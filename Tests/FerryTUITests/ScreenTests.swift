@@ -145,7 +145,7 @@ import Testing
 
 
 
-            ? Help  Space Pause  c Cancel  r Retry  d Remove  a Add  u Upload  q Detach
+            ? Help  Space Pause  c Cancel  d Remove  a Add  u Upload  Enter Detail  q Detach
             """)
         // The first row is selected when nothing was chosen: reverse video across the whole width.
         #expect((0..<80).allSatisfy { canvas[$0, 1].style.reverse })
@@ -173,7 +173,7 @@ import Testing
 
 
 
-            ? Help  Space Pause  c Cancel  r Retry  d Remove  a Add  u Upload  q Detach
+            ? Help  Space Pause  c Cancel  d Remove  a Add  u Upload  Enter Detail  q Detach
             """)
         #expect(canvas.cells.allSatisfy { $0.character.unicodeScalars.allSatisfy(\.isASCII) })
         #expect((0..<80).allSatisfy { canvas[$0, 3].style.reverse })
@@ -251,7 +251,7 @@ import Testing
 
              Rate, last minute (peak 800.0 KiB/s)
                ▁▂▃▅██▅▃▂▁
-            Esc Back  ? Help  Space Pause  c Cancel  r Retry  d Remove  a Add  q Detach
+            Esc Back  ? Help  d Remove  a Add  u Upload  q Detach
             """)
         #expect(!canvas.text.contains("s3cret"))
     }

@@ -1,3 +1,5 @@
+import FerryCore
+
 /// Every key binding of the list and detail screens, in one table: it dispatches keys, and the help
 /// screen and the footer are generated from it, so the three cannot drift apart (htop's Action.c).
 public struct Keymap: Sendable {
@@ -68,10 +70,26 @@ public struct Keymap: Sendable {
     public var footerEntries: [(key: Key, label: String)] { footerEntries(onList: true) }
 
     /// The footer's keys; off the list, those that act on the list only (Enter's details, the filter) are left out.
-    public func footerEntries(onList: Bool) -> [(key: Key, label: String)] {
+    /// `selected`: the state of the item the keys would act on: what does not apply to it is not offered
+    /// (`Space Pause` on a done item), and Space says `Resume` for a paused one.
+    public func footerEntries(onList: Bool, selected: TransferState? = nil) -> [(key: Key, label: String)] {
         let listOnly: [Action] = [.openDetail, .filter]
         var entries: [(key: Key, label: String)] = bindings.compactMap { b in
-            onList || !listOnly.contains(b.action) ? b.footer.map { (key: b.keys[0], label: $0) } : nil
+            guard onList || !listOnly.contains(b.action), var label = b.footer else { return nil }
+            if let selected {
+                switch b.action {
+                case .togglePause:
+                    if !StateChange.pause.applies(to: selected) {
+                        guard StateChange.resume.applies(to: selected) else { return nil }
+                        label = "Resume"
+                    }
+                case .cancel where !StateChange.cancel.applies(to: selected), .retry where !StateChange.retry.applies(to: selected):
+                    return nil
+                default:
+                    break
+                }
+            }
+            return (key: b.keys[0], label: label)
         }
         // Help first and Quit last, as htop does; the rest keep table order.
         if let help = entries.firstIndex(where: { $0.label == "Help" }) { entries.insert(entries.remove(at: help), at: 0) }

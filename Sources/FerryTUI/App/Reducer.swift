@@ -226,8 +226,9 @@ private func confirm(_ stateIn: AppState, _ key: Key) -> (AppState, [Command]) {
             state.marks.clear()
             return (state, [.queue(.remove(selection, deletePart: deletePartial))])
         case let .clearFinished(selection, _):
-            state.message = .init(text: "cleared the finished items (their files stay)", isError: false)
-            return (state, [.queue(.remove(selection, deletePart: false))])
+            // The engine's answer replaces this with what it removed, counted (`removed 12 (#3-#14)`).
+            state.message = .init(text: "clearing the finished items (their files stay)", isError: false)
+            return (state, [.queueSaying(.remove(selection, deletePart: false))])
         case .stopEngine:
             return (state, [.stopEngine])
         }

@@ -1,6 +1,9 @@
+import FerryCore
+
 /// The bottom row: a question, a prompt, the message of the moment, or the main keys from the keymap.
 enum FooterBar {
-    static func render(_ state: AppState, _ context: RenderContext, into canvas: inout Canvas) {
+    /// `selected`: the item the keys act on (its state decides which keys are offered).
+    static func render(_ state: AppState, selected: TransferSnapshot?, _ context: RenderContext, into canvas: inout Canvas) {
         let y = canvas.height - 1
         guard y >= 1 else { return }
         canvas.fill(x: 0, y: y, count: canvas.width)
@@ -18,7 +21,7 @@ enum FooterBar {
                        x: 0, y: y, style: message.isError ? Palette.error : .plain)
             return
         }
-        var entries = context.keymap.footerEntries(onList: state.screen == .list).map { (key: context.unicode ? $0.key.label : $0.key.asciiLabel, label: $0.label) }
+        var entries = context.keymap.footerEntries(onList: state.screen == .list, selected: selected?.state).map { (key: context.unicode ? $0.key.label : $0.key.asciiLabel, label: $0.label) }
         switch state.screen {
         case .list where !state.marks.isEmpty: entries.insert((key: "Esc", label: "Unmark"), at: 1)
         case .list: break

@@ -27,6 +27,11 @@ public enum Screen {
         case .help:
             HelpView.render(state, context, into: &canvas, top: top, rows: rows)
         }
-        FooterBar.render(state, context, into: &canvas)
+        let acted: TransferSnapshot? = switch state.screen {
+        case let .detail(id): snapshot.items.first { $0.id == id }
+        case .list: state.selectedItem(snapshot)
+        case .help: nil
+        }
+        FooterBar.render(state, selected: acted, context, into: &canvas)
     }
 }
