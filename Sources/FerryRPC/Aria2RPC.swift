@@ -388,39 +388,45 @@ public final class Aria2RPC: @unchecked Sendable {
         ]
     }
 
+    /// The global options ferry applies (`changeGlobalOption`).
+    static let changedGlobalOptions: Set = ["max-concurrent-downloads", "max-overall-download-limit", "max-overall-upload-limit",
+                                            "max-download-limit", "dir"]
+
+    /// Applies the options ferry applies and leaves the others as they are, answering OK, as aria2 answers a
+    /// call with options it takes: a web UI's settings dialog sends every option it shows in one call (with
+    /// `max-connection-per-server`, which ferry does not change, the whole call was refused and the
+    /// `max-concurrent-downloads` beside it not applied). `getGlobalOption` then shows ferry's values, so the
+    /// dialog shows what holds. A bad value of an option ferry applies refuses the call: nothing is applied.
     private func changeGlobalOptions(_ changes: [String: Any]) throws -> String {
-        let known: Set = ["max-concurrent-downloads", "max-overall-download-limit", "max-overall-upload-limit",
-                          "max-download-limit", "dir"]
-        if let unknown = changes.keys.first(where: { !known.contains($0) }) {
-            throw Failure("ferry does not change \(TerminalSafe.sanitize(unknown)) (it changes \(known.sorted().joined(separator: ", ")))")
-        }
-        if let value = changes["max-concurrent-downloads"] {
+        // Every value checked before anything is applied.
+        let concurrency = try changes["max-concurrent-downloads"].map { value in
             guard let n = Self.int(value), ConcurrencyCaps.range.contains(n) else {
                 throw Failure("max-concurrent-downloads: a number from 1 to \(ConcurrencyCaps.range.upperBound)")
             }
-            // The same command as the UI's + and -, and `ferry jobs`: kept for the next engine, said by `ferry jobs`.
-            _ = try manager.perform(.setConcurrency(n))
+            return n
         }
-        if changes["max-overall-download-limit"] != nil || changes["max-overall-upload-limit"] != nil {
-            let now = manager.snapshot(QueueView(limit: 0))
-            let download = try changes["max-overall-download-limit"].map { try Self.rate($0, option: "max-overall-download-limit") } ?? now.downloadLimit
-            let upload = try changes["max-overall-upload-limit"].map { try Self.rate($0, option: "max-overall-upload-limit") } ?? now.uploadLimit
-            _ = try manager.perform(.setGlobalLimits(download: download, upload: upload))
-        }
-        if let limit = changes["max-download-limit"] {
-            let rate = try Self.rate(limit, option: "max-download-limit")
-            defaults.withLock { $0.rateLimit = rate }
-        }
-        if let dir = changes["dir"] {
+        let download = try changes["max-overall-download-limit"].map { try Self.rate($0, option: "max-overall-download-limit") }
+        let upload = try changes["max-overall-upload-limit"].map { try Self.rate($0, option: "max-overall-upload-limit") }
+        let itemLimit = try changes["max-download-limit"].map { try Self.rate($0, option: "max-download-limit") }
+        let directory = try changes["dir"].map { dir -> String in
             guard let text = dir as? String else { throw Failure("dir: a path") }
             do throws(UsageError) {
                 let base = defaults.withLock { $0.directory }
-                let made = try InputValidation.writableDirectory(NSString(string: text).expandingTildeInPath, relativeTo: base)
-                defaults.withLock { $0.directory = made }
+                return try InputValidation.writableDirectory(NSString(string: text).expandingTildeInPath, relativeTo: base)
             } catch {
                 throw Failure("dir: \(error.description)")
             }
         }
+        if let concurrency {
+            // The same command as the UI's + and -, and `ferry jobs`: kept for the next engine, said by `ferry jobs`.
+            _ = try manager.perform(.setConcurrency(concurrency))
+        }
+        if download != nil || upload != nil {
+            let now = manager.snapshot(QueueView(limit: 0))
+            _ = try manager.perform(.setGlobalLimits(download: download ?? now.downloadLimit, upload: upload ?? now.uploadLimit))
+        }
+        if let itemLimit { defaults.withLock { $0.rateLimit = itemLimit } }
+        if let directory { defaults.withLock { $0.directory = directory } }
         return "OK"
     }
 }

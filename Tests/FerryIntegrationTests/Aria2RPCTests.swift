@@ -331,7 +331,16 @@ import TestHTTPServer
         let itemOptions = try #require(try await call("aria2.getOption", [gid]) as? [String: Any])
         #expect(itemOptions["dir"] as? String == dir.path + "/new")
         #expect(itemOptions["max-download-limit"] as? String == "\(512 << 10)")
-        await #expect(throws: (any Error).self) { _ = try await call("aria2.changeGlobalOption", [["bt-max-peers": "3"]]) }
+        // Issue 41: what ferry does not change is left as it is, with OK (a web UI's dialog sends every option it
+        // shows in one call); what it changes beside it is applied. A bad value of its own refuses the call whole.
+        #expect(try await call("aria2.changeGlobalOption", [["max-connection-per-server": "16", "bt-max-peers": "3",
+                                                             "max-concurrent-downloads": "5"]]) as? String == "OK")
+        #expect(try #require(try await call("aria2.getGlobalOption") as? [String: Any])["max-concurrent-downloads"] as? String == "5")
+        await #expect(throws: (any Error).self) {
+            _ = try await call("aria2.changeGlobalOption", [["max-concurrent-downloads": "2", "max-overall-download-limit": "fast"]])
+        }
+        #expect(try #require(try await call("aria2.getGlobalOption") as? [String: Any])["max-concurrent-downloads"] as? String == "5",
+                "nothing of a refused call is applied")
         await #expect(throws: RPCCallError(code: 1, message: "aria2.addTorrent: ferry does not do BitTorrent or Metalink")) {
             _ = try await call("aria2.addTorrent", ["AAAA"])
         }
