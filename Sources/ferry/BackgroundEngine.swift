@@ -52,7 +52,7 @@ struct BackgroundEngine: AsyncParsableCommand {
             do {
                 let secret = try config.rpc.secret(stateDirectory: directory.path)
                 let rpc = Aria2RPC(manager: manager, secret: secret,
-                                   defaultDirectory: NSString(string: config.downloadDirectory).expandingTildeInPath) {
+                                   defaultDirectory: config.unattendedDownloadDirectory()) {
                     Self.stop(directory, reason: "aria2.shutdown over RPC") { engine.shutdown() }
                 }
                 rpcServer = try RPCServer(rpc: rpc, notifier: notifier, host: config.rpc.listen, port: config.rpc.port,

@@ -228,5 +228,6 @@ struct RPC: ParsableCommand {
         print(config.rpc.enable ? "aria2 JSON-RPC: \(url) (the background engine answers it)"
                                 : "aria2 JSON-RPC is off ([rpc] enable = true in the config turns it on, at \(url))")
         print("secret: \(secret) (clients send token:\(secret); kept in \(config.rpc.secret == nil ? common.stateDirectory.path + "/rpc-secret" : "the config"))")
+        print("an addUri without dir saves into \(TerminalSafe.sanitize(config.unattendedDownloadDirectory())) ([transfers] download_dir)")
     }
 }

@@ -14,6 +14,28 @@ import Testing
         return (try? String(contentsOf: url, encoding: .utf8)) ?? ""
     }()
 
+    /// Issue 41: an addUri without dir saved into the engine's working directory (whatever folder the shell that
+    /// started it stood in). It goes to the configured folder, else the user's download folder, else home.
+    @Test func anUnattendedAddGoesToTheConfiguredOrTheUsersDownloadFolder() throws {
+        let home = NSTemporaryDirectory() + "ferry-home-\(UUID().uuidString)"
+        try FileManager.default.createDirectory(atPath: home, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: home) }
+        let environment = ["HOME": home]
+        var config = Config()
+        #expect(config.unattendedDownloadDirectory(environment: environment) == home, "no Downloads folder: home")
+        try FileManager.default.createDirectory(atPath: home + "/Downloads", withIntermediateDirectories: true)
+        #expect(config.unattendedDownloadDirectory(environment: environment) == home + "/Downloads")
+        try FileManager.default.createDirectory(atPath: home + "/dl", withIntermediateDirectories: true)
+        #expect(config.unattendedDownloadDirectory(environment: ["HOME": home, "XDG_DOWNLOAD_DIR": home + "/dl"]) == home + "/dl")
+        #expect(config.unattendedDownloadDirectory(environment: ["HOME": home, "XDG_DOWNLOAD_DIR": home + "/gone"]) == home + "/Downloads")
+        config.downloadDirectory = "~/media/in"
+        #expect(config.unattendedDownloadDirectory(environment: environment) == home + "/media/in")
+        config.downloadDirectory = "incoming"
+        #expect(config.unattendedDownloadDirectory(environment: environment) == home + "/incoming", "relative: under home")
+        config.downloadDirectory = "/srv/files/"
+        #expect(config.unattendedDownloadDirectory(environment: environment) == "/srv/files")
+    }
+
     @Test func theSampleLoadsAndEqualsTheDefaults() throws {
         #expect(!Self.sample.isEmpty)
         #expect(try Config.parse(Self.sample, file: "ferry.toml") == Config())

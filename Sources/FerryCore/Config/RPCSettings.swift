@@ -45,3 +45,26 @@ public struct RPCSettings: Sendable, Equatable {
         return made
     }
 }
+
+extension Config {
+    /// Where an add with no folder of its own goes when no shell's folder applies (aria2's `addUri` without
+    /// `dir`): `[transfers] download_dir` when the config names one (a relative one under the home directory),
+    /// else the user's download folder (`$XDG_DOWNLOAD_DIR`, else `~/Downloads`, when it exists), else the
+    /// home directory. Never the engine's working directory: that is whatever folder the shell that happened
+    /// to start the engine stood in.
+    public func unattendedDownloadDirectory(environment: [String: String] = ProcessInfo.processInfo.environment) -> String {
+        let home = environment["HOME"].flatMap { $0.isEmpty ? nil : $0 } ?? NSHomeDirectory()
+        func absolute(_ path: String) -> String {
+            let expanded = path == "~" ? home : path.hasPrefix("~/") ? home + path.dropFirst(1) : path
+            let full = expanded.hasPrefix("/") ? expanded : home + "/" + expanded
+            return URL(fileURLWithPath: full).standardizedFileURL.path
+        }
+        if downloadDirectory != Config().downloadDirectory { return absolute(downloadDirectory) }
+        var isDirectory: ObjCBool = false
+        for candidate in [environment["XDG_DOWNLOAD_DIR"], "~/Downloads"].compactMap({ $0 }) where !candidate.isEmpty {
+            let path = absolute(candidate)
+            if FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory), isDirectory.boolValue { return path }
+        }
+        return absolute(home)
+    }
+}
