@@ -128,6 +128,9 @@ public struct AppState: Sendable, Equatable {
     /// The message of the moment, shown in the footer until the next key.
     public var message: Message?
     /// Where `a` saves downloads (its prompt shows it; Tab there changes it).
+    /// The UI asks something (a prompt or a question): Esc, and Ctrl-C, leave it.
+    public var isAsking: Bool { prompt != nil || confirmation != nil }
+
     public var downloadDirectory: String
     /// What relative paths typed in prompts are relative to (the process's).
     public var workingDirectory: String

@@ -132,7 +132,19 @@ public final class TerminalApp {
         for (sig, code) in stops {
             let source = DispatchSource.makeSignalSource(signal: sig, queue: .main)
             let reason: String? = sig == SIGHUP ? nil : "interrupted"
-            source.setEventHandler { MainActor.assumeIsolated { () -> Void in self.finish(code, reason: reason) } }
+            source.setEventHandler {
+                MainActor.assumeIsolated { () -> Void in
+                    // Ctrl-C while the UI asks something (a prompt, a question) leaves the asking, as Esc does,
+                    // not the UI (it detached the whole UI from a mistyped URL).
+                    if sig == SIGINT, self.state.isAsking {
+                        self.state = reduce(self.state, .escape, self.queue.snapshot()).0
+                        self.lastCanvas = nil
+                        self.pump(inputReady: false)
+                        return
+                    }
+                    self.finish(code, reason: reason)
+                }
+            }
             sources.append(source)
         }
         sources.forEach { $0.resume() }
