@@ -221,6 +221,19 @@ import Testing
         #expect(dealt.allSatisfy { $0.first?.1 == Palette.label }, "every column starts with a heading")
     }
 
+    /// Issue 41: a failed upload's detail said "Progress 0 B of 1.0 GiB ()": what the empty share means is said.
+    @Test func aFailedUploadsProgressSaysWhatIsKept() {
+        var queue = Fixtures.queue()
+        var failed = Fixtures.item(2, "big.iso", .failed, done: 0, total: 1 << 30, upload: true)
+        failed.lastError = "HTTP 500"
+        queue.items[1] = failed
+        var state = Fixtures.state(height: 24)
+        state.screen = .detail(TransferID(2))
+        let text = Fixtures.render(state, queue).text
+        #expect(!text.contains("()"), "\(text)")
+        #expect(text.contains("Progress     0 B of 1.0 GiB (a retry sends it all again)"), "\(text)")
+    }
+
     @Test func detailOfARetriedUpload() {
         var queue = Fixtures.queue()
         queue.items[1] = Fixtures.detailedUpload()

@@ -57,7 +57,12 @@ enum DetailView {
             }
         }
         var progress = "\(ByteFormat.bytes(item.bytesDone))"
-        if let total = item.bytesExpected { progress += " of \(ByteFormat.bytes(total)) (\(RowText.percent(item)))" }
+        if let total = item.bytesExpected {
+            // A failed upload's share shows nothing (the server keeps none of it): said, not "()".
+            let percent = RowText.percent(item)
+            progress += " of \(ByteFormat.bytes(total))"
+                + (!percent.isEmpty ? " (\(percent))" : RowText.keepsNothing(item) ? " (a retry sends it all again)" : "")
+        }
         if let rate = item.bytesPerSecond, item.state == .running { progress += "  \(ByteFormat.rate(rate))" }
         if let eta = item.eta, item.state == .running { progress += "  ETA \(ByteFormat.duration(eta))" }
         field("Progress", progress)

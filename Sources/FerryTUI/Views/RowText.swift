@@ -11,9 +11,10 @@ enum RowText {
         return directories.last.map { "\(host)/\($0)" } ?? host
     }
 
-    /// A failed or cancelled upload: nothing of it is kept on the other side (a retry sends it all again).
+    /// A failed or cancelled upload: nothing of it is kept on the other side (a retry sends it all again), but
+    /// for a resumable one the server still holds (its confirmed offset, where a retry goes on).
     static func keepsNothing(_ item: TransferSnapshot) -> Bool {
-        item.spec.direction == .upload && (item.state == .failed || item.state == .cancelled)
+        item.spec.direction == .upload && (item.state == .failed || item.state == .cancelled) && item.resumable?.location == nil
     }
 
     static func percent(_ item: TransferSnapshot) -> String {
