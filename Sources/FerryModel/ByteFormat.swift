@@ -18,6 +18,14 @@ public enum ByteFormat {
         return "\(done)/\(whole)"
     }
 
+    /// `progress` in `width` columns when it fits, else with short units (`300.0K/1.0G`): a row at 80 columns
+    /// cut `300.0 KiB/1.0 GiB` to `300.0 KiB/1.0 …`, its total's unit gone.
+    public static func progress(_ done: Int64, of total: Int64, fitting width: Int) -> String {
+        let full = progress(done, of: total)
+        guard full.count > width else { return full }
+        return full.replacingOccurrences(of: " ", with: "").replacingOccurrences(of: "iB", with: "")
+    }
+
     /// "12.3 MiB/s"; negative or non-finite -> "0 B/s".
     public static func rate(_ bytesPerSecond: Double) -> String {
         guard bytesPerSecond.isFinite, bytesPerSecond > 0 else { return "0 B/s" }

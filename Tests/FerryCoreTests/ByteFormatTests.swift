@@ -7,6 +7,16 @@ import Testing
 @testable import FerryTransport
 
 @Suite struct ByteFormatTests {
+    /// Issue 41: at 80 columns the size column (15) cut `300.0 KiB/1.0 GiB` to `300.0 KiB/1.0 …`: short units
+    /// keep both figures and the total's unit.
+    @Test func progressFitsItsColumnWithShortUnits() {
+        #expect(ByteFormat.progress(300 << 10, of: 1 << 30, fitting: 15) == "300.0K/1.0G")
+        #expect(ByteFormat.progress(300 << 10, of: 1 << 30, fitting: 21) == "300.0 KiB/1.0 GiB")
+        #expect(ByteFormat.progress(30 << 20, of: 100 << 20, fitting: 15) == "30.0/100.0 MiB")
+        #expect(ByteFormat.progress(1023, of: 1 << 30, fitting: 10) == "1023B/1.0G")
+        #expect(ByteFormat.progress(1023 * 1024 + 900, of: 1023 * 1024 * 1024 + 900 * 1024, fitting: 15).count <= 15)
+    }
+
     @Test func bytes() {
         #expect(ByteFormat.bytes(0) == "0 B")
         #expect(ByteFormat.bytes(1) == "1 B")

@@ -221,6 +221,15 @@ import Testing
         #expect(dealt.allSatisfy { $0.first?.1 == Palette.label }, "every column starts with a heading")
     }
 
+    /// Issue 41: at 80 columns a size in two units keeps both figures and its total's unit.
+    @Test func aSizeInTwoUnitsFitsTheRowAt80Columns() {
+        var queue = Fixtures.queue()
+        queue.items[0] = Fixtures.item(1, "debian-12.iso", .running, done: 300 << 10, total: 1 << 30, rate: Double(1 << 20), eta: 1000)
+        let text = Fixtures.render(Fixtures.state(width: 80), queue).text
+        let row = text.split(separator: "\n").first { $0.contains("debian-12.iso") }.map(String.init) ?? ""
+        #expect(row.contains("300.0K/1.0G") && !row.contains("…"), "\(row)")
+    }
+
     /// Issue 41: a failed upload's detail said "Progress 0 B of 1.0 GiB ()": what the empty share means is said.
     @Test func aFailedUploadsProgressSaysWhatIsKept() {
         var queue = Fixtures.queue()

@@ -24,9 +24,10 @@ enum RowText {
         return "\(min(100, Int(progress * 100)))%"
     }
 
-    static func size(_ item: TransferSnapshot) -> String {
+    /// `width`: the size column's (short units when the whole does not fit).
+    static func size(_ item: TransferSnapshot, width: Int = .max) -> String {
         // One unit when both have it (the row's width goes to the name and the id).
-        if let total = item.bytesExpected { return ByteFormat.progress(item.bytesDone, of: total) }
+        if let total = item.bytesExpected { return ByteFormat.progress(item.bytesDone, of: total, fitting: width) }
         return item.bytesDone > 0 || item.state == .running ? ByteFormat.bytes(item.bytesDone) : ""
     }
 
