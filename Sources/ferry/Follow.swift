@@ -12,10 +12,31 @@ enum Follow {
         var resumable: Reporter.ResumableShown?
     }
 
-    /// Waits until every one of `ids` has ended (or left the queue); the exit status.
-    static func run(_ client: ControlClient, ids: Set<TransferID>) async -> Int32 {
+    /// Waits until every one of `ids` has ended (or left the queue); the exit status. Ctrl-C (or SIGTERM)
+    /// pauses in the engine what this command started and not ended, and says so, as a headless run without an
+    /// engine stops its own (it exited 130 and left them running in the engine, without a word); the same
+    /// command resumes them.
+    /// `saying`: lines said once Ctrl-C is taken care of.
+    static func run(_ client: ControlClient, ids: Set<TransferID>, directory: StateDirectory, saying: [String] = []) async -> Int32 {
         let reporter = Reporter()
         let seen = Mutex<[TransferID: Seen]>([:])
+        let signals = [SIGINT, SIGTERM].map { number in
+            signal(number, SIG_IGN)
+            let source = DispatchSource.makeSignalSource(signal: number, queue: .global())
+            source.setEventHandler {
+                let open = ids.filter { id in seen.withLock { $0[id].map { !$0.state.isTerminal } ?? true } }.sorted()
+                reporter.output.sync {}
+                printError(interrupted(open, directory: directory))
+                exit(128 + number)
+            }
+            source.resume()
+            return source
+        }
+        defer {
+            signals.forEach { $0.cancel() }
+            for number in [SIGINT, SIGTERM] { signal(number, SIG_DFL) }
+        }
+        saying.forEach { printError($0) }
         // The end comes once, from the update that finishes the last item or from the connection closing;
         // whichever of it and the waiter below comes second resumes the waiter.
         let end = Mutex<(result: (snapshot: QueueSnapshot?, reason: String?)?, waiter: CheckedContinuation<Void, Never>?)>((nil, nil))
@@ -68,5 +89,21 @@ enum Follow {
             return 1
         }
         return reporter.results(snapshot, ids: ids)
+    }
+
+    /// Pauses `open` in the engine (a connection of its own: the subscribed one only listens); what happened, in words.
+    private static func interrupted(_ open: [TransferID], directory: StateDirectory) -> String {
+        guard !open.isEmpty else { return "interrupted" }
+        let listed = TransferID.list(open)
+        guard let pauser = ControlClient.connect(directory) else {
+            return "interrupted: the engine could not be reached; \(listed) may go on there (ferry pause \(listed) stops them)"
+        }
+        defer { pauser.close() }
+        do {
+            _ = try QueueCommand.pause(Selection(ids: open.map(\.rawValue))).perform(on: .remote(pauser))
+            return "interrupted: paused \(listed) in the engine; the partial files stay, and the same command resumes them"
+        } catch {
+            return "interrupted: \(listed) could not be paused (\(error)); they go on in the engine (ferry pause \(listed) stops them)"
+        }
     }
 }

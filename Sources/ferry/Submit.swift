@@ -60,10 +60,10 @@ func submit(_ common: CommonOptions, config: Config, specs: [TransferSpec], deta
         }
         let ids = added.items.filter { $0.how != .alreadyDone }.map(\.id)
         guard !ids.isEmpty else { throw ExitCode.success }
-        printError("handed \(ids.count) \(ids.count == 1 ? "item" : "items") to the running engine: \(TransferID.list(ids))")
-        if let jobs = common.jobs { printError(jobsNotApplied(jobs)) }
-        if let retries = common.retries { printError(retriesNotApplied(retries)) }
-        throw ExitCode(await Follow.run(client, ids: Set(ids)))
+        var said = ["handed \(ids.count) \(ids.count == 1 ? "item" : "items") to the running engine: \(TransferID.list(ids))"]
+        if let jobs = common.jobs { said.append(jobsNotApplied(jobs)) }
+        if let retries = common.retries { said.append(retriesNotApplied(retries)) }
+        throw ExitCode(await Follow.run(client, ids: Set(ids), directory: common.stateDirectory, saying: said))
     }
 }
 

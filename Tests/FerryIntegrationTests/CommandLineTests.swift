@@ -25,6 +25,55 @@ import TestHTTPServer
         #expect(!result.stderr.contains("\u{1B}"))
     }
 
+    /// Issue 41: Ctrl-C on a headless `get` handed to a running engine pauses what it started there and says so
+    /// (it exited 130 and left the download running in the engine, without a word); the same command resumes it.
+    @Test func ctrlCOnAGetHandedToAnEnginePausesWhatItStarted() async throws {
+        let body = Resource.randomBytes(count: 2 << 20, seed: 22)
+        server.route("/held.bin", [.serve(Resource(body: body, etag: "\"h\""), ServeOptions(stallAfter: 256 << 10)),
+                                   .serve(Resource(body: body, etag: "\"h\""))])
+        let state = dir.path + "/state", config = dir.path + "/ferry.toml"
+        try "[engine]\nlinger = 60\n[network]\nidle_timeout = 600\n".write(toFile: config, atomically: true, encoding: .utf8)
+        let url = server.url("/held.bin").absoluteString
+        // An engine that runs already (an item of its own keeps it busy).
+        server.route("/other.bin", .hang)
+        #expect(try await runFerry(["get", "--detach", "-o", dir.path, server.url("/other.bin").absoluteString, "--config", config],
+                                   stateDir: state).status == 0)
+        let follower = ChildProcess()
+        follower.executableURL = builtExecutable("ferry")
+        follower.arguments = ["--no-tui", "get", "-o", dir.path, url, "--config", config]
+        follower.environment = isolatedEnvironment(stateDir: state, configHome: dir.path)
+        let err = Pipe()
+        _ = fcntl(err.fileHandleForReading.fileDescriptor, F_SETFD, FD_CLOEXEC)
+        _ = fcntl(err.fileHandleForWriting.fileDescriptor, F_SETFD, FD_CLOEXEC)
+        follower.standardError = err
+        follower.standardOutput = FileHandle.nullDevice
+        follower.standardInput = FileHandle.nullDevice
+        let exited = AsyncStream<Void>.makeStream()
+        follower.terminationHandler = { _ in exited.continuation.finish() }
+        try follower.run()
+        let said = DataReader(err.fileHandleForReading)
+        try err.fileHandleForWriting.close()
+        // Handed over (the line comes once Ctrl-C is taken care of) and stalled mid-file in the engine.
+        try await eventually("handed over and running") {
+            String(decoding: said.received, as: UTF8.self).contains("handed 1 item to the running engine")
+                && server.requests("/held.bin").count == 1
+        }
+        follower.interrupt()
+        for await _ in exited.stream {}
+        let stderr = String(decoding: await said.finish(), as: UTF8.self)
+        #expect(follower.terminationStatus == 130, "\(stderr)")
+        #expect(stderr.contains("interrupted: paused #2 in the engine; the partial files stay, and the same command resumes them"), "\(stderr)")
+        let listed = try await runFerry(["list", "--json", "--config", config], stateDir: state)
+        let items = try #require(try JSONSerialization.jsonObject(with: Data(listed.stdout.utf8)) as? [[String: Any]])
+        #expect(items.first { $0["id"] as? Int == 2 }?["state"] as? String == "paused", "\(listed.stdout)")
+        // The same command resumes it, from where it stood, and follows it to the end.
+        let again = try await runFerry(["--no-tui", "get", "-o", dir.path, url, "--config", config], stateDir: state)
+        #expect(again.status == 0, "\(again.stderr)")
+        #expect(dir.contents("held.bin") == body)
+        #expect(server.requests("/held.bin").last?.header("Range") != nil, "resumed, not fetched again from zero")
+        _ = try await runFerry(["stop", "--config", config], stateDir: state)
+    }
+
     /// Issue 41: a server that ignores Range answers a resume with the whole file: the progress goes back to zero,
     /// and the headless lines say so, once, after "resuming at" (they said nothing, and the count went backwards).
     @Test func aStartOverFromZeroIsSaidOnce() async throws {

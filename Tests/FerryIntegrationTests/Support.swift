@@ -179,6 +179,9 @@ final class DataReader: @unchecked Sendable {
         }
     }
 
+    /// What the child wrote so far.
+    var received: Data { lock.withLock { data } }
+
     /// What the child wrote, once the pipe ends. A process the child started (a background engine) may hold
     /// the pipe longer than the child lives: after `grace` seconds what has arrived is taken. Waits on a
     /// thread of its own, never on the test pool's.
