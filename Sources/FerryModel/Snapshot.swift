@@ -81,6 +81,12 @@ public struct TransferSnapshot: Sendable, Identifiable, Equatable, Codable {
         return failure.words(message: lastError.map { TerminalSafe.sanitize($0) })
     }
 
+    /// The retries spent, of how many: `2/5`, and past the count, while a server or link that is away is waited
+    /// out (RetryPolicy.patience), `6 (past 5: waiting the server out)`.
+    public var retryCount: String {
+        retries <= maxRetries ? "\(retries)/\(maxRetries)" : "\(retries) (past \(maxRetries): waiting the server out)"
+    }
+
     /// A name to show before the real one is known.
     public var displayName: String { Self.displayName(spec: spec, fileName: fileName) }
 

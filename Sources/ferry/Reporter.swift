@@ -77,7 +77,7 @@ final class Reporter: Sendable {
             }
         case .waiting:
             let wait = item.nextRetryAt.map { max(0, $0.timeIntervalSinceNow) } ?? 0
-            line = "\(name): retry \(item.retries)/\(item.maxRetries) in \(ByteFormat.duration(wait.rounded(.up))): \(TerminalSafe.sanitize(item.lastError ?? ""))"
+            line = "\(name): retry \(item.retryCount) in \(ByteFormat.duration(wait.rounded(.up))): \(TerminalSafe.sanitize(item.lastError ?? ""))"
         case .completed where item.spec.direction == .upload:
             let status = item.response.map { " (HTTP \($0.status))" } ?? ""
             line = "\(name): done, \(ByteFormat.bytes(item.bytesDone)) sent\(status)"

@@ -11,6 +11,26 @@ import Testing
     /// Always draws the top of the range, so the ceiling is visible.
     let top: (ClosedRange<Double>) -> Double = { $0.upperBound }
 
+    /// Issue 41: a failure that costs nothing to wait out is retried past the count until `patience` has passed
+    /// since the run of failures began (a server restarting for 20 s spent five retries in about 4 s); others are
+    /// not, and neither is one past its patience.
+    @Test func aServerThatIsAwayIsWaitedOutPastTheCount() {
+        let policy = RetryPolicy()
+        let refused = TransferFailure.transport(code: -1004, kind: .refused, message: "Could not connect")
+        let busy = TransferFailure.http(status: 503, reason: "Service Unavailable", retryAfter: nil)
+        for failure in [refused, busy, .http(status: 502, reason: "Bad Gateway", retryAfter: nil), .transport(code: -1005, kind: .connectionLost, message: "lost")] {
+            #expect(policy.decide(failure, retries: 5, failingFor: 4) != .giveUp, "\(failure)")
+            #expect(policy.decide(failure, retries: 40, failingFor: 59) != .giveUp, "\(failure)")
+            #expect(policy.decide(failure, retries: 5, failingFor: 60) == .giveUp, "\(failure)")
+        }
+        for failure in [TransferFailure.http(status: 404, reason: "Not Found", retryAfter: nil), .http(status: 500, reason: "Internal Server Error", retryAfter: nil),
+                        .transport(code: -1003, kind: .noSuchHost, message: "no such host")] {
+            #expect(policy.decide(failure, retries: policy.maxRetries, failingFor: 4) == .giveUp, "\(failure)")
+        }
+        // A POST the server may have acted on is not retried however long it has been failing.
+        #expect(policy.decide(.http(status: 502, reason: "Bad Gateway", retryAfter: nil), retries: 0, idempotent: false, failingFor: 1) == .giveUp)
+    }
+
     @Test func defaultsMatchTheDesign() {
         #expect(policy.maxRetries == 5)
         #expect(policy.baseDelay == 1)

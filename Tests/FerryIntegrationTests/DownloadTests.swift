@@ -180,6 +180,40 @@ import TestHTTPServer
         #expect(zip(attempts, attempts.dropFirst()).allSatisfy { $1.startedAt.timeIntervalSince($0.startedAt) == 600 })
     }
 
+    /// Issue 41: a server away for a while (a restart: 503s, then the file) is waited out past the retry count,
+    /// for `patience` (60 s) from the first failure of the run, on the engine's clock; then the item fails. A
+    /// resumable upload spent its five retries in about 4 s against a server restarting for 20 s.
+    @Test func aServerThatIsAwayIsWaitedOutForAMinuteThenGivenUpOn() async throws {
+        let body = Resource.randomBytes(count: 1000, seed: 9)
+        let busy = Behavior.status(503)
+        server.route("/restarting.bin", Array(repeating: busy, count: 6) + [.serve(Resource(body: body))])
+        server.route("/gone.bin", Array(repeating: busy, count: 20))
+        var configuration = testConfiguration()
+        configuration.retry.maxRetries = 1
+        let clock = ManualClock()
+        let manager = try TransferManager(configuration: configuration, clock: clock)
+        defer { manager.shutdown() }
+        let restarting = download("/restarting.bin", manager: manager)
+        let gone = download("/gone.bin", manager: manager)
+        // Ten seconds a failure: the first at 0 s, the seventh at 60 s.
+        while server.requests("/gone.bin").count < 20, manager.snapshot(of: gone)?.state != .failed {
+            // Both waiting with their timers set (a clock moved before a timer is set skips a failure).
+            try await eventually("the retries' timers set, or the item ended") {
+                let waiting = [restarting, gone].filter { manager.snapshot(of: $0)?.state == .waiting }.count
+                return manager.snapshot(of: gone)?.state == .failed
+                    || (manager.snapshot(of: gone)?.state == .waiting && clock.pending == waiting)
+            }
+            if manager.snapshot(of: gone)?.state == .failed { break }
+            clock.advance(by: 10)
+        }
+        try await finish(manager, [restarting, gone])
+        #expect(manager.snapshot(of: restarting)?.state == .completed, "six 503s in 50 s, past a count of 1")
+        #expect(dir.contents("restarting.bin") == body)
+        #expect(manager.snapshot(of: restarting)?.retries == 6)
+        #expect(manager.snapshot(of: gone)?.state == .failed)
+        #expect(server.requests("/gone.bin").count == 7, "failures at 0, 10, ... 60 s: given up on at 60")
+    }
+
     @Test func retryAfterAsAnHTTPDateIsHonoured() async throws {
         let body = Resource.randomBytes(count: 1000, seed: 8)
         let clock = ManualClock()

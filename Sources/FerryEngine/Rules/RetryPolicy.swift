@@ -19,8 +19,25 @@ public struct RetryPolicy: Sendable, Equatable {
     /// -1004 cannot connect, -1005 connection lost, -1009 not connected, -1020 data not allowed.
     public var retryableTransportCodes: Set<Int> = [-1, -1001, -1004, -1005, -1009, -1020]
     public var dnsTransportCodes: Set<Int> = [-1003, -1006]
+    /// A failure that costs nothing to wait out (the server or the link is away for a while) is retried past
+    /// `maxRetries` until this long has passed since the first failure of its run (progress starts a new run):
+    /// a server restarting for 20 s spent five retries in about 4 s and the upload failed.
+    public var patience: TimeInterval = 60
+    /// Those failures: a connection refused, lost or timed out, the link down, and the statuses of a server
+    /// that is busy or behind a proxy while it restarts (not 500: a server's own error may be for good).
+    public var waitedOutTransportCodes: Set<Int> = [-1, -1001, -1004, -1005, -1009]
+    public var waitedOutStatuses: Set<Int> = [408, 429, 502, 503, 504]
 
     public init() {}
+
+    /// Whether `failure` is one that costs nothing to wait out (`patience`).
+    public func waitsOut(_ failure: TransferFailure) -> Bool {
+        switch failure {
+        case let .transport(code, _, _): return waitedOutTransportCodes.contains(code)
+        case let .http(status, _, _): return waitedOutStatuses.contains(status)
+        case .protocolViolation, .local, .integrity: return false
+        }
+    }
 
     /// The jitter-free ceiling for retry number `n` (1-based).
     public func backoffCeiling(retry n: Int) -> TimeInterval {
@@ -52,13 +69,17 @@ public struct RetryPolicy: Sendable, Equatable {
     /// Statuses after which a non-idempotent request (POST) cannot have been acted on.
     public var retryableStatusesForNonIdempotent: Set<Int> = [408, 429, 503]
 
-    /// - Parameter idempotent: false for POST: only failures where the server cannot have acted are retried.
+    /// - Parameters:
+    ///   - idempotent: false for POST: only failures where the server cannot have acted are retried.
+    ///   - failingFor: seconds since the first failure of this run of failures (`patience`; without it, none).
     public func decide(
-        _ failure: TransferFailure, retries: Int, dnsRetries: Int = 0, idempotent: Bool = true,
+        _ failure: TransferFailure, retries: Int, dnsRetries: Int = 0, idempotent: Bool = true, failingFor: TimeInterval = .infinity,
         random: (ClosedRange<Double>) -> Double = { Double.random(in: $0) }
     ) -> Decision {
-        // The budget says how many retries this failure has (a name that does not resolve has fewer).
-        guard retries < budget(retries: retries, dnsRetries: dnsRetries, afterDNS: isDNS(failure)) else { return .giveUp }
+        // The budget says how many retries this failure has (a name that does not resolve has fewer); one that
+        // costs nothing to wait out has at least `patience` seconds too.
+        guard retries < budget(retries: retries, dnsRetries: dnsRetries, afterDNS: isDNS(failure))
+            || (waitsOut(failure) && failingFor < patience) else { return .giveUp }
         var floor: TimeInterval = 0
         switch failure {
         case let .http(status, _, retryAfter):

@@ -272,7 +272,11 @@ extension Transfer {
             highWater = bytesDone
             retries = 0
             dnsRetries = 0
+            failingSince = nil
         }
+        // The run of failures began with the first since the last progress (RetryPolicy.patience).
+        let since = failingSince ?? clock.now
+        failingSince = since
         lastFailureWasDNS = policy.isDNS(failure)
         var idempotent = true
         if let upload = spec.upload {
@@ -281,7 +285,8 @@ extension Transfer {
             // A POST whose upload the server keeps at a location goes on there, not again at the endpoint.
             idempotent = upload.method.uppercased() != "POST" || resumable?.location != nil
         }
-        switch policy.decide(failure, retries: retries, dnsRetries: dnsRetries, idempotent: idempotent) {
+        switch policy.decide(failure, retries: retries, dnsRetries: dnsRetries, idempotent: idempotent,
+                             failingFor: clock.now.timeIntervalSince(since)) {
         case .giveUp:
             return fail(ItemFailure(failure))
         case let .retry(after):

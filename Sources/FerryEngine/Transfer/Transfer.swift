@@ -78,6 +78,8 @@ final class Transfer {
     var highWater: Int64 = 0
     var retries = 0
     var dnsRetries = 0
+    /// When the run of failures under way began (RetryPolicy.patience); nil after progress or a fresh start.
+    var failingSince: Date?
     /// The last failure was a name that did not resolve: the retries shown are out of its smaller budget.
     var lastFailureWasDNS = false
     var attempts: [Attempt] = []
@@ -219,6 +221,7 @@ final class Transfer {
         state = .queued
         retries = 0
         dnsRetries = 0
+        failingSince = nil
         lastFailureWasDNS = false
         rangeRetries = [:]
         cancelAfterFinish = false

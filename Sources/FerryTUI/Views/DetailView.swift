@@ -85,7 +85,7 @@ enum DetailView {
         if let status = item.lastStatus, item.failure?.status != status { field("Status", "HTTP \(status)") }
         if let error = item.lastError { field("Error", context.outside(error), style: Palette.error) }
         if item.retries > 0 || item.state == .waiting {
-            var retries = "\(item.retries) of \(item.maxRetries)"
+            var retries = item.retries <= item.maxRetries ? "\(item.retries) of \(item.maxRetries)" : item.retryCount
             if let next = item.nextRetryAt, item.state == .waiting {
                 retries += ", next in \(ByteFormat.duration(max(0, next.timeIntervalSince(context.now)).rounded(.up)))"
             }

@@ -45,13 +45,13 @@ enum RowText {
         case .running: return item.eta.map { ByteFormat.duration($0) } ?? "--"
         case .waiting:
             let wait = item.nextRetryAt.map { max(0, $0.timeIntervalSince(now)).rounded(.up) } ?? 0
-            guard let words = item.failureWords else { return "retry \(item.retries)/\(item.maxRetries) in \(ByteFormat.duration(wait))" }
+            guard let words = item.failureWords else { return "retry \(item.retryCount) in \(ByteFormat.duration(wait))" }
             return "\(words), in \(ByteFormat.duration(wait))"
         case .failed: return item.failureWords ?? item.state.label
         case .queued where item.retries > 0:
             // Queued again after a failure (its retry came due while every slot was taken, or it was paused and
             // resumed): the failure it will retry, and that it waits for its turn.
-            guard let words = item.failureWords else { return "retry \(item.retries)/\(item.maxRetries), queued" }
+            guard let words = item.failureWords else { return "retry \(item.retryCount), queued" }
             return "\(words), queued"
         case .queued, .paused, .completed, .cancelled: return item.state.label
         }
