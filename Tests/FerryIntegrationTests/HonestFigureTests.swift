@@ -15,34 +15,6 @@ import TestHTTPServer
         dir = try TempDir()
     }
 
-    /// The header's upload rate after the last upload ended, while a download goes on: 0 once a window passed
-    /// with nothing sent (it said 271 B/s two minutes later).
-    @Test func theUploadRateFallsToZeroWhenTheLastUploadEnds() async throws {
-        let file = dir.path + "/up.bin"
-        try Resource.randomBytes(count: 4 << 20, seed: 41).write(to: URL(fileURLWithPath: file))
-        server.route("/up", .status(201))
-        // A download that stays running with nothing moving (held after its first 64 KiB).
-        server.route("/held.bin", .serve(Resource(body: Resource.randomBytes(count: 1 << 20, seed: 42)),
-                                         ServeOptions(stallAfter: 64 << 10)))
-        var configuration = testConfiguration()
-        configuration.idleTimeout = 600
-        let manager = try TransferManager(configuration: configuration)
-        defer { manager.shutdown() }
-        let held = manager.add(TransferSpec(download: server.url("/held.bin"), directory: dir.path))
-        var spec = TransferSpec(upload: UploadSpec(method: "PUT", body: .raw(.file(path: file), contentType: "application/octet-stream")),
-                                to: server.url("/up"))
-        spec.rateLimit = 1 << 20  // 4 s: long enough for a rate to show
-        let upload = manager.add(spec)
-        try await eventually("an upload rate in the header") { manager.snapshot().totals.uploadBytesPerSecond > 0 }
-        try await finish(manager, [upload])
-        #expect(manager.snapshot(of: upload)?.state == .completed)
-        try await eventually(within: 60, "the upload rate at 0") {
-            manager.snapshot().totals.uploadBytesPerSecond == 0
-        }
-        #expect(manager.snapshot(of: held)?.state == .running, "the download still runs: the header still shows rates")
-        _ = server.cutStalled("/held.bin")
-    }
-
     /// `ferry list --json` gives a running item's rate, the one every surface shows (it had none: the records a
     /// list reads keep no rate).
     @Test func aListGivesARunningItemsRate() async throws {

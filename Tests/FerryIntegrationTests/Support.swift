@@ -26,6 +26,9 @@ func testConfiguration(maxConcurrent: Int = 4) -> EngineConfiguration {
     configuration.maxConcurrent = maxConcurrent
     configuration.retry.baseDelay = 0.05
     configuration.retry.maxDelay = 0.2
+    // Retried as many times as the test says, however cheap the failure is to wait out (a test of that sets
+    // its own patience): 0.2 s apart, a minute of a refused connection is 300 attempts.
+    configuration.retry.patience = 0
     // Stalled answers must outlast a test that the busy cooperative pool resumes late.
     configuration.idleTimeout = 60
     return configuration

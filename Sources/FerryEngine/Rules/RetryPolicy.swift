@@ -21,7 +21,8 @@ public struct RetryPolicy: Sendable, Equatable {
     public var dnsTransportCodes: Set<Int> = [-1003, -1006]
     /// A failure that costs nothing to wait out (the server or the link is away for a while) is retried past
     /// `maxRetries` until this long has passed since the first failure of its run (progress starts a new run):
-    /// a server restarting for 20 s spent five retries in about 4 s and the upload failed.
+    /// a server restarting for 20 s spent five retries in about 4 s and the upload failed. Not with
+    /// `--retries 0`: no retry was asked for.
     public var patience: TimeInterval = 60
     /// Those failures: a connection refused, lost or timed out, the link down, and the statuses of a server
     /// that is busy or behind a proxy while it restarts (not 500: a server's own error may be for good).
@@ -79,7 +80,7 @@ public struct RetryPolicy: Sendable, Equatable {
         // The budget says how many retries this failure has (a name that does not resolve has fewer); one that
         // costs nothing to wait out has at least `patience` seconds too.
         guard retries < budget(retries: retries, dnsRetries: dnsRetries, afterDNS: isDNS(failure))
-            || (waitsOut(failure) && failingFor < patience) else { return .giveUp }
+            || (maxRetries > 0 && waitsOut(failure) && failingFor < patience) else { return .giveUp }
         var floor: TimeInterval = 0
         switch failure {
         case let .http(status, _, retryAfter):
