@@ -388,10 +388,6 @@ public final class Aria2RPC: @unchecked Sendable {
         ]
     }
 
-    /// The global options ferry applies (`changeGlobalOption`).
-    static let changedGlobalOptions: Set = ["max-concurrent-downloads", "max-overall-download-limit", "max-overall-upload-limit",
-                                            "max-download-limit", "dir"]
-
     /// Applies the options ferry applies and leaves the others as they are, answering OK, as aria2 answers a
     /// call with options it takes: a web UI's settings dialog sends every option it shows in one call (with
     /// `max-connection-per-server`, which ferry does not change, the whole call was refused and the

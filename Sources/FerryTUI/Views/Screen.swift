@@ -19,18 +19,18 @@ public enum Screen {
         let top = 1
         var rows = max(0, canvas.height - 2)
         if state.prompt?.error != nil || state.prompt?.hint != nil { rows = max(0, rows - 1) }
+        // The item the keys act on (its state decides which the footer offers), found once a frame.
+        let acted: TransferSnapshot?
         switch state.screen {
         case .list:
+            acted = state.selectedItem(snapshot)
             TransferList.render(state, snapshot, listed ?? state.rows(snapshot), context, into: &canvas, top: top, rows: rows)
         case let .detail(id):
-            DetailView.render(snapshot.items.first { $0.id == id }, scroll: state.detailScroll, context, into: &canvas, top: top, rows: rows)
+            acted = snapshot.items.first { $0.id == id }
+            DetailView.render(acted, scroll: state.detailScroll, context, into: &canvas, top: top, rows: rows)
         case .help:
+            acted = nil
             HelpView.render(state, context, into: &canvas, top: top, rows: rows)
-        }
-        let acted: TransferSnapshot? = switch state.screen {
-        case let .detail(id): snapshot.items.first { $0.id == id }
-        case .list: state.selectedItem(snapshot)
-        case .help: nil
         }
         FooterBar.render(state, selected: acted, context, into: &canvas)
     }
