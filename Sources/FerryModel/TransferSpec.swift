@@ -279,6 +279,63 @@ extension TransferSpec {
     }
 }
 
+/// One option a re-asked transfer (the same `get`/`put` again, TransferSpec.identity) was given with another
+/// value than its item had: the item takes the new one, and the user is told which. Values that may be secret
+/// (headers, logins) are named, never shown.
+public struct OptionChange: Sendable, Codable, Equatable {
+    /// The option as the command line spells it (`--limit-rate`).
+    public var option: String
+    /// The value before and now, in words; nil: not given.
+    public var was: String?
+    public var now: String?
+
+    public init(option: String, was: String?, now: String?) {
+        self.option = option
+        self.was = was
+        self.now = now
+    }
+
+    /// `--limit-rate 5.0 MiB/s (was 100.0 KiB/s)`.
+    public var words: String { "\(option) \(now ?? "none") (was \(was ?? "none"))" }
+}
+
+extension TransferSpec {
+    /// The options in which this spec (asked now) differs from `old` (the item's), for the same transfer:
+    /// what an item asked again takes. Empty when they are the same.
+    public func optionChanges(from old: TransferSpec) -> [OptionChange] {
+        var changes: [OptionChange] = []
+        func note(_ option: String, _ was: String?, _ now: String?) {
+            if was != now { changes.append(OptionChange(option: option, was: was, now: now)) }
+        }
+        // A hash is long: its first 12 digits tell two apart.
+        note("--sha256", old.sha256.map { String($0.prefix(12)) + "…" }, sha256.map { String($0.prefix(12)) + "…" })
+        note("--limit-rate", old.rateLimit.map { ByteFormat.rate(Double($0)) }, rateLimit.map { ByteFormat.rate(Double($0)) })
+        note("--segments", old.segments.map(String.init), segments.map(String.init))
+        if old.headers != headers {
+            // Names only: a header's value may be a token. The same names with other values still differ.
+            let names = { (headers: [HTTPHeader]) in headers.isEmpty ? nil : headers.map(\.name).joined(separator: ", ") }
+            let was = names(old.headers), now = names(headers)
+            changes.append(OptionChange(option: "--header", was: was == now ? was.map { $0 + " (other values)" } : was, now: now))
+        }
+        note("--netrc", old.netrcFile, netrcFile)
+        if let upload, let oldUpload = old.upload {
+            note("--resumable", oldUpload.resumable?.rawValue, upload.resumable?.rawValue)
+            if oldUpload.body != upload.body { changes.append(OptionChange(option: "--content-type", was: "as before", now: "as given now")) }
+        }
+        return changes
+    }
+
+    /// Whether a change from `old` alters the requests an attempt makes (headers, logins, ranges, an upload's
+    /// body or protocol): a running attempt then goes on as a new one. A checksum counts at the finish and a
+    /// limit at once, so they alone do not.
+    public func changesRequests(from old: TransferSpec) -> Bool {
+        var requests = self
+        requests.sha256 = old.sha256
+        requests.rateLimit = old.rateLimit
+        return requests != old
+    }
+}
+
 /// The items that one command queued (one `get`/`put`, one `-i` file, one add in the UI): its id, when, and
 /// what the user typed. A headless `get`/`put` runs and waits for its own batch only.
 public struct Batch: Sendable, Codable, Equatable {
@@ -314,6 +371,11 @@ public struct AddedItem: Sendable, Codable, Equatable {
     /// Reused items: the item's name as lists show it, and a completed download's file.
     public var name: String?
     public var savedPath: String?
+    /// Reused items: the options it was asked with now that differ from the item's; it takes them.
+    public var changed: [OptionChange]?
+    /// A forced add (`--force`): the unfinished item of the same transfer this new one replaces, removed with
+    /// its `.part` file (or its copy on the server) so that the new one starts afresh under the same name.
+    public var replaced: TransferID?
 
     public init(id: TransferID, how: How, before: TransferState? = nil) {
         self.id = id

@@ -58,6 +58,12 @@ public struct StoredTransfer: Sendable, Codable, Equatable {
 
     /// Of the items that are the same transfer as a new spec (newest first), the one an add reuses: the
     /// newest not completed, else the newest completed whose file is still in place; nil: add a new item.
+    /// Whether this item, found again for `spec` (the same transfer), takes `spec` in place of its own: an
+    /// unfinished item asked for with other options. A completed one keeps what it was done with.
+    public func retakes(_ spec: TransferSpec) -> Bool {
+        state != .completed && self.spec != spec
+    }
+
     public static func reusable(among same: [StoredTransfer]) -> StoredTransfer? {
         if let open = same.first(where: { $0.state != .completed }) { return open }
         return same.first { item in
@@ -81,10 +87,14 @@ public struct QueueAddition: Sendable, Equatable {
     public var item: StoredTransfer
     /// The item was in the queue already (the same transfer, TransferSpec.identity), not added.
     public var existing: Bool
+    /// An existing unfinished item asked for with other options: its spec before (the item's is now the one
+    /// given: QueueStore.add).
+    public var previousSpec: TransferSpec?
 
-    public init(item: StoredTransfer, existing: Bool) {
+    public init(item: StoredTransfer, existing: Bool, previousSpec: TransferSpec? = nil) {
         self.item = item
         self.existing = existing
+        self.previousSpec = previousSpec
     }
 }
 
@@ -135,8 +145,12 @@ public protocol QueueStore: Sendable {
     func loadAdded(after id: TransferID) throws -> [StoredTransfer]
     /// Appends new queued items at the end of the queue, all or none, in `batch`. With `reuse`, a spec of a
     /// transfer already in the queue (TransferSpec.identity; StoredTransfer.reusable) adds nothing: its item
-    /// is returned, moved into `batch`; the same transfer twice in `specs` is one item.
+    /// is returned, moved into `batch`; the same transfer twice in `specs` is one item. An unfinished item found so
+    /// takes the spec given now (its options: checksum, limit, headers, segments), its old one returned beside it.
     func add(_ specs: [TransferSpec], batch: Int64?, reuse: Bool) throws -> [QueueAddition]
+    /// The unfinished items (any state but completed) that are the same transfer as one of `identities`
+    /// (TransferSpec.identity): what a forced add replaces.
+    func unfinished(sameAs identities: [String]) throws -> [(id: TransferID, identity: String)]
     /// A new batch for what the user typed.
     func makeBatch(command: String) throws -> Batch
     /// The batches, oldest first.
@@ -239,7 +253,12 @@ public final class InMemoryQueueStore: QueueStore {
                     let same = s.items.values.filter { $0.spec.identity == identity }.sorted { $0.id > $1.id }
                     if let found = StoredTransfer.reusable(among: same) {
                         if let batch { s.items[found.id]?.batch = batch }
-                        return QueueAddition(item: s.items[found.id]!, existing: true)
+                        let previous = found.retakes(spec) ? found.spec : nil
+                        if let previous {
+                            s.items[found.id]?.spec = spec
+                            if spec.rateLimit != previous.rateLimit { s.items[found.id]?.rateLimit = spec.rateLimit }
+                        }
+                        return QueueAddition(item: s.items[found.id]!, existing: true, previousSpec: previous)
                     }
                 }
                 var item = StoredTransfer(id: TransferID(s.nextID), position: position, spec: spec)
@@ -249,6 +268,16 @@ public final class InMemoryQueueStore: QueueStore {
                 s.items[item.id] = item
                 return QueueAddition(item: item, existing: false)
             }
+        }
+    }
+
+    public func unfinished(sameAs identities: [String]) throws -> [(id: TransferID, identity: String)] {
+        let wanted = Set(identities)
+        return state.withLock { s in
+            s.items.values.compactMap { item in
+                guard item.state != .completed, let identity = item.spec.identity, wanted.contains(identity) else { return nil }
+                return (item.id, identity)
+            }.sorted { $0.id < $1.id }
         }
     }
 

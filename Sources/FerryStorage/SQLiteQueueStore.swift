@@ -287,7 +287,18 @@ public final class SQLiteQueueStore: QueueStore {
                         try db.cachedStatement(sql: "UPDATE transfer SET batch = ? WHERE id = ?").execute(arguments: [batch, found.id.rawValue])
                         found.batch = batch
                     }
-                    added.append(QueueAddition(item: found, existing: true))
+                    // Asked again with other options: the item takes them (a limit asked anew is its limit in force).
+                    let previous = found.retakes(spec) ? found.spec : nil
+                    if let previous {
+                        var stored = spec
+                        stored.url = Self.specURL
+                        let limit = spec.rateLimit != previous.rateLimit ? spec.rateLimit : found.rateLimit
+                        try db.cachedStatement(sql: "UPDATE transfer SET spec = ?, rateLimit = ? WHERE id = ?")
+                            .execute(arguments: [try json(stored), limit, found.id.rawValue])
+                        found.spec = spec
+                        found.rateLimit = limit
+                    }
+                    added.append(QueueAddition(item: found, existing: true, previousSpec: previous))
                     continue
                 }
                 var stored = spec
@@ -304,6 +315,16 @@ public final class SQLiteQueueStore: QueueStore {
                 position += 1
             }
             return added
+        }
+    }
+
+    public func unfinished(sameAs identities: [String]) throws -> [(id: TransferID, identity: String)] {
+        try pool.read { db in
+            var found: [(id: TransferID, identity: String)] = []
+            try Self.whereIn(db, "SELECT id, state, identity FROM transfer", column: "identity", identities) { row in
+                if row[1] as String? != TransferState.completed.rawValue { found.append((TransferID(row[0]), row[2])) }
+            }
+            return found.sorted { $0.id < $1.id }
         }
     }
 

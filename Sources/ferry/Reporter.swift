@@ -114,7 +114,7 @@ final class Reporter: Sendable {
     func added(_ items: [AddedItem]) {
         var shown = 0
         var more: [AddedItem.How: Int] = [:]
-        for item in items where item.how != .added {
+        for item in items where item.how != .added || item.replaced != nil {
             guard shown < Self.foundLinesShown else {
                 more[item.how, default: 0] += 1
                 continue
@@ -122,10 +122,13 @@ final class Reporter: Sendable {
             shown += 1
             let name = "\(item.id) \(TerminalSafe.sanitize(item.name ?? ""))"
             let before = item.before?.rawValue ?? "queued"
+            // The options it was asked with now and differ from the item's: it takes them.
+            let takes = item.changed.map { "; it takes the options given now: " + $0.map(\.words).joined(separator: ", ") } ?? ""
             switch item.how {
-            case .added: continue
-            case .alreadyQueued: printError("\(name): already in the queue (\(before)); not added again")
-            case .resumed: printError("\(name): already in the queue (\(before)); resuming it")
+            case .added:
+                if let old = item.replaced { printError("\(item.id): a new copy in place of \(old) (--force: its partial file deleted)") }
+            case .alreadyQueued: printError("\(name): already in the queue (\(before)); not added again\(takes)")
+            case .resumed: printError("\(name): already in the queue (\(before)); resuming it\(takes)")
             case .alreadyDone:
                 if let path = item.savedPath {
                     printError("already done: \(TerminalSafe.sanitize(path)) (\(item.id); --force fetches a new copy)")
@@ -136,7 +139,7 @@ final class Reporter: Sendable {
         }
         guard !more.isEmpty else { return }
         let counts = [(AddedItem.How.alreadyQueued, "already in the queue, not added again"), (.resumed, "resumed"),
-                      (.alreadyDone, "already done")]
+                      (.alreadyDone, "already done"), (.added, "unfinished, replaced by new copies (--force)")]
             .compactMap { how, words in more[how].map { "\($0) \(words)" } }
         printError("and \(more.values.reduce(0, +)) more found in the queue: \(counts.joined(separator: ", ")) (ferry list shows them)")
     }

@@ -166,6 +166,77 @@ import TestHTTPServer
         #expect(server.requests("/done.bin").count == 3)
     }
 
+    /// Issue 41: the same `get` asked again with another checksum takes it (it failed again on the old one),
+    /// and says which options it took.
+    @Test func aGetAskedAgainWithTheRightChecksumTakesIt() async throws {
+        let body = Resource.randomBytes(count: 100_000, seed: 15)
+        server.route("/sum.bin", .serve(Resource(body: body, etag: "\"sum\"")))
+        let url = server.url("/sum.bin").absoluteString
+        let wrong = String(repeating: "0", count: 64)
+        let failed = try await runFerry(["get", "--no-tui", "-o", downloads, "--sha256", wrong, url], stateDir: state)
+        #expect(failed.status != 0, "\(failed.stderr)")
+        #expect(failed.stderr.contains("SHA-256 mismatch"), "\(failed.stderr)")
+
+        let right = sha256Hex(body)
+        let again = try await runFerry(["get", "--no-tui", "-o", downloads, "--sha256", right, url], stateDir: state)
+        #expect(again.status == 0, "\(again.stderr)")
+        #expect(again.stderr.contains("#1 sum.bin: already in the queue (failed); resuming it; it takes the options given now: "
+                                      + "--sha256 \(right.prefix(12))… (was 000000000000…)"), "\(again.stderr)")
+        #expect(FileManager.default.contents(atPath: downloads + "/sum.bin") == body)
+        #expect(try store().loadAll().map(\.spec.sha256) == [right])
+    }
+
+    /// Issue 41: `--limit-rate 5M` after an interrupted `--limit-rate 100K` run is the item's limit (it kept 100K),
+    /// said; a limit the user changed live stays when the command asks the same as before.
+    @Test func aLimitAskedAnewIsTheItemsLimit() async throws {
+        let body = Resource.randomBytes(count: 200_000, seed: 16)
+        server.route("/lim.bin", .serve(Resource(body: body, etag: "\"lim\"")))
+        let queue = try store()
+        var spec = TransferSpec(download: server.url("/lim.bin"), directory: downloads)
+        spec.rateLimit = 100 << 10
+        var item = try queue.add([spec])[0]
+        item.state = .paused
+        item.fileName = "lim.bin"
+        item.bytesDone = 50_000
+        item.validators = Validators(etag: "\"lim\"", totalLength: 200_000)
+        try queue.save(item)
+        #expect(FileManager.default.createFile(atPath: downloads + "/lim.bin.part", contents: body.prefix(50_000)))
+
+        let result = try await runFerry(["get", "--no-tui", "-o", downloads, "--limit-rate", "5M", server.url("/lim.bin").absoluteString],
+                                        stateDir: state)
+        #expect(result.status == 0, "\(result.stderr)")
+        #expect(result.stderr.contains("it takes the options given now: --limit-rate 5.0 MiB/s (was 100.0 KiB/s)"), "\(result.stderr)")
+        #expect(FileManager.default.contents(atPath: downloads + "/lim.bin") == body)
+        let after = try #require(try store().loadAll().first)
+        #expect(after.rateLimit == 5 << 20)
+        #expect(after.spec.rateLimit == 5 << 20)
+        #expect(server.requests("/lim.bin").map { $0.header("Range") } == ["bytes=50000-"])
+    }
+
+    /// Issue 41: `--force` replaces an unfinished item of the same transfer with a new one under the same name,
+    /// its `.part` file deleted (it left `f.bin.part` behind and made `f (1).bin`).
+    @Test func aForcedGetReplacesAnUnfinishedItemAndItsPartialFile() async throws {
+        let body = Resource.randomBytes(count: 150_000, seed: 17)
+        server.route("/f.bin", .serve(Resource(body: body, etag: "\"f\"")))
+        let queue = try store()
+        var item = try queue.add([TransferSpec(download: server.url("/f.bin"), directory: downloads)])[0]
+        item.state = .paused
+        item.fileName = "f.bin"
+        item.bytesDone = 40_000
+        item.validators = Validators(etag: "\"f\"", totalLength: 150_000)
+        try queue.save(item)
+        #expect(FileManager.default.createFile(atPath: downloads + "/f.bin.part", contents: Data(count: 40_000)))
+
+        let result = try await runFerry(["get", "--no-tui", "--force", "-o", downloads, server.url("/f.bin").absoluteString], stateDir: state)
+        #expect(result.status == 0, "\(result.stderr)")
+        #expect(result.stdout == downloads + "/f.bin\n")
+        #expect(result.stderr.contains("#2: a new copy in place of #1 (--force: its partial file deleted)"), "\(result.stderr)")
+        #expect(try FileManager.default.contentsOfDirectory(atPath: downloads) == ["f.bin"])
+        #expect(FileManager.default.contents(atPath: downloads + "/f.bin") == body)
+        #expect(server.requests("/f.bin").map { $0.header("Range") } == [nil])
+        #expect(try store().loadAll().map(\.id.rawValue) == [2])
+    }
+
     @Test func theSameUrlTwiceInOneListIsOneItem() async throws {
         server.route("/twice.bin", .serve(Resource(body: Resource.randomBytes(count: 10_000, seed: 14))))
         let list = dir.path + "/urls.txt"

@@ -472,6 +472,50 @@ import TestHTTPServer
         #expect(manager.snapshot(of: id)?.state == .completed)
     }
 
+    /// Issue 41: the same transfer asked again while it runs, with another header: the item takes it, and its
+    /// attempt goes on as a new one from where it was, with the new header (a re-asked item kept its old options).
+    @Test func aRunningItemAskedAgainWithAnotherHeaderGoesOnWithIt() async throws {
+        let body = Resource.randomBytes(count: 1 << 20, seed: 18)
+        let resource = Resource(body: body, etag: "\"h\"")
+        server.route("/h.bin", [.serve(resource, ServeOptions(stallAfter: 256 << 10)), .serve(resource)])
+        let manager = try TransferManager(configuration: testConfiguration())
+        defer { manager.shutdown() }
+        var spec = TransferSpec(download: server.url("/h.bin"), directory: dir.path, headers: [HTTPHeader(name: "X-Token", value: "a")])
+        let first = try manager.perform(.add(QueueCommand.Addition(specs: [spec])))
+        let id = try #require(first.added?.first?.id)
+        try await eventually("the first answer stalls at 256 KiB") { manager.snapshot(of: id)?.bytesDone == 256 << 10 }
+
+        spec.headers = [HTTPHeader(name: "X-Token", value: "b")]
+        let again = try manager.perform(.add(QueueCommand.Addition(specs: [spec])))
+        let found = try #require(again.added?.first)
+        #expect(found.id == id && found.how == .alreadyQueued && found.before == .running)
+        #expect(found.changed == [OptionChange(option: "--header", was: "X-Token (other values)", now: "X-Token")])
+        try await finish(manager, [id])
+        #expect(manager.snapshot(of: id)?.state == .completed)
+        #expect(FileManager.default.contents(atPath: dir.path + "/h.bin") == body)
+        let requests = server.requests("/h.bin")
+        #expect(requests.map { $0.header("X-Token") } == ["a", "b"])
+        #expect(requests.map { $0.header("Range") } == [nil, "bytes=\(256 << 10)-"])
+    }
+
+    /// The same transfer asked again with nothing different is left as it is (no new attempt, nothing said).
+    @Test func aRunningItemAskedAgainAsItWasGoesOn() async throws {
+        let body = Resource.randomBytes(count: 1 << 20, seed: 19)
+        server.route("/same.bin", [.serve(Resource(body: body), ServeOptions(stallAfter: 256 << 10)), .serve(Resource(body: body))])
+        let manager = try TransferManager(configuration: testConfiguration())
+        defer { manager.shutdown() }
+        let spec = TransferSpec(download: server.url("/same.bin"), directory: dir.path, sha256: sha256Hex(body))
+        let id = try #require(try manager.perform(.add(QueueCommand.Addition(specs: [spec]))).added?.first?.id)
+        try await eventually("the answer stalls at 256 KiB") { manager.snapshot(of: id)?.bytesDone == 256 << 10 }
+        let again = try #require(try manager.perform(.add(QueueCommand.Addition(specs: [spec]))).added?.first)
+        #expect(again.how == .alreadyQueued && again.changed == nil)
+        #expect(manager.snapshot(of: id)?.state == .running)
+        #expect(server.requests("/same.bin").count == 1)
+        server.cutStalled("/same.bin")
+        try await finish(manager, [id])
+        #expect(FileManager.default.contents(atPath: dir.path + "/same.bin") == body)
+    }
+
     @Test func redirectsAreFollowedForDownloads() async throws {
         let body = Data("moved".utf8)
         server.route("/old", .redirect(302, location: server.url("/new/file.txt").absoluteString))

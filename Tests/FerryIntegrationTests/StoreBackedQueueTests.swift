@@ -402,6 +402,7 @@ final class LoadCountingStore: QueueStore {
     func forEachText(of ids: [TransferID], _ body: (TransferID, String, String?) throws -> Void) throws { try base.forEachText(of: ids, body) }
     func loadAdded(after id: TransferID) throws -> [StoredTransfer] { try base.loadAdded(after: id) }
     func add(_ specs: [TransferSpec], batch: Int64?, reuse: Bool) throws -> [QueueAddition] { try base.add(specs, batch: batch, reuse: reuse) }
+    func unfinished(sameAs identities: [String]) throws -> [(id: TransferID, identity: String)] { try base.unfinished(sameAs: identities) }
     func makeBatch(command: String) throws -> Batch { try base.makeBatch(command: command) }
     func batches() throws -> [Batch] { try base.batches() }
     func save(_ item: StoredTransfer) throws { try base.save(item) }

@@ -37,6 +37,8 @@ extension TransferManager {
         } catch {
             throw Self.addRefused(error)
         }
+        var newLimits: [(TransferID, Int64?)] = []
+        defer { for (id, rate) in newLimits { limits.setItem(id.rawValue, rate) } }
         return mutate { core in
             var effects: [Effect] = []
             var outcomes: [AddedItem] = []
@@ -55,6 +57,13 @@ extension TransferManager {
                 let before = transfer.state
                 transfer.batch = record.batch
                 core.touch(record.id)
+                // Asked again with other options: the store's record has them; one in memory takes them now.
+                var changed: [OptionChange]?
+                if let previous = addition.previousSpec {
+                    changed = record.spec.optionChanges(from: previous)
+                    if transfer.spec != record.spec { effects += carryOut(transfer.retake(record.spec), for: transfer, &core) }
+                    if record.spec.rateLimit != previous.rateLimit { newLimits.append((record.id, transfer.rateLimit)) }
+                }
                 let how: AddedItem.How
                 switch before {
                 case .completed:
@@ -70,6 +79,7 @@ extension TransferManager {
                 }
                 if how != .alreadyDone { core.allow([record.id]) }
                 var outcome = AddedItem(id: record.id, how: how, before: before)
+                outcome.changed = changed.flatMap { $0.isEmpty ? nil : $0 }
                 outcome.name = TransferSnapshot.displayName(spec: transfer.spec, fileName: transfer.fileName)
                 outcome.savedPath = transfer.savedPath
                 outcomes.append(outcome)
@@ -253,6 +263,27 @@ extension TransferManager {
             guard !addition.specs.isEmpty else { throw UsageError("add needs at least one transfer") }
             var batch = addition.batch ?? 0
             if addition.batch == nil { batch = try makeBatch(command: addition.typed).id }
+            // Forced: an unfinished item of the same transfer goes, with its `.part` file, so that the new one
+            // starts afresh under the same name (a completed one's file stays; the new copy gets a new name).
+            var replaced: [String: TransferID] = [:]
+            if addition.force {
+                let stale: [(id: TransferID, identity: String)]
+                do {
+                    stale = try store.unfinished(sameAs: addition.specs.compactMap(\.identity))
+                } catch {
+                    throw Self.addRefused(error)
+                }
+                let removed = Set(remove(stale.map(\.id), deletePartial: true))
+                for (id, identity) in stale where removed.contains(id) { replaced[identity] = id }
+            }
+            defer {
+                if !replaced.isEmpty, var added = result.added {
+                    for (index, item) in zip(added.indices, added) where item.how == .added && index < addition.specs.count {
+                        added[index].replaced = addition.specs[index].identity.flatMap { replaced[$0] }
+                    }
+                    result.added = added
+                }
+            }
             if let placement = addition.placement {
                 // Placed before any can start (aria2's addUri with a position: added, then placed, an item could
                 // start out of its place in between).

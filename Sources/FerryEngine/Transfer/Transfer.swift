@@ -60,7 +60,8 @@ final class Transfer {
     }
 
     let id: TransferID
-    let spec: TransferSpec
+    /// What was asked (a re-asked item takes the options given again: retake).
+    private(set) var spec: TransferSpec
     /// `spec.host`, computed once (parsing a URL on every scheduling pass was a hot spot).
     let host: String
     let policy: RetryPolicy
@@ -227,6 +228,27 @@ final class Transfer {
         cancelAfterFinish = false
         lastFailure = nil
         return []
+    }
+
+    /// The same transfer asked for again with other options (`new`: TransferSpec.optionChanges): they hold from
+    /// now on, the limit at once, a checksum at the finish. A running attempt whose requests they alter goes
+    /// on as a new attempt from where it is (stopped as a shutdown stops it: queued again, not paused); a
+    /// resumable upload asked with another protocol starts over, its copy on the server ended.
+    func retake(_ new: TransferSpec) -> [Effect] {
+        let old = spec
+        spec = new
+        if new.rateLimit != old.rateLimit { rateLimit = new.rateLimit }
+        var effects: [Effect] = []
+        let restarts = state == .running && busy && !finishing && stopIntent == nil && new.changesRequests(from: old)
+        if restarts {
+            stopIntent = .shutdown
+            effects += stopEveryAttempt
+        }
+        if new.upload?.resumable != old.upload?.resumable, let upload = resumable {
+            if upload.location != nil { effects.append(.discardUpload(upload)) }
+            resumable = nil
+        }
+        return effects
     }
 
     /// The engine stops: attempts stop and the transfer stays queued for the next start.
