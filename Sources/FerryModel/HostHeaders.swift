@@ -6,10 +6,13 @@ public struct HostHeaders: Sendable, Equatable {
     /// A host name (`api.example.com`) or a wildcard (`*.example.com`, which also matches `example.com`).
     public var match: String
     public var headers: [HTTPHeader]
+    /// The most bytes one PATCH of a resumable upload to this host carries (`upload_chunk`); nil: the default.
+    public var uploadChunk: Int64?
 
-    public init(match: String, headers: [HTTPHeader]) {
+    public init(match: String, headers: [HTTPHeader], uploadChunk: Int64? = nil) {
         self.match = match.lowercased()
         self.headers = headers
+        self.uploadChunk = uploadChunk
     }
 
     public func matches(host: String) -> Bool {

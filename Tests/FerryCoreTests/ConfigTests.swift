@@ -61,6 +61,7 @@ import Testing
             uploads = false
             [uploads]
             resumable = false
+            chunk = "256K"
             [network]
             idle_timeout = 5.0
             user_agent = "test/1"
@@ -71,6 +72,9 @@ import Testing
             [[hosts]]
             match = "*.example.com"
             headers = { Authorization = "Bearer s3cret", X-Team = "a" }
+            [[hosts]]
+            match = "*.supabase.co"
+            upload_chunk = 6291456
             """
         let config = try Config.parse(text, file: "c.toml")
         #expect(config.concurrency == 8 && config.perHost == 2 && config.downloadDirectory == "/tmp/x" && config.segments == 4)
@@ -78,7 +82,10 @@ import Testing
         #expect(!config.retryUploads && config.idleTimeout == 5 && config.userAgent == "test/1")
         #expect(config.refreshHz == 4 && config.ascii == .always && config.color == .never)
         #expect(config.hosts == [HostHeaders(match: "*.example.com", headers: [
-            HTTPHeader(name: "Authorization", value: "Bearer s3cret"), HTTPHeader(name: "X-Team", value: "a")])])
+            HTTPHeader(name: "Authorization", value: "Bearer s3cret"), HTTPHeader(name: "X-Team", value: "a")]),
+                                 HostHeaders(match: "*.supabase.co", headers: [], uploadChunk: 6 << 20)])
+        #expect(config.engine.uploadChunk == 256 << 10 && config.engine.uploadChunk(for: "a.supabase.co") == 6 << 20)
+        #expect(message("[uploads]\nchunk = \"big\"\n").hasSuffix("uploads.chunk: not a size: 'big' (expected e.g. 6M, 256K, or 0 for one request)"))
         #expect(config.engine.retry.maxRetries == 2)
         #expect(!config.resumableUploads && !config.engine.offerResumableUploads)
     }
@@ -156,7 +163,7 @@ import Testing
                       "schedule": "\"08:00,1M\"", "linger": "3", "on_done": "\"true\"", "on_failed": "\"true\"", "timeout": "3",
                       "refresh_hz": "3", "ascii": "\"auto\"", "color": "\"auto\"", "bell": "true", "enable": "true",
                       "listen": "\"127.0.0.1\"", "port": "6800", "secret": "\"s\"", "allow_origin": "\"https://a.example\"",
-                      "resumable": "false"]
+                      "resumable": "false", "chunk": "\"6M\""]
         for (table, keys) in Config.knownKeys where table != "" && table != "hosts" {
             for key in keys {
                 let value = try #require(values[key], "\(table).\(key)")

@@ -84,6 +84,9 @@ import TestHTTPServer
         defer { server.shutdown() }
         let body = Resource.randomBytes(count: 6 << 20, seed: 250)
         let path = file("data.bin", body)
+        // A server that keeps what arrived of a cut request (tusd on a disk); one that keeps nothing is
+        // aCutToAServerThatKeepsNothingCostsAtMostOneChunk's.
+        server.keepsCutPatches = true
         server.holdOnce(after: 2 << 20)
         let manager = try TransferManager(configuration: testConfiguration(), store: InMemoryQueueStore())
         defer { manager.shutdown() }
@@ -124,6 +127,76 @@ import TestHTTPServer
         #expect(item.attempts.last?.fromOffset == resumption.offset)
     }
 
+    // MARK: Chunks
+
+    /// Issue 41: an upload's bytes go in PATCHes of at most a chunk, so a cut costs at most one chunk whatever
+    /// the server keeps: here a tus server that keeps nothing of a cut PATCH (PyPI's resumable-upload, the
+    /// official Node server) sent the whole PATCH again, 1.5 x the file for a cut at half; and IETF appends.
+    @Test(arguments: [TestUploadServer.Kind.ietf, .tus])
+    func aCutToAServerThatKeepsNothingCostsAtMostOneChunk(_ kind: TestUploadServer.Kind) async throws {
+        let server = try TestUploadServer(kind)
+        defer { server.shutdown() }
+        let body = Resource.randomBytes(count: 12 << 20, seed: 252)
+        let path = file("data.bin", body)
+        let chunk: Int64 = 1 << 20
+        var configuration = testConfiguration()
+        configuration.uploadChunk = chunk
+        // IETF: the upload itself goes whole (a server without the protocol takes it as a plain upload); the
+        // cut there, then its appends are chunks. tus: a cut half-way through its PATCHes.
+        server.holdOnce(after: 6 << 20)
+        let manager = try TransferManager(configuration: configuration, store: InMemoryQueueStore())
+        defer { manager.shutdown() }
+        let id = manager.add(spec(path, target(server), kind == .tus ? .tus : .ietf))
+        try await cutOnceTheLocationIsKnown(server, manager, id)
+        try await finish(manager, [id])
+
+        let item = try #require(manager.snapshot(of: id))
+        #expect(item.state == .completed, "\(item.lastError ?? "")")
+        #expect(server.stored(storedPath(server))?.data == body)
+        let patches = server.requests.filter { $0.method == "PATCH" }
+        let lengths = patches.compactMap { $0.header("Content-Length").flatMap(Int64.init) }
+        #expect(lengths.count == patches.count && lengths.allSatisfy { $0 <= chunk }, "\(lengths)")
+        if kind == .tus {
+            // At most the chunk cut (and less than a chunk more: what was in flight) sent twice.
+            #expect(server.bodyBytes <= Int64(body.count) + chunk, "\(server.bodyBytes) bytes for a \(body.count)-byte file")
+            #expect(patches.count >= 12)
+        } else {
+            // Every append but the last says more follows.
+            #expect(patches.dropLast().allSatisfy { $0.header("Upload-Complete") == "?0" })
+            #expect(patches.last?.header("Upload-Complete") == "?1")
+        }
+    }
+
+    /// Issue 41: a server that refuses PATCHes over 6 MiB (Supabase's tus endpoint) takes the default chunks.
+    @Test func aServerThatRefusesLargePatchesTakesTheDefaultChunks() async throws {
+        let server = try TestUploadServer(.tus)
+        defer { server.shutdown() }
+        server.largestPatch = 6 << 20
+        let body = Resource.randomBytes(count: 14 << 20, seed: 253)
+        let path = file("data.bin", body)
+        let manager = try TransferManager(configuration: testConfiguration(), store: InMemoryQueueStore())
+        defer { manager.shutdown() }
+        let id = manager.add(spec(path, target(server), .tus))
+        try await finish(manager, [id])
+        let item = try #require(manager.snapshot(of: id))
+        #expect(item.state == .completed, "\(item.lastError ?? "")")
+        #expect(server.stored(storedPath(server))?.data == body)
+        #expect(server.requests.filter { $0.method == "PATCH" }.map { $0.header("Content-Length") }
+                == ["\(6 << 20)", "\(6 << 20)", "\(2 << 20)"])
+        #expect(server.bodyBytes == Int64(body.count))
+    }
+
+    /// A host's own chunk (`[[hosts]] upload_chunk`) wins over the default; 0 is the rest in one PATCH.
+    @Test func aHostsChunkWinsOverTheDefault() {
+        var configuration = EngineConfiguration()
+        configuration.hostHeaders = [HostHeaders(match: "*.supabase.co", headers: [], uploadChunk: 6 << 20),
+                                     HostHeaders(match: "big.example", headers: [], uploadChunk: 0)]
+        configuration.uploadChunk = 8 << 20
+        #expect(configuration.uploadChunk(for: "x.supabase.co") == 6 << 20)
+        #expect(configuration.uploadChunk(for: "big.example") == 0)
+        #expect(configuration.uploadChunk(for: "other.example") == 8 << 20)
+    }
+
     // MARK: The engine stops and starts again
 
     @Test(arguments: [TestUploadServer.Kind.ietf, .tus])
@@ -132,6 +205,7 @@ import TestHTTPServer
         defer { server.shutdown() }
         let body = Resource.randomBytes(count: 4 << 20, seed: 251)
         let path = file("data.bin", body)
+        server.keepsCutPatches = true
         server.holdOnce(after: 1 << 20)
         let storePath = dir.path + "/queue.sqlite"
         var id: TransferID

@@ -59,6 +59,11 @@ public final class TestUploadServer: @unchecked Sendable {
         var conflictOnce = false
         /// tus: how every PATCH is answered from now on.
         var patches = PatchAnswer.honest
+        /// tus: the bytes of a PATCH cut before its end are kept (tusd on a disk) or dropped (PyPI's
+        /// resumable-upload, the official Node server, many framework integrations: the worst, the default).
+        var keepsCutPatches = false
+        /// tus: a PATCH of more bytes is refused with 413 (Supabase takes 6 MiB chunks).
+        var largestPatch: Int64?
     }
 
     /// How a tus server answers a PATCH: as the protocol says, or as the broken servers a client meets do.
@@ -163,6 +168,19 @@ public final class TestUploadServer: @unchecked Sendable {
         set { state.withLockedValue { $0.keepsBytes = newValue } }
     }
     /// Connections held so far.
+    /// tus: whether the bytes of a PATCH cut before its end are kept (false, the default: as the strictest
+    /// servers, which commit a PATCH only when all of it arrived).
+    public var keepsCutPatches: Bool {
+        get { state.withLockedValue { $0.keepsCutPatches } }
+        set { state.withLockedValue { $0.keepsCutPatches = newValue } }
+    }
+
+    /// tus: PATCHes of more bytes are refused (413), as Supabase refuses more than 6 MiB.
+    public var largestPatch: Int64? {
+        get { state.withLockedValue { $0.largestPatch } }
+        set { state.withLockedValue { $0.largestPatch = newValue } }
+    }
+
     public var held: Int { state.withLockedValue { $0.held } }
 
     /// Body bytes received, over every request and connection.
@@ -344,8 +362,8 @@ private final class UploadSink: ChannelInboundHandler {
 }
 
 /// tus 1.0, core with the creation and termination extensions: `POST /files` makes an upload, `HEAD` tells
-/// its offset, `PATCH` appends at exactly that offset (409 otherwise), `DELETE` ends it. Bytes of a PATCH
-/// count as they arrive, so a cut PATCH keeps what reached the server.
+/// its offset, `PATCH` appends at exactly that offset (409 otherwise), `DELETE` ends it. The bytes of a PATCH
+/// count once all of it arrived (a cut one keeps nothing), or as they arrive (`keepsCutPatches`).
 private final class TusHandler: ChannelInboundHandler {
     typealias InboundIn = HTTPServerRequestPart
     typealias OutboundOut = HTTPServerResponsePart
@@ -353,6 +371,8 @@ private final class TusHandler: ChannelInboundHandler {
     /// The upload a PATCH under way appends to.
     private var appending: Int?
     private var answered = false
+    /// The bytes of the PATCH under way not yet kept (a server that keeps only whole PATCHes).
+    private var pending = ByteBuffer()
 
     init(server: TestUploadServer) { self.server = server }
 
@@ -361,29 +381,32 @@ private final class TusHandler: ChannelInboundHandler {
         case let .head(head):
             appending = nil
             answered = false
+            pending.clear()
             handle(head, context)
-        case let .body(buffer):
+        case var .body(buffer):
             guard let id = appending else { return }
-            let overflow = server.state.withLockedValue { s -> Bool in
-                guard var upload = s.tus[id], s.patches != .keepsNothing else { return false }
-                guard upload.offset + Int64(buffer.readableBytes) <= upload.length else { return true }
-                buffer.withUnsafeReadableBytes { upload.hasher.update(bufferPointer: $0) }
-                upload.offset += Int64(buffer.readableBytes)
-                if upload.offset <= Int64(TestUploadServer.keptBytes) {
-                    buffer.withUnsafeReadableBytes { upload.data?.append(contentsOf: $0) }
-                } else {
-                    upload.data = nil
+            let keepsNow = server.state.withLockedValue { $0.keepsCutPatches }
+            if !keepsNow {
+                // Kept at the end of the request, if it comes.
+                guard Int64(pending.readableBytes + buffer.readableBytes) <= Int64(TestUploadServer.keptBytes) else {
+                    appending = nil
+                    return respond(context, .payloadTooLarge, [], body: "a PATCH this server holds is at most \(TestUploadServer.keptBytes) bytes")
                 }
-                s.tus[id] = upload
-                return false
+                pending.writeBuffer(&buffer)
+                return
             }
-            if overflow {
+            if !keep(buffer, id) {
                 appending = nil
                 respond(context, .badRequest, [], body: "more bytes than Upload-Length")
             }
         case .end:
             guard let id = appending, !answered else { return }
             appending = nil
+            if pending.readableBytes > 0 {
+                let whole = pending
+                pending.clear()
+                guard keep(whole, id) else { return respond(context, .badRequest, [], body: "more bytes than Upload-Length") }
+            }
             let offset = server.state.withLockedValue { s -> Int64? in
                 guard let upload = s.tus[id] else { return nil }
                 if upload.offset == upload.length {
@@ -396,6 +419,23 @@ private final class TusHandler: ChannelInboundHandler {
             guard let offset else { return respond(context, .notFound, []) }
             let claimed = server.state.withLockedValue { s in s.patches == .claimsMore ? s.tus[id].map { $0.length + 1_000 } : nil }
             respond(context, .noContent, [("Upload-Offset", String(claimed ?? offset))])
+        }
+    }
+
+    /// Appends bytes of a PATCH to the upload (none for a server that keeps nothing); false: more than its length.
+    private func keep(_ buffer: ByteBuffer, _ id: Int) -> Bool {
+        server.state.withLockedValue { s -> Bool in
+            guard var upload = s.tus[id], s.patches != .keepsNothing else { return true }
+            guard upload.offset + Int64(buffer.readableBytes) <= upload.length else { return false }
+            buffer.withUnsafeReadableBytes { upload.hasher.update(bufferPointer: $0) }
+            upload.offset += Int64(buffer.readableBytes)
+            if upload.offset <= Int64(TestUploadServer.keptBytes) {
+                buffer.withUnsafeReadableBytes { upload.data?.append(contentsOf: $0) }
+            } else {
+                upload.data = nil
+            }
+            s.tus[id] = upload
+            return true
         }
     }
 
@@ -446,6 +486,10 @@ private final class TusHandler: ChannelInboundHandler {
             }
             guard !conflict, head.headers["Upload-Offset"].first.flatMap(Int64.init) == upload.offset else {
                 return respond(context, .conflict, [("Upload-Offset", String(upload.offset))])
+            }
+            if let largest = server.state.withLockedValue({ $0.largestPatch }),
+               head.headers["Content-Length"].first.flatMap(Int64.init).map({ $0 > largest }) ?? true {
+                return respond(context, .payloadTooLarge, [], body: "a PATCH carries at most \(largest) bytes here")
             }
             appending = id
         case .DELETE:

@@ -20,6 +20,8 @@ public struct Config: Sendable, Equatable {
     public var retryUploads = true
     /// A raw file's upload offers the IETF resumable-upload protocol (`[uploads] resumable`).
     public var resumableUploads = true
+    /// The most bytes one PATCH of a resumable upload carries (`[uploads] chunk`); 0: the rest in one.
+    public var uploadChunk: Int64 = 6 << 20
     public var idleTimeout = 30.0
     public var userAgent = "ferry/0.1"
     /// A PEM bundle of trusted CAs used instead of the system's (over `SSL_CERT_FILE`).
@@ -55,6 +57,7 @@ public struct Config: Sendable, Equatable {
         engine.retry.maxRetryAfter = maxRetryAfter
         engine.retryUploads = retryUploads
         engine.offerResumableUploads = resumableUploads
+        engine.uploadChunk = uploadChunk
         engine.idleTimeout = idleTimeout
         engine.userAgent = userAgent
         engine.hostHeaders = hosts
@@ -90,13 +93,13 @@ public struct Config: Sendable, Equatable {
         "": ["transfers", "retry", "uploads", "network", "limits", "engine", "hooks", "ui", "hosts", "rpc"],
         "transfers": ["concurrency", "per_host", "download_dir", "segments"],
         "retry": ["attempts", "base_delay", "max_delay", "max_retry_after", "uploads"],
-        "uploads": ["resumable"],
+        "uploads": ["resumable", "chunk"],
         "network": ["idle_timeout", "user_agent", "ca_file"],
         "limits": ["download", "upload", "schedule"],
         "engine": ["linger"],
         "hooks": ["on_done", "on_failed", "timeout"],
         "ui": ["refresh_hz", "ascii", "color", "bell"],
-        "hosts": ["match", "headers"],
+        "hosts": ["match", "headers", "upload_chunk"],
         "rpc": ["enable", "listen", "port", "secret", "allow_origin"],
     ]
 
@@ -143,6 +146,7 @@ public struct Config: Sendable, Equatable {
                 for name in table.keys {
                     switch name {
                     case "resumable": config.resumableUploads = try reader.bool(table, key, name)
+                    case "chunk": config.uploadChunk = try reader.size(table, key, name)
                     default: throw reader.unknown(key, name)
                     }
                 }
@@ -353,6 +357,20 @@ private struct Reader {
         }
     }
 
+    /// A size in bytes: a number, or text with a unit as rates take them (`"6M"`, `"256KiB"`); 0 or "off": none.
+    func size(_ table: TOMLTable, _ section: String, _ key: String) throws(ConfigError) -> Int64 {
+        if let number = table[key]?.int {
+            guard number >= 0 else { throw error(section, key, "must be 0 or more") }
+            return Int64(number)
+        }
+        guard let text = table[key]?.string else { throw wrongType(section, key, expected: "a size such as \"6M\" or 0") }
+        do throws(UsageError) {
+            return try RateText.parse(text) ?? 0
+        } catch {
+            throw self.error(section, key, "not a size: '\(TerminalSafe.sanitize(text))' (expected e.g. 6M, 256K, or 0 for one request)")
+        }
+    }
+
     func bool(_ table: TOMLTable, _ section: String, _ key: String) throws(ConfigError) -> Bool {
         guard let value = table[key]?.bool else { throw wrongType(section, key, expected: "true or false") }
         return value
@@ -382,6 +400,7 @@ private struct Reader {
     func hostHeaders(_ table: TOMLTable) throws(ConfigError) -> HostHeaders {
         var match: String?
         var headers: [HTTPHeader] = []
+        var uploadChunk: Int64?
         for key in table.keys {
             switch key {
             case "match":
@@ -401,11 +420,13 @@ private struct Reader {
                     }
                     headers.append(header)
                 }
+            case "upload_chunk":
+                uploadChunk = try size(table, "hosts", key)
             default:
                 throw unknown("hosts", key)
             }
         }
         guard let match else { throw error("hosts", "match", "every [[hosts]] block needs a match") }
-        return HostHeaders(match: match, headers: headers)
+        return HostHeaders(match: match, headers: headers, uploadChunk: uploadChunk)
     }
 }

@@ -24,6 +24,9 @@ final class ResumableUploadRun: TaskRun {
         /// The file and its length (a resumable upload is one file, the whole body).
         let path: String
         let length: Int64
+        /// The most bytes one append (PATCH) carries; 0: the rest in one. A server that keeps nothing of a cut
+        /// request then loses at most one chunk, and those that refuse large PATCHes take it (EngineConfiguration.uploadChunk).
+        let chunk: Int64
         /// A request to `url` with the item's headers and the credentials for that URL's host.
         let request: @Sendable (_ method: String, _ url: URL) -> URLRequest
         /// The user's upload request (its method, headers, type and length).
@@ -46,7 +49,7 @@ final class ResumableUploadRun: TaskRun {
         case tusCreate
         /// The server's offset (HEAD on the location).
         case query
-        /// The rest of the bytes from `from` (PATCH on the location).
+        /// The bytes from `from`, one chunk of them (PATCH on the location).
         case append(from: Int64)
         /// The upload without the protocol's headers: the server speaks another version of the draft.
         case plain
@@ -144,10 +147,18 @@ final class ResumableUploadRun: TaskRun {
         case .query:
             return (wire.offsetRequest(context.request("HEAD", location)), false)
         case let .append(from):
-            return (wire.append(context.request("PATCH", location), offset: from, length: context.length - from), true)
+            let count = chunk(from: from)
+            return (wire.append(context.request("PATCH", location), offset: from, length: count,
+                                last: from + count == context.length), true)
         case .plain:
             return (context.uploadRequest, true)
         }
+    }
+
+    /// The bytes an append from `from` carries: a chunk, or the rest when it is smaller (or chunks are off).
+    private func chunk(from: Int64) -> Int64 {
+        let rest = context.length - from
+        return context.chunk > 0 ? min(context.chunk, rest) : rest
     }
 
     /// The upload with the file's identity as it is now (taken when the server's copy begins).
@@ -189,13 +200,11 @@ final class ResumableUploadRun: TaskRun {
     /// carry none (asked for every task: a HEAD given a body would go out chunked and wait for ever).
     func makeBody() -> TransportBody? {
         let body = state.withLock { s -> BodyStream? in
-            let from: Int64?
             switch s.step {
-            case .create, .plain: from = 0
-            case let .append(offset): from = offset
-            case .tusCreate, .query: from = nil
+            case .create, .plain: s.body = BodyStream(plan: context.plan)
+            case let .append(offset): s.body = BodyStream(plan: context.plan, skipping: offset, count: chunk(from: offset))
+            case .tusCreate, .query: s.body = nil
             }
-            s.body = from.map { BodyStream(plan: context.plan, skipping: $0) }
             return s.body
         }
         return body.map { .stream($0) }
@@ -261,7 +270,7 @@ final class ResumableUploadRun: TaskRun {
             guard upload.location != nil, (200..<300).contains(status) else {
                 return end(answer.outcome(error: nil, progressed: progressed))
             }
-            sent(from: 0, answer, wire)
+            sent(from: 0, count: context.length, answer, wire)
         case .plain:
             end(answer.outcome(error: nil, progressed: progressed))
         case .tusCreate:
@@ -321,17 +330,19 @@ final class ResumableUploadRun: TaskRun {
                     : end(.failed(.http(status: 409, reason: "Conflict: the server's offset kept moving", retryAfter: nil), progressed: progressed))
             }
             guard (200..<300).contains(status) else { return end(answer.outcome(error: nil, progressed: progressed)) }
-            sent(from: from, answer, wire)
+            sent(from: from, count: chunk(from: from), answer, wire)
         }
     }
 
-    /// A request that carried the bytes from `from` was answered with success: where the server says it stands
-    /// decides what follows. Its Upload-Offset (tus always sends one), else for the IETF protocol the whole
-    /// file unless it says the upload is incomplete.
-    private func sent(from: Int64, _ answer: UploadAnswer, _ wire: ResumableWire) {
+    /// A request that carried `count` bytes from `from` was answered with success: where the server says it
+    /// stands decides what follows. Its Upload-Offset (tus always sends one), else for the IETF protocol the
+    /// whole file after the last chunk unless it says the upload is incomplete; after another chunk, a server
+    /// that says nothing is asked.
+    private func sent(from: Int64, count: Int64, _ answer: UploadAnswer, _ wire: ResumableWire) {
         let incomplete = wire.completeness(answer) == false
-        let offset = answer.value("Upload-Offset").flatMap(ResumableWire.integer)
-            ?? (wire.kind == .tus || incomplete ? from : context.length)
+        let said = answer.value("Upload-Offset").flatMap(ResumableWire.integer)
+        if said == nil, wire.kind == .ietf, !incomplete, from + count < context.length { return go(.query) }
+        let offset = said ?? (wire.kind == .tus || incomplete ? from : context.length)
         guard offset <= context.length else {
             return startOver("the server says it holds \(offset) bytes of a \(context.length)-byte file")
         }
@@ -452,14 +463,14 @@ struct ResumableWire {
         return request
     }
 
-    /// The rest of the bytes, `length` of them from `offset`.
-    func append(_ base: URLRequest, offset: Int64, length: Int64) -> URLRequest {
+    /// `length` bytes from `offset`; `last`: they end the file.
+    func append(_ base: URLRequest, offset: Int64, length: Int64, last: Bool) -> URLRequest {
         var request = protocolHeaders(base)
         request.setValue(String(offset), forHTTPHeaderField: "Upload-Offset")
         request.setValue(String(length), forHTTPHeaderField: "Content-Length")
         switch kind {
         case .ietf:
-            request.setValue("?1", forHTTPHeaderField: "Upload-Complete")
+            request.setValue(last ? "?1" : "?0", forHTTPHeaderField: "Upload-Complete")
             request.setValue("application/partial-upload", forHTTPHeaderField: "Content-Type")
         case .tus:
             request.setValue("application/offset+octet-stream", forHTTPHeaderField: "Content-Type")

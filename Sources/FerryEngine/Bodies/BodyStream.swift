@@ -25,9 +25,14 @@ final class BodyStream: InputStream {
     /// upload's copy on the server is of another file then. Set on the reading thread, read once the task ended.
     let fileChanged = Atomic<Bool>(false)
 
-    /// `skipping`: bytes of the body not sent again (a resumable upload's append from the server's offset).
-    init(plan: BodyPlan, skipping: Int64 = 0) {
+    /// Bytes this body may still give (nil: to the plan's end): a resumable upload's chunk.
+    private var allowance: Int64?
+
+    /// `skipping`: bytes of the body not sent again (a resumable upload's append from the server's offset);
+    /// `count`: the body ends after that many (one chunk of an append), nil at the plan's end.
+    init(plan: BodyPlan, skipping: Int64 = 0, count: Int64? = nil) {
         self.pieces = plan.pieces
+        self.allowance = count
         super.init(data: Data())
         var skip = skipping
         while skip > 0, index < pieces.count {
@@ -61,6 +66,17 @@ final class BodyStream: InputStream {
 
     override func read(_ buffer: UnsafeMutablePointer<UInt8>, maxLength len: Int) -> Int {
         guard status == .open || status == .reading else { return status == .atEnd ? 0 : -1 }
+        guard let allowance else { return readPieces(buffer, maxLength: len) }
+        guard allowance > 0 else {
+            status = .atEnd
+            return 0
+        }
+        let n = readPieces(buffer, maxLength: Int(min(Int64(len), allowance)))
+        if n > 0 { self.allowance = allowance - Int64(n) }
+        return n
+    }
+
+    private func readPieces(_ buffer: UnsafeMutablePointer<UInt8>, maxLength len: Int) -> Int {
         while index < pieces.count {
             let n: Int
             switch pieces[index] {

@@ -186,6 +186,7 @@ extension TransferManager {
         let requests = resumableRequests(for: transfer.spec)
         let context = ResumableUploadRun.Context(
             spec: transfer.spec, plan: plan, path: path, length: length,
+            chunk: configuration.uploadChunk(for: transfer.host),
             request: { requests.make($0, $1) },
             uploadRequest: UploadRun.request(spec: transfer.spec, plan: plan, userAgent: configuration.userAgent,
                                              timeout: configuration.idleTimeout, credentials: delegate.credentials(for: transfer.spec)),
