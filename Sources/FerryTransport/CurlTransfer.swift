@@ -492,6 +492,10 @@ extension CurlTransfer {
     /// The transport decided which bucket of the engine's rate this transfer also takes from (nil: none).
     func share(_ shared: SharedBucket?) { pacer.share(shared) }
 
+    /// The transport's bucket of this transfer's item's own rate, which its transfers before and after it take
+    /// from too (nil: the item has no rate of its own).
+    func shareItem(_ bucket: SharedBucket?) { pacer.shareItem(bucket) }
+
     /// The transport decided this transfer's share of its limits (nil: unlimited).
     func setRate(_ rate: Double?, now: TimeInterval) {
         let before = pacer.rate

@@ -9,6 +9,8 @@ struct RatePacer {
     private var bucket: TokenBucket?
     /// The engine's rate for this direction (nil: none).
     private var shared: SharedBucket?
+    /// The item's own rate, as one bucket for all its transfers, those before this one included (nil: none).
+    private var item: SharedBucket?
     /// When a transfer held back for its rate may go on (nil: not held back).
     private(set) var resumeAt: TimeInterval?
     /// Bytes taken since the last measurement, and whether the buckets held the transfer back meanwhile.
@@ -19,7 +21,7 @@ struct RatePacer {
     private(set) var intake: Double?
 
     /// Whether a rate holds the transfer at all (without one, nothing here is asked).
-    var limited: Bool { bucket != nil || shared != nil }
+    var limited: Bool { bucket != nil || shared != nil || item != nil }
     /// The rate of its own share (nil: none).
     var rate: Double? { bucket?.rate }
 
@@ -28,6 +30,7 @@ struct RatePacer {
         var allowed = Int.max
         if bucket != nil { allowed = bucket!.available(now) }
         if let shared { allowed = min(allowed, shared.bucket.available(now)) }
+        if let item { allowed = min(allowed, item.bucket.available(now)) }
         return allowed
     }
 
@@ -35,6 +38,7 @@ struct RatePacer {
     mutating func spend(_ bytes: Int, now: TimeInterval) {
         bucket?.take(bytes, now: now)
         shared?.bucket.take(bytes, now: now)
+        item?.bucket.take(bytes, now: now)
     }
 
     /// `bytes` moved, limited or not (what the next measurement counts).
@@ -55,6 +59,9 @@ struct RatePacer {
 
     /// The bucket of the engine's rate it also takes from (nil: none).
     mutating func share(_ shared: SharedBucket?) { self.shared = shared }
+
+    /// The bucket of its item's own rate (nil: none).
+    mutating func shareItem(_ item: SharedBucket?) { self.item = item }
 
     /// Its share of its limits (nil: unlimited). A bucket made now starts with its quarter second's burst.
     mutating func setRate(_ rate: Double?, now: TimeInterval) {
@@ -79,6 +86,6 @@ struct RatePacer {
     /// When the share's bucket and the engine's both let it go on (now, without either).
     private mutating func readyAt(_ now: TimeInterval) -> TimeInterval {
         let own = bucket != nil ? bucket!.readyAt(now) : now
-        return max(own, shared?.bucket.readyAt(now) ?? now)
+        return max(own, shared?.bucket.readyAt(now) ?? now, item?.bucket.readyAt(now) ?? now)
     }
 }

@@ -30,6 +30,12 @@ struct TokenBucket {
         updated = now
     }
 
+    /// Whether it holds its whole burst again (a new bucket would be the same).
+    mutating func isFull(_ now: TimeInterval) -> Bool {
+        refill(now)
+        return tokens >= Self.capacity(rate)
+    }
+
     /// Whole bytes that may go now (0 while in debt).
     mutating func available(_ now: TimeInterval) -> Int {
         refill(now)

@@ -143,6 +143,33 @@ import TestHTTPServer
         for i in 0..<48 { #expect(dir.contents("s\(i).bin") == body, "s\(i).bin") }
     }
 
+    /// An item's own limit holds across the transfers of one item that follow one another: a resumable upload
+    /// of 3 MiB in 256 KiB chunks under 1 MiB/s takes at least 2.4 s (2.75 s less the item's first burst), not
+    /// the moment it took when each chunk's transfer started with a burst of its own (its whole chunk).
+    @Test func anItemsLimitHoldsAcrossItsChunks() async throws {
+        let server = try TestUploadServer(.tus)
+        defer { server.shutdown() }
+        let body = Resource.randomBytes(count: 3 << 20, seed: 90)
+        let file = dir.path + "/chunks.bin"
+        try body.write(to: URL(fileURLWithPath: file))
+        var configuration = testConfiguration()
+        configuration.uploadChunk = 256 << 10
+        let manager = try TransferManager(configuration: configuration)
+        defer { manager.shutdown() }
+        var spec = TransferSpec(upload: UploadSpec(method: "PUT", body: .raw(.file(path: file), contentType: "application/octet-stream"),
+                                                   resumable: .tus), to: server.url("/files"))
+        spec.rateLimit = 1 << 20
+        let started = Date()
+        let id = manager.add(spec)
+        await manager.waitUntilFinished([id])
+        let elapsed = Date().timeIntervalSince(started)
+        print("BandwidthLimitTests: 3 MiB in 256 KiB chunks under 1 MiB/s: \(elapsed) s")
+        #expect(manager.snapshot(of: id)?.state == .completed)
+        #expect(server.stored("/files/1")?.data == body)
+        #expect(server.requests.filter { $0.method == "PATCH" }.count == 12)
+        #expect(elapsed > 2.4, "\(elapsed) s for 3 MiB at 1 MiB/s")
+    }
+
     @Test func whatASlowItemCannotUseGoesToTheOther() async throws {
         // The server sends /slow.bin at 256 KiB/s: an equal split would leave a quarter of the limit unused.
         server.route("/slow.bin", .serve(Resource(body: Resource.randomBytes(count: 8 << 20, seed: 87)),
