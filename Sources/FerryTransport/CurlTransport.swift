@@ -266,6 +266,7 @@ package final class CurlTransport: @unchecked Sendable {
                 for member in transfers {
                     member.setRate(nil, now: now)
                     member.share(nil)
+                    member.shareItem(nil)
                 }
                 for direction in [Direction.download, .upload] { sharedBuckets[SharedBucketKey(limits: group, direction: direction)] = nil }
                 itemBuckets = itemBuckets.filter { $0.key.limits != group }
