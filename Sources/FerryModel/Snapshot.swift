@@ -83,8 +83,11 @@ public struct TransferSnapshot: Sendable, Identifiable, Equatable, Codable {
 
     /// The retries spent, of how many: `2/5`, and past the count, while a server or link that is away is waited
     /// out (RetryPolicy.patience), `6 (past 5: waiting the server out)`.
-    public var retryCount: String {
-        retries <= maxRetries ? "\(retries)/\(maxRetries)" : "\(retries) (past \(maxRetries): waiting the server out)"
+    public var retryCount: String { Self.retryWords(retries, of: maxRetries) }
+
+    /// Retry `number` of `max` in words (`2/5`; past the count, a failure waited out: RetryPolicy.patience).
+    public static func retryWords(_ number: Int, of max: Int) -> String {
+        number <= max ? "\(number)/\(max)" : "\(number) (past \(max): waiting the server out)"
     }
 
     /// A name to show before the real one is known.

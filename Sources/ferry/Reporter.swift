@@ -11,6 +11,8 @@ import Synchronization
 final class Reporter: Sendable {
     private let lastPrinted = Mutex<[TransferID: Int64]>([:])
     private let lastAttemptShown = Mutex<[TransferID: Int]>([:])
+    /// The retry whose wait was said (a follower may see the item waiting twice in a row, for two retries).
+    private let lastRetryShown = Mutex<[TransferID: Int]>([:])
     /// The attempt whose start over from zero was said (Attempt.restartWords).
     private let lastRestartShown = Mutex<[TransferID: Int]>([:])
     /// Resumable uploads: the resumptions and the start-over reason already said.
@@ -59,25 +61,50 @@ final class Reporter: Sendable {
                 lines.send(["\(name): \(words) (attempt \(attempt.number))"])
             }
         }
+        // The attempt's own line, once per attempt, in whatever state the item is seen next: a follower (Follow)
+        // sees the engine's queue a few times a second, and attempts that began and failed between two looks
+        // were not said (`retry 1/5`, then silence until `failed`): they are said from the item's list of
+        // attempts, each with its retry. Not those of an earlier run (on first sight, only the last).
+        let attemptSeen = item.state == .running || item.state == .waiting || (item.state.isTerminal && before != nil && before != item.state)
+        if attemptSeen, let last = item.attempts.last {
+            let from = lastAttemptShown.withLock { shown -> Int in
+                defer { shown[id] = max(shown[id] ?? 0, last.number) }
+                return shown[id].map { $0 + 1 } ?? last.number
+            }
+            // The retries before the first look are not this run's either.
+            let retriesFrom = lastRetryShown.withLock { shown -> Int in
+                if shown[id] == nil { shown[id] = from - 1 }
+                return shown[id]! + 1
+            }
+            for attempt in item.attempts where attempt.number >= min(from, retriesFrom) {
+                if attempt.number < from {
+                    // Said when it began; its retry was not.
+                } else if attempt.number == last.number, item.resumable?.location != nil {
+                    // The server's offset decides where it goes on (its own line follows), not the one last confirmed.
+                    lines.send(["\(name): asking the server where the upload stands (attempt \(attempt.number))"])
+                } else {
+                    let offset = attempt.restartedFrom ?? attempt.fromOffset
+                    lines.send([offset > 0
+                        ? "\(name): resuming at \(ByteFormat.bytes(offset)) (attempt \(attempt.number))"
+                        : "\(name): \(item.spec.direction == .upload ? "uploading" : "downloading") (attempt \(attempt.number))"])
+                }
+                // One that failed between two looks and was retried: its retry, said after the fact.
+                if attempt.number != last.number, attempt.number >= retriesFrom, let error = attempt.error, attempt.number <= item.retries {
+                    lastRetryShown.withLock { $0[id] = attempt.number }
+                    lines.send(["\(name): retry \(TransferSnapshot.retryWords(attempt.number, of: item.maxRetries)): \(TerminalSafe.sanitize(error))"])
+                }
+            }
+        }
         let line: String
         switch item.state {
         case .running:
-            // One line per attempt: the engine also reports `running` while it checks and renames a finished file.
-            guard let attempt = item.attempts.last, case let number = attempt.number,
-                  lastAttemptShown.withLock({ $0.updateValue(number, forKey: id) }) != number
-            else { return }
-            if item.resumable?.location != nil {
-                // The server's offset decides where it goes on (its own line follows), not the one last confirmed.
-                line = "\(name): asking the server where the upload stands (attempt \(attempt.number))"
-            } else {
-                let from = attempt.restartedFrom ?? attempt.fromOffset
-                line = from > 0
-                    ? "\(name): resuming at \(ByteFormat.bytes(from)) (attempt \(attempt.number))"
-                    : "\(name): \(item.spec.direction == .upload ? "uploading" : "downloading") (attempt \(attempt.number))"
-            }
+            return  // its attempt's line, above
         case .waiting:
+            // Once per retry (a follower may see it waiting for two retries in a row).
+            guard lastRetryShown.withLock({ $0.updateValue(item.retries, forKey: id) }) != item.retries || before != .waiting else { return }
             let wait = item.nextRetryAt.map { max(0, $0.timeIntervalSinceNow) } ?? 0
-            line = "\(name): retry \(item.retryCount) in \(ByteFormat.duration(wait.rounded(.up))): \(TerminalSafe.sanitize(item.lastError ?? ""))"
+            lines.send(["\(name): retry \(item.retryCount) in \(ByteFormat.duration(wait.rounded(.up))): \(TerminalSafe.sanitize(item.lastError ?? ""))"])
+            return
         case .completed where item.spec.direction == .upload:
             let status = item.response.map { " (HTTP \($0.status))" } ?? ""
             line = "\(name): done, \(ByteFormat.bytes(item.bytesDone)) sent\(status)"
@@ -89,8 +116,8 @@ final class Reporter: Sendable {
         case .queued, .paused, .cancelled:
             line = "\(name): \(item.state.rawValue)"
         }
-        // One line per change (running: once per attempt, above).
-        guard item.state == .running || before != item.state else { return }
+        // One line per change.
+        guard before != item.state else { return }
         lines.send([line])
     }
 

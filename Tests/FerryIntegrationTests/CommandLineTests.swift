@@ -74,6 +74,33 @@ import TestHTTPServer
         _ = try await runFerry(["stop", "--config", config], stateDir: state)
     }
 
+    /// Issue 41: a `get` handed to a running engine says every attempt and retry of its item, as it does alone
+    /// (it said `retry 1/5`, then nothing until `failed`: it sees the engine's queue a few times a second, and a
+    /// retry that came and went between two looks, waiting again, was not said).
+    @Test func aGetHandedToAnEngineSaysEveryAttemptAndRetry() async throws {
+        let state = dir.path + "/state", config = dir.path + "/ferry.toml"
+        try "[engine]\nlinger = 60\n[retry]\nattempts = 3\nbase_delay = 0.05\nmax_delay = 0.05\n"
+            .write(toFile: config, atomically: true, encoding: .utf8)
+        server.route("/other.bin", .hang)
+        #expect(try await runFerry(["get", "--detach", "-o", dir.path, server.url("/other.bin").absoluteString, "--config", config],
+                                   stateDir: state).status == 0)
+        server.route("/broken.bin", .status(500))
+        let result = try await runFerry(["--no-tui", "get", "-o", dir.path, server.url("/broken.bin").absoluteString, "--config", config],
+                                        stateDir: state)
+        _ = try await runFerry(["stop", "--config", config], stateDir: state)
+        #expect(result.status == 1)
+        #expect(result.stderr.contains("handed 1 item to the running engine"), "\(result.stderr)")
+        #expect(server.requests("/broken.bin").count == 4)
+        let lines = result.stderr.split(separator: "\n").map(String.init)
+        for attempt in 1...4 {
+            #expect(lines.filter { $0.hasSuffix("#2 broken.bin: downloading (attempt \(attempt))") }.count == 1, "\(result.stderr)")
+        }
+        for retry in 1...3 {
+            #expect(lines.filter { $0.contains("#2 broken.bin: retry \(retry)/3") }.count == 1, "\(result.stderr)")
+        }
+        #expect(lines.filter { $0.contains("#2 broken.bin: failed (") }.count == 1, "\(result.stderr)")
+    }
+
     /// Issue 41: a server that ignores Range answers a resume with the whole file: the progress goes back to zero,
     /// and the headless lines say so, once, after "resuming at" (they said nothing, and the count went backwards).
     @Test func aStartOverFromZeroIsSaidOnce() async throws {
