@@ -17,8 +17,9 @@ enum Follow {
     /// engine stops its own (it exited 130 and left them running in the engine, without a word); the same
     /// command resumes them.
     /// `saying`: lines said once Ctrl-C is taken care of.
-    static func run(_ client: ControlClient, ids: Set<TransferID>, directory: StateDirectory, saying: [String] = []) async -> Int32 {
-        let reporter = Reporter()
+    /// `since`: when the command asked for them (attempts begun since are its own, and all said).
+    static func run(_ client: ControlClient, ids: Set<TransferID>, directory: StateDirectory, since: Date, saying: [String] = []) async -> Int32 {
+        let reporter = Reporter(since: since)
         let seen = Mutex<[TransferID: Seen]>([:])
         let signals = [SIGINT, SIGTERM].map { number in
             signal(number, SIG_IGN)

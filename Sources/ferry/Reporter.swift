@@ -23,9 +23,13 @@ final class Reporter: Sendable {
     /// Items of the state directory's queue are named with their ids; those of a private queue (an upload from
     /// standard input, run in this process) are not: their `#1` is not the queue's `#1`.
     private let showsIDs: Bool
+    /// When the command asked for its items (a follower's): attempts begun since are its run's, and said even
+    /// when its first look at an item comes after several of them; nil: only what is seen from the first look.
+    private let since: Date?
 
-    init(showsIDs: Bool = true) {
+    init(showsIDs: Bool = true, since: Date? = nil) {
         self.showsIDs = showsIDs
+        self.since = since
         self.lines = BatchedDelivery(queue: output) { printErrors($0) }
     }
 
@@ -67,9 +71,10 @@ final class Reporter: Sendable {
         // attempts, each with its retry. Not those of an earlier run (on first sight, only the last).
         let attemptSeen = item.state == .running || item.state == .waiting || (item.state.isTerminal && before != nil && before != item.state)
         if attemptSeen, let last = item.attempts.last {
+            let firstOfRun = since.flatMap { since in item.attempts.first { $0.startedAt >= since }?.number } ?? last.number
             let from = lastAttemptShown.withLock { shown -> Int in
                 defer { shown[id] = max(shown[id] ?? 0, last.number) }
-                return shown[id].map { $0 + 1 } ?? last.number
+                return shown[id].map { $0 + 1 } ?? firstOfRun
             }
             // The retries before the first look are not this run's either.
             let retriesFrom = lastRetryShown.withLock { shown -> Int in

@@ -52,6 +52,7 @@ func submit(_ common: CommonOptions, config: Config, specs: [TransferSpec], deta
                 .run(specs, store: InMemoryQueueStore(), directory: nil, lock: nil)
             throw ExitCode(status)
         }
+        let asked = Date()
         let added = try add(specs, to: client, force: force)
         Reporter().added(added.items)
         // A download already done is said and its path printed; the engine has nothing to do for it.
@@ -63,7 +64,7 @@ func submit(_ common: CommonOptions, config: Config, specs: [TransferSpec], deta
         var said = ["handed \(ids.count) \(ids.count == 1 ? "item" : "items") to the running engine: \(TransferID.list(ids))"]
         if let jobs = common.jobs { said.append(jobsNotApplied(jobs)) }
         if let retries = common.retries { said.append(retriesNotApplied(retries)) }
-        throw ExitCode(await Follow.run(client, ids: Set(ids), directory: common.stateDirectory, saying: said))
+        throw ExitCode(await Follow.run(client, ids: Set(ids), directory: common.stateDirectory, since: asked, saying: said))
     }
 }
 
