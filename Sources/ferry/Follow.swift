@@ -18,8 +18,11 @@ enum Follow {
     /// command resumes them.
     /// `saying`: lines said once Ctrl-C is taken care of.
     /// `since`: when the command asked for them (attempts begun since are its own, and all said).
-    static func run(_ client: ControlClient, ids: Set<TransferID>, directory: StateDirectory, since: Date, saying: [String] = []) async -> Int32 {
-        let reporter = Reporter(since: since)
+    /// `readout`: progress as a readout redrawn in place in the terminal (LiveReadout), not lines.
+    static func run(_ client: ControlClient, ids: Set<TransferID>, directory: StateDirectory, since: Date, saying: [String] = [],
+                    readout: Bool = false) async -> Int32 {
+        let reporter = Reporter(since: since, live: readout ? LiveReadout() : nil)
+        reporter.live?.expect(ids.count)
         let seen = Mutex<[TransferID: Seen]>([:])
         let signals = [SIGINT, SIGTERM].map { number in
             signal(number, SIG_IGN)
@@ -27,6 +30,7 @@ enum Follow {
             source.setEventHandler {
                 let open = ids.filter { id in seen.withLock { $0[id].map { !$0.state.isTerminal } ?? true } }.sorted()
                 reporter.output.sync {}
+                reporter.live?.finish(summary: false)
                 printError(interrupted(open, directory: directory))
                 exit(128 + number)
             }
@@ -51,7 +55,8 @@ enum Follow {
             waiter?.resume()
         }
         let ticker = DispatchSource.makeTimerSource(queue: reporter.output)
-        ticker.schedule(deadline: .now() + 1, repeating: 1)
+        let interval: TimeInterval = reporter.live != nil ? 0.5 : 1
+        ticker.schedule(deadline: .now() + interval, repeating: interval)
         ticker.setEventHandler { reporter.progress(client.snapshot.items.filter { ids.contains($0.id) }) }
         ticker.resume()
         defer { ticker.cancel() }

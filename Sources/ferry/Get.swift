@@ -5,7 +5,7 @@ import Foundation
 struct Get: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "get",
-        abstract: "Download URLs: add them to the queue and open the terminal UI (headless with --no-tui or when stdout is not a terminal).",
+        abstract: "Download URLs: add them to the queue and show their progress until they end (the full-screen UI with --tui; plain lines with --no-tui or when stderr is not a terminal).",
         discussion: "Saved paths go to stdout, progress to stderr. Exit 0 when every download succeeded, 1 when any failed, 2 for bad input."
     )
 
@@ -34,6 +34,7 @@ struct Get: AsyncParsableCommand {
     @OptionGroup var netrc: NetrcOption
     @OptionGroup var detach: DetachOption
     @OptionGroup var force: ForceOption
+    @OptionGroup var tui: TUIOption
     @OptionGroup var common: CommonOptions
 
     func run() async throws {
@@ -48,10 +49,12 @@ struct Get: AsyncParsableCommand {
             specs[index].rateLimit = rate
             specs[index].netrcFile = netrcFile
         }
-        if !detach.detach, TerminalUIRun.wanted(noTUI: common.noTUI) {
+        if tui.tui, !detach.detach {
+            guard TerminalUIRun.wanted(noTUI: common.noTUI) else { throw UsageError("--tui needs a terminal") }
             await TerminalUIRun.run(common, config: config, adding: specs, force: force.force, netrcFile: netrcFile)
         }
-        try await submit(common, config: config, specs: specs, detach: detach.detach, force: force.force)
+        try await submit(common, config: config, specs: specs, detach: detach.detach, force: force.force,
+                         readout: LiveReadout.wanted(noTUI: common.noTUI))
     }
 
     /// Every input is checked before anything is queued or created.

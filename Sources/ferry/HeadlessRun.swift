@@ -24,9 +24,10 @@ final class HeadlessRun: Sendable {
     /// meanwhile; every other item keeps its state and its `.part` file. With `includeQueued` (`ferry run`)
     /// it works through the whole queue. Returns the exit status: 0 when every waited-for item succeeded, 1
     /// otherwise. Without a directory (a private queue) no socket is served.
+    /// With `readout`, progress is a readout redrawn in place in the terminal (LiveReadout), not lines.
     func run(_ specs: [TransferSpec], store: any QueueStore, directory: StateDirectory?, lock: EngineLock?,
-             includeQueued: Bool = false, force: Bool = false) async -> Int32 {
-        let reporter = Reporter(showsIDs: directory != nil)
+             includeQueued: Bool = false, force: Bool = false, readout: Bool = false) async -> Int32 {
+        let reporter = Reporter(showsIDs: directory != nil, live: readout ? LiveReadout() : nil)
         let engine: EngineAssembly
         do {
             engine = try EngineAssembly(configuration: configuration, hookSettings: hooks, logPath: logPath, store: store,
@@ -45,14 +46,17 @@ final class HeadlessRun: Sendable {
         let manager = engine.manager
         // SIGINT/SIGTERM: stop every attempt, keep the `.part` files, exit 130/143.
         engine.onSignals { number in
+            reporter.live?.finish(summary: false)
             printError("interrupted: stopping; partial files are kept")
             engine.shutdown(timeout: 5)
             exit(128 + number)
         }
         let ticker = DispatchSource.makeTimerSource(queue: reporter.output)
-        ticker.schedule(deadline: .now() + 1, repeating: 1)
+        // A readout is redrawn twice a second (a slow SSH link carries that easily); lines come once a second.
+        let interval: TimeInterval = reporter.live != nil ? 0.5 : 1
+        ticker.schedule(deadline: .now() + interval, repeating: interval)
         ticker.setEventHandler { [reporter] in
-            reporter.progress(manager.snapshot(QueueView(states: [.running])).items)
+            reporter.progress(manager.snapshot(QueueView(states: reporter.live != nil ? [.running, .waiting] : [.running])).items)
             if let notice = manager.newStoreFailureNotice() { printError("warning: \(notice)") }
         }
         ticker.resume()
@@ -72,6 +76,7 @@ final class HeadlessRun: Sendable {
                 let added = try manager.perform(.add(.init(specs: specs, typed: typedCommand(), force: force))).added ?? []
                 reporter.added(added)
                 own = added.map(\.id)
+                reporter.live?.expect(own.count)
             }
         } catch {
             printError(String(describing: error))
@@ -86,6 +91,7 @@ final class HeadlessRun: Sendable {
             let left = manager.workLeft()
             if left.isEmpty { break }
             waited.formUnion(left)
+            reporter.live?.expect(waited.count)
             await manager.waitUntilFinished(left)
         }
         stopServing()

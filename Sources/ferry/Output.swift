@@ -5,5 +5,9 @@ import Foundation
 /// then take the transfers with it; a line that cannot be written is dropped instead.
 enum Output {
     static func out(_ data: Data) { try? FileHandle.standardOutput.write(contentsOf: data) }
-    static func error(_ text: String) { try? FileHandle.standardError.write(contentsOf: Data(text.utf8)) }
+    /// While a progress readout is drawn, above it (LiveReadout).
+    static func error(_ text: String) {
+        if let live = LiveReadout.current.withLock({ $0 }) { return live.above(text) }
+        try? FileHandle.standardError.write(contentsOf: Data(text.utf8))
+    }
 }

@@ -48,6 +48,7 @@ struct Put: AsyncParsableCommand {
     @OptionGroup var netrc: NetrcOption
     @OptionGroup var detach: DetachOption
     @OptionGroup var force: ForceOption
+    @OptionGroup var tui: TUIOption
     @OptionGroup var common: CommonOptions
 
     func run() async throws {
@@ -59,13 +60,15 @@ struct Put: AsyncParsableCommand {
         if spec.upload?.isRepeatable == false {
             // Standard input belongs to this process: it cannot be handed to another engine or resumed later.
             let exitCode = await common.headlessRun(config)
-                .run([spec], store: InMemoryQueueStore(), directory: nil, lock: nil)
+                .run([spec], store: InMemoryQueueStore(), directory: nil, lock: nil, readout: LiveReadout.wanted(noTUI: common.noTUI))
             throw ExitCode(exitCode)
         }
-        if !detach.detach, TerminalUIRun.wanted(noTUI: common.noTUI) {
+        if tui.tui, !detach.detach {
+            guard TerminalUIRun.wanted(noTUI: common.noTUI) else { throw UsageError("--tui needs a terminal") }
             await TerminalUIRun.run(common, config: config, adding: [spec], force: force.force, netrcFile: netrcFile)
         }
-        try await submit(common, config: config, specs: [spec], detach: detach.detach, force: force.force)
+        try await submit(common, config: config, specs: [spec], detach: detach.detach, force: force.force,
+                         readout: LiveReadout.wanted(noTUI: common.noTUI))
     }
 
     func makeSpec() throws -> TransferSpec {

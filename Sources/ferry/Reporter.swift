@@ -26,10 +26,13 @@ final class Reporter: Sendable {
     /// When the command asked for its items (a follower's): attempts begun since are its run's, and said even
     /// when its first look at an item comes after several of them; nil: only what is seen from the first look.
     private let since: Date?
+    /// In a terminal: progress as a readout redrawn in place (get/put); nil: a line a second per item.
+    let live: LiveReadout?
 
-    init(showsIDs: Bool = true, since: Date? = nil) {
+    init(showsIDs: Bool = true, since: Date? = nil, live: LiveReadout? = nil) {
         self.showsIDs = showsIDs
         self.since = since
+        self.live = live
         self.lines = BatchedDelivery(queue: output) { printErrors($0) }
     }
 
@@ -123,6 +126,7 @@ final class Reporter: Sendable {
         }
         // One line per change.
         guard before != item.state else { return }
+        if item.state.isTerminal { live?.ended(item) }
         lines.send([line])
     }
 
@@ -176,8 +180,10 @@ final class Reporter: Sendable {
         printError("and \(more.values.reduce(0, +)) more found in the queue: \(counts.joined(separator: ", ")) (ferry list shows them)")
     }
 
-    /// Progress of the running items among `items` (call once a second, on the output queue).
+    /// Progress of the running items among `items` (call once a second, on the output queue; with a readout,
+    /// as often as it is to be redrawn).
     func progress(_ items: [TransferSnapshot]) {
+        if let live { return live.draw(items) }
         for item in items where item.state == .running {
             // The id and the count only into the closure, not the whole snapshot.
             let (id, done) = (item.id, item.bytesDone)
@@ -200,6 +206,7 @@ final class Reporter: Sendable {
     /// The end: saved paths (or upload answers) on stdout, failures on stderr. The exit status: 0 when every
     /// one of `ids` succeeded, 1 otherwise (an id no longer in the queue was removed: a failure).
     func results(_ snapshot: QueueSnapshot, ids: Set<TransferID>) -> Int32 {
+        live?.finish()
         var failed = 0
         let present = Set(snapshot.items.map(\.id))
         for item in snapshot.items where ids.contains(item.id) {

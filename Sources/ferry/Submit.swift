@@ -8,6 +8,12 @@ struct DetachOption: ParsableArguments {
     var detach = false
 }
 
+/// `--tui` of `get` and `put`: the full-screen UI on the whole queue instead of the command's own readout.
+struct TUIOption: ParsableArguments {
+    @Flag(name: .customLong("tui"), help: "Open the full-screen UI on the whole queue (default in a terminal: a progress readout of these transfers that ends when they do).")
+    var tui = false
+}
+
 /// `--force` of `get` and `put`.
 struct ForceOption: ParsableArguments {
     @Flag(name: .customLong("force"), help: "Queue a new copy even when the same transfer is already in the queue or done (a download gets a new name).")
@@ -26,7 +32,8 @@ func typedCommand() -> String {
 /// when an engine runs, hands them to it and follows them to the end (or, with --detach, returns at once).
 /// Either way only this command's items run: the rest of the queue stays as it is. A transfer already in
 /// the queue is reused (one line says so) unless `force`.
-func submit(_ common: CommonOptions, config: Config, specs: [TransferSpec], detach: Bool, force: Bool) async throws {
+/// `readout`: progress as a readout redrawn in place in the terminal (LiveReadout.wanted), not lines.
+func submit(_ common: CommonOptions, config: Config, specs: [TransferSpec], detach: Bool, force: Bool, readout: Bool = false) async throws {
     let readsStandardInput = specs.contains { $0.upload?.primarySource == .standardInput }
     if detach {
         guard !readsStandardInput else { throw UsageError("--detach cannot hand over an upload from standard input: this process reads it") }
@@ -42,14 +49,14 @@ func submit(_ common: CommonOptions, config: Config, specs: [TransferSpec], deta
     switch try EngineStartup.begin(common.stateDirectory) {
     case let .engine(lock, store):
         let status = await common.headlessRun(config)
-            .run(specs, store: store, directory: common.stateDirectory, lock: lock, force: force)
+            .run(specs, store: store, directory: common.stateDirectory, lock: lock, force: force, readout: readout)
         throw ExitCode(status)
     case let .running(client):
         if readsStandardInput {
             // Standard input is this process's: the upload runs here, on a queue of its own.
             client.close()
             let status = await common.headlessRun(config)
-                .run(specs, store: InMemoryQueueStore(), directory: nil, lock: nil)
+                .run(specs, store: InMemoryQueueStore(), directory: nil, lock: nil, readout: readout)
             throw ExitCode(status)
         }
         let asked = Date()
@@ -64,7 +71,8 @@ func submit(_ common: CommonOptions, config: Config, specs: [TransferSpec], deta
         var said = ["handed \(ids.count) \(ids.count == 1 ? "item" : "items") to the running engine: \(TransferID.list(ids))"]
         if let jobs = common.jobs { said.append(jobsNotApplied(jobs)) }
         if let retries = common.retries { said.append(retriesNotApplied(retries)) }
-        throw ExitCode(await Follow.run(client, ids: Set(ids), directory: common.stateDirectory, since: asked, saying: said))
+        throw ExitCode(await Follow.run(client, ids: Set(ids), directory: common.stateDirectory, since: asked, saying: said,
+                                        readout: readout))
     }
 }
 
