@@ -33,25 +33,31 @@ public enum QueueCommand: Sendable, Codable, Equatable {
         public var batch: Int64?
         /// What the user typed, for a new batch.
         public var typed: String
+        /// Always new items, never the same transfer's item found again (TransferSpec.identity).
         public var force: Bool
+        /// With `force`: an unfinished item of the same transfer is replaced, its `.part` file deleted, so that
+        /// the new one starts afresh under the same name (`get --force`). Without (aria2's addUri), the old one
+        /// stays and the new one takes the next free name.
+        public var replaces: Bool
         /// New items are queued paused (they start on a resume).
         public var paused: Bool
         /// New items go to this place (aria2's addUri `position`); none starts before it is there.
         public var placement: Placement?
 
-        public init(specs: [TransferSpec], batch: Int64? = nil, typed: String = "", force: Bool = false,
+        public init(specs: [TransferSpec], batch: Int64? = nil, typed: String = "", force: Bool = false, replaces: Bool = false,
                     paused: Bool = false, placement: Placement? = nil) {
             self.specs = specs
             self.batch = batch
             self.typed = typed
             self.force = force
+            self.replaces = force && replaces
             self.paused = paused
             self.placement = placement
         }
 
         // On the wire, specs that differ from the first only in their URL (the lines of one `-i` file) are the
         // first spec and every URL: a spec's JSON once, not a million times each way.
-        private enum CodingKeys: String, CodingKey { case specs, template, urls, batch, typed, force, paused, placement }
+        private enum CodingKeys: String, CodingKey { case specs, template, urls, batch, typed, force, replaces, paused, placement }
 
         /// The specs differ from the first in their URL at most: they travel as one spec and the URLs.
         public static func travelAsURLs(_ specs: some Collection<TransferSpec>) -> Bool {
@@ -73,6 +79,7 @@ public enum QueueCommand: Sendable, Codable, Equatable {
             batch = try container.decodeIfPresent(Int64.self, forKey: .batch)
             typed = try container.decode(String.self, forKey: .typed)
             force = try container.decode(Bool.self, forKey: .force)
+            replaces = try container.decodeIfPresent(Bool.self, forKey: .replaces) ?? false
             paused = try container.decodeIfPresent(Bool.self, forKey: .paused) ?? false
             placement = try container.decodeIfPresent(Placement.self, forKey: .placement)
         }
@@ -88,6 +95,7 @@ public enum QueueCommand: Sendable, Codable, Equatable {
             try container.encodeIfPresent(batch, forKey: .batch)
             try container.encode(typed, forKey: .typed)
             try container.encode(force, forKey: .force)
+            if replaces { try container.encode(replaces, forKey: .replaces) }
             if paused { try container.encode(paused, forKey: .paused) }
             try container.encodeIfPresent(placement, forKey: .placement)
         }

@@ -33,6 +33,9 @@ public final class Aria2RPC: @unchecked Sendable {
     /// Called (once) for `aria2.shutdown` and `aria2.forceShutdown`, after the answer is sent.
     private let onShutdown: @Sendable () -> Void
     private let shutdownAsked = Atomic<Bool>(false)
+    /// Results taken away (removeDownloadResult, purgeDownloadResult) since this engine began: aria2's
+    /// `numStoppedTotal` counts them with those still listed (it fell after a purge).
+    private let resultsTaken = Atomic<Int>(0)
 
     /// The methods answered, as `system.listMethods` lists them.
     public static let methods = [
@@ -175,10 +178,12 @@ public final class Aria2RPC: @unchecked Sendable {
         case "aria2.removeDownloadResult":
             let id = try params.gid()
             guard try snapshot(id).state.isTerminal else { throw Failure("\(Self.gid(id)) is not stopped: remove it first") }
-            _ = try manager.perform(.remove(Selection(ids: [id.rawValue]), deletePart: false))
+            let taken = try manager.perform(.remove(Selection(ids: [id.rawValue]), deletePart: false)).outcome.changed.count
+            resultsTaken.add(taken, ordering: .relaxed)
             return "OK"
         case "aria2.purgeDownloadResult":
-            _ = try manager.perform(.remove(Selection(states: [.completed, .failed, .cancelled]), deletePart: false))
+            let taken = try manager.perform(.remove(Selection(states: [.completed, .failed, .cancelled]), deletePart: false)).outcome.changed.count
+            resultsTaken.add(taken, ordering: .relaxed)
             return "OK"
         case "aria2.changePosition": return try changePosition(&params)
         case "aria2.getGlobalStat": return globalStat()
@@ -268,6 +273,15 @@ public final class Aria2RPC: @unchecked Sendable {
                 value = own?.url?.absoluteString ?? TerminalSafe.redactedURL(url)
             }
             if !lines.contains(where: { $0.lowercased().hasPrefix(name.lowercased() + ":") }) { lines.append("\(name): \(value)") }
+        }
+        // aria2's login fields: HTTP basic authentication, as an Authorization header (one given wins). Kept
+        // with the item as -H's are; never shown (lists name headers, not their values).
+        if let user = options["http-user"] as? String, !lines.contains(where: { $0.lowercased().hasPrefix("authorization:") }) {
+            let password = options["http-passwd"] as? String ?? ""
+            guard !user.contains(":"), !(user + password).contains(where: \.isNewline) else {
+                throw Failure("http-user: a user name without ':' or line breaks")
+            }
+            lines.append("Authorization: Basic " + Data("\(user):\(password)".utf8).base64EncodedString())
         }
         if !lines.isEmpty {
             spec.headers = try lines.map { line in
@@ -372,7 +386,7 @@ public final class Aria2RPC: @unchecked Sendable {
             "numActive": "\(count[.running] ?? 0)",
             "numWaiting": "\((count[.queued] ?? 0) + (count[.waiting] ?? 0) + (count[.paused] ?? 0))",
             "numStopped": "\(stopped)",
-            "numStoppedTotal": "\(stopped)",
+            "numStoppedTotal": "\(stopped + resultsTaken.load(ordering: .relaxed))",
         ]
     }
 

@@ -73,7 +73,7 @@ final class HeadlessRun: Sendable {
                 own = []
             } else {
                 // The same add as through the socket: one batch, the same transfers reused unless forced.
-                let added = try manager.perform(.add(.init(specs: specs, typed: typedCommand(), force: force))).added ?? []
+                let added = try manager.perform(.add(.init(specs: specs, typed: typedCommand(), force: force, replaces: force))).added ?? []
                 reporter.added(added)
                 own = added.map(\.id)
                 reporter.live?.expect(own.count)

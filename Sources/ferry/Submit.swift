@@ -16,7 +16,7 @@ struct TUIOption: ParsableArguments {
 
 /// `--force` of `get` and `put`.
 struct ForceOption: ParsableArguments {
-    @Flag(name: .customLong("force"), help: "Queue a new copy even when the same transfer is already in the queue or done (a download gets a new name).")
+    @Flag(name: .customLong("force"), help: "Queue a new copy even when the same transfer is already in the queue or done: an unfinished one is replaced (its partial file deleted); beside a done download, the copy gets a new name.")
     var force = false
 }
 

@@ -33,6 +33,10 @@ import Testing
         #expect(otherText.contains("\"specs\"") && !otherText.contains("\"template\""))
         #expect(try roundTrip(QueueCommand.Addition(specs: [template])).0.specs == [template])
         #expect(try roundTrip(QueueCommand.Addition(specs: [])).0.specs.isEmpty)
+        // `get --force` replaces; aria2's addUri (force alone) does not; replacing needs force.
+        let replacing = QueueCommand.Addition(specs: [template], force: true, replaces: true)
+        #expect(try roundTrip(replacing).0.replaces && !(try roundTrip(addition).0.replaces))
+        #expect(!QueueCommand.Addition(specs: [template], replaces: true).replaces)
     }
 
     @Test func newItemsWithConsecutiveIdsAreOneRun() throws {

@@ -144,6 +144,31 @@ import TestHTTPServer
     /// Issue 40: addUri with a position is one command (added, then placed, with the scheduler held between):
     /// the item added at the head of the waiting list is the next to start, before the items it was placed in
     /// front of, and none of them started meanwhile.
+    /// Issue 41: addUri's login fields (`http-user`, `http-passwd`) are HTTP basic authentication (they were
+    /// dropped), and an addUri of a transfer already in the queue adds a new item beside it, leaving the old
+    /// one and its `.part` file as they are (never replaced, as `get --force` replaces).
+    @Test func addUriTakesLoginFieldsAndLeavesTheSameTransferAlone() async throws {
+        defer { tearDown() }
+        server.route("/login.bin", .serve(Resource(body: Data("secret".utf8))))
+        let gid = try #require(try await call("aria2.addUri", [[server.url("/login.bin").absoluteString],
+                                                               ["http-user": "user", "http-passwd": "pa ss"]]) as? String)
+        try await finish(manager, [TransferID(1)])
+        #expect(try await status(gid)["status"] as? String == "complete")
+        #expect(server.requests("/login.bin").first?.header("Authorization") == "Basic " + Data("user:pa ss".utf8).base64EncodedString())
+        await #expect(throws: RPCCallError(code: 1, message: "http-user: a user name without ':' or line breaks")) {
+            _ = try await call("aria2.addUri", [[server.url("/login.bin").absoluteString], ["http-user": "a:b"]])
+        }
+
+        server.route("/big.bin", .serve(Resource(body: Resource.randomBytes(count: 1 << 20, seed: 302)), ServeOptions(stallAfter: 64 << 10)))
+        let first = try #require(try await call("aria2.addUri", [[server.url("/big.bin").absoluteString]]) as? String)
+        try await eventually("the first has its .part") { FileManager.default.fileExists(atPath: dir.path + "/big.bin.part") }
+        _ = try await call("aria2.pause", [first])
+        let second = try #require(try await call("aria2.addUri", [[server.url("/big.bin").absoluteString], ["pause": "true"]]) as? String)
+        #expect(second != first)
+        #expect(try await status(first)["status"] as? String == "paused")
+        #expect(FileManager.default.fileExists(atPath: dir.path + "/big.bin.part"), "the first one's partial file stays")
+    }
+
     @Test func anAddWithAPositionStartsInItsPlace() async throws {
         defer { tearDown() }
         let body = Resource.randomBytes(count: 1 << 20, seed: 41)
@@ -251,6 +276,9 @@ import TestHTTPServer
         await #expect(throws: RPCCallError(code: 1, message: "GID \(slow) is not found")) { _ = try await status(slow) }
         #expect(try await call("aria2.purgeDownloadResult") as? String == "OK")
         #expect((try await call("aria2.tellStopped", [0, 10]) as? [Any])?.isEmpty == true)
+        // Issue 41: numStoppedTotal counts the results taken away too, as aria2's does (it fell to 0 after a purge).
+        let stat = try #require(try await call("aria2.getGlobalStat") as? [String: Any])
+        #expect(stat["numStopped"] as? String == "0" && stat["numStoppedTotal"] as? String == "2", "\(stat)")
         #expect(dir.contents("b.bin") == Data("b".utf8), "results go, files stay")
     }
 

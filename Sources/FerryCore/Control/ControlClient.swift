@@ -41,7 +41,8 @@ public final class ControlClient: Sendable {
     }
 
     /// Queues `specs` with the engine in one new batch for `command`, in as many requests as it takes
-    /// (each well under the engine's request limit, so no list is too long). With `force`, always new items;
+    /// (each well under the engine's request limit, so no list is too long). With `force`, always new items (an
+    /// unfinished one of the same transfer replaced, its `.part` deleted: `get --force`);
     /// otherwise a transfer already in the queue is reused. What became of each spec, in order, and the batch.
     /// A refusal (a full disk...) is a ControlError in the engine's words; parts sent before it stay queued.
     public func add(_ specs: [TransferSpec], command: String, force: Bool) throws -> (batch: Int64, items: [AddedItem]) {
@@ -61,7 +62,8 @@ public final class ControlClient: Sendable {
             items += added
         }
         for part in Self.parts(of: specs) {
-            let addition = QueueCommand.Addition(specs: Array(specs[part]), batch: batch, typed: batch == nil ? command : "", force: force)
+            let addition = QueueCommand.Addition(specs: Array(specs[part]), batch: batch, typed: batch == nil ? command : "", force: force,
+                                                 replaces: force)
             let command = QueueCommand.add(addition)
             sent.append((part.count, command, try connection.send(ControlRequest(id: 0, command: command))))
             if batch == nil || sent.count > 1 { try receive() }

@@ -266,7 +266,7 @@ extension TransferManager {
             // Forced: an unfinished item of the same transfer goes, with its `.part` file, so that the new one
             // starts afresh under the same name (a completed one's file stays; the new copy gets a new name).
             var replaced: [String: TransferID] = [:]
-            if addition.force {
+            if addition.replaces {
                 let stale: [(id: TransferID, identity: String)]
                 do {
                     stale = try store.unfinished(sameAs: addition.specs.compactMap(\.identity))
