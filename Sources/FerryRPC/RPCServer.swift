@@ -19,6 +19,17 @@ public final class RPCServer: Sendable {
     private let group: MultiThreadedEventLoopGroup
     private let channel: any Channel
 
+    /// Whether a request may be answered, by the page it comes from: one with no Origin (aria2p, curl, scripts:
+    /// not a browser's), the RPC's own origin, or the one `allowOrigin` names (`*`: any). A browser sends
+    /// WebSocket upgrades and plain POSTs to any address without asking first, and aria2 takes them from any
+    /// page (only the secret guards the queue); ferry refuses pages of other origins.
+    static func allows(_ head: HTTPRequestHead, allowOrigin: String?) -> Bool {
+        guard let origin = head.headers.first(name: "origin") else { return true }
+        if let allowOrigin, allowOrigin == "*" || allowOrigin == origin { return true }
+        if let host = head.headers.first(name: "host"), origin == "http://" + host || origin == "https://" + host { return true }
+        return false
+    }
+
     /// Listens on `host:port` (port 0: any free one, `port` says which).
     public init(rpc: Aria2RPC, notifier: Aria2Notifier? = nil, host: String, port: Int, allowOrigin: String?) throws {
         let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
@@ -27,7 +38,9 @@ public final class RPCServer: Sendable {
             maxFrameSize: Self.maxBody,
             shouldUpgrade: { channel, head in
                 let path = head.uri.split(separator: "?", maxSplits: 1).first.map(String.init) ?? head.uri
-                return channel.eventLoop.makeSucceededFuture(path == "/jsonrpc" ? HTTPHeaders() : nil)
+                // A page of an origin not allowed gets no WebSocket (the HTTP handler then refuses it in words).
+                let upgrades = path == "/jsonrpc" && Self.allows(head, allowOrigin: allowOrigin)
+                return channel.eventLoop.makeSucceededFuture(upgrades ? HTTPHeaders() : nil)
             },
             upgradePipelineHandler: { channel, _ in
                 channel.eventLoop.makeCompletedFuture {
@@ -115,6 +128,12 @@ final class RPCHTTPHandler: ChannelInboundHandler, RemovableChannelHandler {
         let path = head.uri.split(separator: "?", maxSplits: 1).first.map(String.init) ?? head.uri
         guard path == "/jsonrpc" else {
             return send(.notFound, Data("only /jsonrpc is served\n".utf8), type: "text/plain", head: head, context: context)
+        }
+        guard RPCServer.allows(head, allowOrigin: allowOrigin) else {
+            let origin = TerminalSafe.sanitize(head.headers.first(name: "origin") ?? "")
+            let error = Aria2RPC.error(id: NSNull(), .init("a page of \(origin) may not use this RPC: [rpc] allow_origin names the one that may"))
+            let data = (try? JSONSerialization.data(withJSONObject: error)) ?? Data()
+            return send(.forbidden, data, type: "application/json-rpc", head: head, context: context, close: true)
         }
         if head.method == .OPTIONS, allowOrigin != nil {
             return send(.noContent, Data(), type: nil, head: head, context: context)

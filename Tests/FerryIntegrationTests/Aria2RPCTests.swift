@@ -414,6 +414,45 @@ import TestHTTPServer
         (try? JSONSerialization.jsonObject(with: Data(text.utf8))) as? [String: Any]
     }
 
+    /// Issue 41: a page of another origin gets no WebSocket and no answer (aria2 takes calls from any page; a
+    /// browser sends them to any address without asking): clients that send no Origin, the RPC's own origin and
+    /// the one `allow_origin` names are answered.
+    @Test func aPageOfAnotherOriginIsRefused() async throws {
+        defer { tearDown() }
+        let evil = try WebSocketTestClient(port: rpcServer.port, origin: "https://evil.example")
+        defer { evil.close() }
+        #expect(!evil.upgraded)
+        let own = try WebSocketTestClient(port: rpcServer.port, origin: "http://127.0.0.1:\(rpcServer.port)")
+        defer { own.close() }
+        #expect(own.upgraded)
+        let plain = try WebSocketTestClient(port: rpcServer.port)
+        defer { plain.close() }
+        #expect(plain.upgraded)
+        // A plain POST from the page is refused before it is carried out (its answer could not be read, but the
+        // call would have been made).
+        server.route("/x.bin", .serve(Resource(body: Data("x".utf8))))
+        var request = URLRequest(url: endpoint)
+        request.httpMethod = "POST"
+        request.setValue("https://evil.example", forHTTPHeaderField: "Origin")
+        request.httpBody = try JSONSerialization.data(withJSONObject: [
+            "jsonrpc": "2.0", "id": "e", "method": "aria2.addUri", "params": ["token:\(secret)", [server.url("/x.bin").absoluteString]]])
+        let (data, response) = try await rpcSession.data(for: request)
+        #expect((response as? HTTPURLResponse)?.statusCode == 403)
+        let refusal = (try JSONSerialization.jsonObject(with: data) as? [String: Any])?["error"] as? [String: Any]
+        #expect((refusal?["message"] as? String)?.hasPrefix("a page of https://evil.example may not use this RPC") == true, "\(String(decoding: data, as: UTF8.self))")
+        #expect(manager.snapshot().items.isEmpty, "nothing was added")
+        // The origin allow_origin names is answered.
+        let allowing = try RPCServer(rpc: Aria2RPC(manager: manager, secret: secret, defaultDirectory: dir.path), host: "127.0.0.1", port: 0,
+                                     allowOrigin: "https://ui.example")
+        defer { allowing.close() }
+        let named = try WebSocketTestClient(port: allowing.port, origin: "https://ui.example")
+        defer { named.close() }
+        #expect(named.upgraded)
+        let other = try WebSocketTestClient(port: allowing.port, origin: "https://evil.example")
+        defer { other.close() }
+        #expect(!other.upgraded)
+    }
+
     @Test func overWebSocketCallsAreAnsweredAndNotificationsPushed() async throws {
         defer { tearDown() }
         let client = try WebSocketTestClient(port: rpcServer.port)

@@ -18,7 +18,8 @@ final class WebSocketTestClient: Sendable {
         let upgraded = Mutex(false)
     }
 
-    init(port: Int, path: String = "/jsonrpc") throws {
+    /// `origin`: the page a browser would say the connection comes from (none: a client that is not a browser).
+    init(port: Int, path: String = "/jsonrpc", origin: String? = nil) throws {
         let inbox = Inbox()
         self.inbox = inbox
         let bootstrap = ClientBootstrap(group: group).channelInitializer { channel in
@@ -33,12 +34,13 @@ final class WebSocketTestClient: Sendable {
                     withClientUpgrade: (upgraders: [upgrader], completionHandler: { context in
                         context.pipeline.removeHandler(name: "opening", promise: nil)
                     }))
-                try channel.pipeline.syncOperations.addHandler(Opening(path: path, port: port), name: "opening")
+                try channel.pipeline.syncOperations.addHandler(Opening(path: path, port: port, origin: origin), name: "opening")
             }
         }
         channel = try bootstrap.connect(host: "127.0.0.1", port: port).wait()
         let deadline = Date().addingTimeInterval(10)
-        while !inbox.upgraded.withLock({ $0 }), Date() < deadline { usleep(5_000) }
+        // Until upgraded, or refused (the server answers and closes).
+        while !inbox.upgraded.withLock({ $0 }), channel.isActive, Date() < deadline { usleep(5_000) }
     }
 
     var upgraded: Bool { inbox.upgraded.withLock { $0 } }
@@ -82,15 +84,18 @@ final class WebSocketTestClient: Sendable {
         typealias OutboundOut = HTTPClientRequestPart
         let path: String
         let port: Int
-        init(path: String, port: Int) {
+        let origin: String?
+        init(path: String, port: Int, origin: String?) {
             self.path = path
             self.port = port
+            self.origin = origin
         }
 
         func channelActive(context: ChannelHandlerContext) {
             var headers = HTTPHeaders()
             headers.add(name: "Host", value: "127.0.0.1:\(port)")
             headers.add(name: "Content-Length", value: "0")
+            if let origin { headers.add(name: "Origin", value: origin) }
             let head = HTTPRequestHead(version: .http1_1, method: .GET, uri: path, headers: headers)
             context.write(wrapOutboundOut(.head(head)), promise: nil)
             context.writeAndFlush(wrapOutboundOut(.end(nil)), promise: nil)
