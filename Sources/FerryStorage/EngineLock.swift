@@ -25,6 +25,12 @@ public final class EngineLock: Sendable {
 
     deinit { release() }
 
+    /// The pid the lock file names (the engine that holds it, or the last one that did): read, never locked.
+    public static func holderPID(_ directory: StateDirectory) -> Int32? {
+        guard let data = FileManager.default.contents(atPath: directory.lockPath) else { return nil }
+        return Int32(String(decoding: data, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines))
+    }
+
     public static func acquire(_ directory: StateDirectory) throws(StateError) -> Outcome {
         let fd = open(directory.lockPath, O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
         guard fd >= 0 else { throw StateError("cannot open \(directory.lockPath): \(String(cString: strerror(errno)))") }

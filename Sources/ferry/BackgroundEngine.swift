@@ -48,6 +48,8 @@ struct BackgroundEngine: AsyncParsableCommand {
         engine.onSignals { number in Self.stop(directory, reason: "signal \(number)") { engine.shutdown() } }
         // aria2's RPC, when the config turns it on: its clients expect an engine that stays.
         var rpcServer: RPCServer?
+        let rpcURL = "http://\(config.rpc.listen.contains(":") ? "[\(config.rpc.listen)]" : config.rpc.listen):\(config.rpc.port)/jsonrpc"
+        var listener = RPCListener(pid: getpid(), url: nil, failure: nil)
         if config.rpc.enable {
             do {
                 let secret = try config.rpc.secret(stateDirectory: directory.path)
@@ -57,11 +59,15 @@ struct BackgroundEngine: AsyncParsableCommand {
                 }
                 rpcServer = try RPCServer(rpc: rpc, notifier: notifier, host: config.rpc.listen, port: config.rpc.port,
                                           allowOrigin: config.rpc.allowOrigin)
-                Self.log("engine \(getpid()) answering aria2 RPC on http://\(config.rpc.listen):\(config.rpc.port)/jsonrpc")
+                Self.log("engine \(getpid()) answering aria2 RPC on \(rpcURL)")
+                listener.url = rpcURL
             } catch {
                 Self.log("aria2 RPC is off: cannot listen on \(config.rpc.listen):\(config.rpc.port): \(error)")
+                listener.failure = "cannot listen on \(config.rpc.listen):\(config.rpc.port): \(error)"
             }
         }
+        // For `ferry rpc`: what this engine does about the RPC.
+        listener.write(stateDirectory: directory.path)
         // Idle means nothing running, queued or waiting for a retry, and no hook running (it keeps the engine,
         // which watches its timeout).
         let linger = config.linger

@@ -225,9 +225,37 @@ struct RPC: ParsableCommand {
         try common.stateDirectory.prepare()
         let secret = try config.rpc.secret(stateDirectory: common.stateDirectory.path)
         let url = "http://\(config.rpc.listen.contains(":") ? "[\(config.rpc.listen)]" : config.rpc.listen):\(config.rpc.port)/jsonrpc"
-        print(config.rpc.enable ? "aria2 JSON-RPC: \(url) (the background engine answers it)"
-                                : "aria2 JSON-RPC is off ([rpc] enable = true in the config turns it on, at \(url))")
+        print(Self.listening(config: config, url: url, directory: common.stateDirectory))
         print("secret: \(secret) (clients send token:\(secret); kept in \(config.rpc.secret == nil ? common.stateDirectory.path + "/rpc-secret" : "the config"))")
         print("an addUri without dir saves into \(TerminalSafe.sanitize(config.unattendedDownloadDirectory())) ([transfers] download_dir)")
+    }
+
+    /// Whether a listener answers at `url` now, in words: the running engine's own account of its RPC (it
+    /// said "the background engine answers it" when no engine ran, when the running one had started with the
+    /// RPC off, and when it could not bind the port, which another state directory's engine held: aria2p then
+    /// got `Unauthorized` from that one).
+    static func listening(config: Config, url: String, directory: StateDirectory) -> String {
+        let restart = "`ferry stop`, then any ferry command starts an engine that answers it"
+        guard let client = ControlClient.connect(directory) else {
+            return config.rpc.enable
+                ? "aria2 JSON-RPC: \(url), answered while the background engine runs; none runs now (ferry, ferry get --detach or ferry engine starts one)"
+                : "aria2 JSON-RPC is off ([rpc] enable = true in the config turns it on, at \(url))"
+        }
+        client.close()
+        let pid = EngineLock.holderPID(directory)
+        guard let listener = RPCListener.read(stateDirectory: directory.path), pid == nil || listener.pid == pid else {
+            // A headless get/put or `ferry run` is the engine, or one from before the listener was kept.
+            return "aria2 JSON-RPC: \(url) is not answered: the running engine\(pid.map { " (pid \($0))" } ?? "") is a headless run or started without it; \(restart)"
+        }
+        if let answering = listener.url {
+            return "aria2 JSON-RPC: \(answering) (the background engine, pid \(listener.pid), answers it)"
+        }
+        if let failure = listener.failure {
+            return "aria2 JSON-RPC: \(url) is not answered by this queue's engine (pid \(listener.pid)): \(TerminalSafe.sanitize(failure)); "
+                + "whatever answers there (another state directory's engine?) has a secret of its own"
+        }
+        return config.rpc.enable
+            ? "aria2 JSON-RPC: \(url) is not answered: the running engine (pid \(listener.pid)) started with it off; \(restart)"
+            : "aria2 JSON-RPC is off ([rpc] enable = true in the config turns it on, at \(url); \(restart))"
     }
 }

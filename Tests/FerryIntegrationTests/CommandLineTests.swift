@@ -101,6 +101,45 @@ import TestHTTPServer
         #expect(lines.filter { $0.contains("#2 broken.bin: failed (") }.count == 1, "\(result.stderr)")
     }
 
+    /// Issue 41: `ferry rpc` says whether anything of this queue answers the RPC: not when no engine runs, not
+    /// when the running engine started with it off, not when it could not listen (the port was taken: aria2p got
+    /// `Unauthorized` from another state directory's engine there); it said "the background engine answers it".
+    @Test func ferryRPCSaysWhetherItsEngineAnswers() async throws {
+        let state = dir.path + "/state"
+        server.route("/hang.bin", .hang)
+        func config(_ name: String, _ text: String) throws -> String {
+            let path = dir.path + "/" + name
+            try ("[engine]\nlinger = 60\n" + text).write(toFile: path, atomically: true, encoding: .utf8)
+            return path
+        }
+        let taken = try config("taken.toml", "[rpc]\nenable = true\nport = \(server.port)\n")
+        let none = try await runFerry(["rpc", "--config", taken], stateDir: state)
+        #expect(none.stdout.contains("none runs now"), "\(none.stdout)")
+        // An engine whose port another program holds (the test's HTTP server).
+        #expect(try await runFerry(["get", "--detach", "-o", dir.path, server.url("/hang.bin").absoluteString, "--config", taken],
+                                   stateDir: state).status == 0)
+        let refused = try await runFerry(["rpc", "--config", taken], stateDir: state)
+        #expect(refused.stdout.contains("is not answered by this queue's engine (pid "), "\(refused.stdout)")
+        #expect(refused.stdout.contains("cannot listen on 127.0.0.1:\(server.port)"), "\(refused.stdout)")
+        _ = try await runFerry(["stop", "--config", taken], stateDir: state)
+        // An engine started with the RPC off, asked about with a config that turns it on.
+        let off = try config("off.toml", "")
+        let port = try freePort()
+        let on = try config("on.toml", "[rpc]\nenable = true\nport = \(port)\n")
+        #expect(try await runFerry(["get", "--detach", "-o", dir.path, server.url("/hang.bin").absoluteString, "--config", off],
+                                   stateDir: state).status == 0)
+        let startedOff = try await runFerry(["rpc", "--config", on], stateDir: state)
+        #expect(startedOff.stdout.contains("is not answered: the running engine (pid "), "\(startedOff.stdout)")
+        #expect(startedOff.stdout.contains("started with it off"), "\(startedOff.stdout)")
+        _ = try await runFerry(["stop", "--config", off], stateDir: state)
+        // And one that answers.
+        #expect(try await runFerry(["get", "--detach", "-o", dir.path, server.url("/hang.bin").absoluteString, "--config", on],
+                                   stateDir: state).status == 0)
+        let answering = try await runFerry(["rpc", "--config", on], stateDir: state)
+        #expect(answering.stdout.contains("aria2 JSON-RPC: http://127.0.0.1:\(port)/jsonrpc (the background engine, pid "), "\(answering.stdout)")
+        _ = try await runFerry(["stop", "--config", on], stateDir: state)
+    }
+
     /// Issue 41: a server that ignores Range answers a resume with the whole file: the progress goes back to zero,
     /// and the headless lines say so, once, after "resuming at" (they said nothing, and the count went backwards).
     @Test func aStartOverFromZeroIsSaidOnce() async throws {

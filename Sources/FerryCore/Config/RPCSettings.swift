@@ -46,6 +46,36 @@ public struct RPCSettings: Sendable, Equatable {
     }
 }
 
+/// What the engine that last started in a state directory did about the RPC, kept in the directory
+/// (`rpc-listener`) for `ferry rpc` to tell the truth: it listened, it could not (the port was taken: another
+/// engine, of another state directory, answers there with another secret), or its RPC was off.
+public struct RPCListener: Sendable, Codable, Equatable {
+    public var pid: Int32
+    /// The address it answers at; nil when it does not.
+    public var url: String?
+    /// Why it could not listen (nil: it did, or the RPC was off).
+    public var failure: String?
+
+    public init(pid: Int32, url: String?, failure: String?) {
+        self.pid = pid
+        self.url = url
+        self.failure = failure
+    }
+
+    public static func path(stateDirectory: String) -> String { stateDirectory + "/rpc-listener" }
+
+    /// Written by the engine when it starts (a file of its own, replaced whole).
+    public func write(stateDirectory: String) {
+        let path = Self.path(stateDirectory: stateDirectory)
+        guard let data = try? JSONEncoder().encode(self) else { return }
+        try? data.write(to: URL(fileURLWithPath: path), options: .atomic)
+    }
+
+    public static func read(stateDirectory: String) -> RPCListener? {
+        FileManager.default.contents(atPath: path(stateDirectory: stateDirectory)).flatMap { try? JSONDecoder().decode(RPCListener.self, from: $0) }
+    }
+}
+
 extension Config {
     /// Where an add with no folder of its own goes when no shell's folder applies (aria2's `addUri` without
     /// `dir`): `[transfers] download_dir` when the config names one (a relative one under the home directory),
