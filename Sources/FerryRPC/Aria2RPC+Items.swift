@@ -88,10 +88,19 @@ extension Aria2RPC {
         [["uri": TerminalSafe.redactedURL(item.spec.url), "status": "used"]]
     }
 
+    /// An item's options as aria2's getOption gives them: the global ones (globalOptions), then the item's own
+    /// (folder, name, ranges, limit, checksum). Header values are never given (they may be secrets).
     func options(of item: TransferSnapshot) -> [String: Any] {
-        var options: [String: Any] = ["dir": item.spec.directory, "split": "\(item.spec.segments ?? 1)",
-                                      "max-download-limit": "\(item.rateLimit ?? 0)"]
-        if let out = item.spec.fileName { options["out"] = out }
+        var options = globalOptions()
+        let segments = "\(item.spec.segments ?? 1)"
+        options["dir"] = item.spec.directory
+        options["split"] = segments
+        options["max-connection-per-server"] = segments
+        options["max-download-limit"] = "\(item.rateLimit ?? 0)"
+        options["out"] = item.spec.fileName ?? item.fileName
+        if let sha256 = item.spec.sha256 { options["checksum"] = "sha-256=\(sha256)" }
+        if let agent = item.spec.headers.last(where: { $0.name.lowercased() == "user-agent" }) { options["user-agent"] = agent.value }
+        options["pause"] = item.state == .paused ? "true" : "false"
         return options
     }
 

@@ -390,16 +390,53 @@ public final class Aria2RPC: @unchecked Sendable {
         ]
     }
 
-    private func globalOptions() -> [String: Any] {
+    /// Every aria2 option that has a meaning in ferry, with ferry's value, as aria2's strings (a settings dialog
+    /// shows these, not its own defaults): the queue's limits and folder, the retry rules, the timeout, the user
+    /// agent, the proxies and CA file the transport uses, and what ferry always does (it resumes, it never
+    /// overwrites, it renames when a name is taken). Options ferry has no use for are not answered, as aria2
+    /// answers none it does not know.
+    func globalOptions() -> [String: Any] {
         let snapshot = manager.snapshot(QueueView(limit: 0))
         let (directory, rateLimit) = defaults.withLock { ($0.directory, $0.rateLimit) }
-        return [
+        let configuration = manager.configuration
+        var options: [String: Any] = [
             "max-concurrent-downloads": "\(snapshot.maxConcurrent)",
             "max-overall-download-limit": "\(snapshot.downloadLimit ?? 0)",
             "max-overall-upload-limit": "\(snapshot.uploadLimit ?? 0)",
             "max-download-limit": "\(rateLimit ?? 0)",
+            "max-upload-limit": "0",
             "dir": directory,
+            // An add's ranges (split) are its own; without one, a single stream.
+            "split": "1",
+            "max-connection-per-server": "1",
+            "min-split-size": "\(1 << 20)",
+            "timeout": "\(Int(configuration.idleTimeout.rounded()))",
+            "connect-timeout": "\(Int(configuration.idleTimeout.rounded()))",
+            // aria2's tries count the first; ferry's retries do not.
+            "max-tries": "\(configuration.retry.maxRetries + 1)",
+            "retry-wait": "\(Int(configuration.retry.baseDelay.rounded()))",
+            "max-file-not-found": "1",
+            "user-agent": configuration.userAgent,
+            "continue": "true",
+            "always-resume": "true",
+            "allow-overwrite": "false",
+            "auto-file-renaming": "true",
+            "check-certificate": "true",
+            "check-integrity": "false",
+            "remote-time": "false",
+            "pause": "false",
+            "enable-http-keep-alive": "true",
+            "http-accept-gzip": "false",
+            "follow-torrent": "false",
+            "follow-metalink": "false",
         ]
+        let transport = configuration.transport
+        for (key, value) in [("http-proxy", transport.httpProxy), ("https-proxy", transport.httpsProxy), ("no-proxy", transport.noProxy),
+                             ("ca-certificate", transport.caFile)] {
+            // A proxy's login is not given away.
+            if let value, !value.isEmpty { options[key] = URL(string: value).map(TerminalSafe.redactedURL) ?? TerminalSafe.sanitize(value) }
+        }
+        return options
     }
 
     /// Applies the options ferry applies and leaves the others as they are, answering OK, as aria2 answers a

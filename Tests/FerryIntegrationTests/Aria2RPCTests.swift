@@ -359,6 +359,16 @@ import TestHTTPServer
         let itemOptions = try #require(try await call("aria2.getOption", [gid]) as? [String: Any])
         #expect(itemOptions["dir"] as? String == dir.path + "/new")
         #expect(itemOptions["max-download-limit"] as? String == "\(512 << 10)")
+        // Issue 41: every option with a meaning in ferry, with ferry's value, as aria2's strings (it answered 5 and
+        // 3 keys, and a settings dialog showed its own defaults).
+        let global = try #require(try await call("aria2.getGlobalOption") as? [String: Any])
+        #expect(global["max-tries"] as? String == "\(manager.configuration.retry.maxRetries + 1)")
+        #expect(global["timeout"] as? String == "\(Int(manager.configuration.idleTimeout))")
+        #expect(global["user-agent"] as? String == manager.configuration.userAgent)
+        #expect(global["continue"] as? String == "true" && global["allow-overwrite"] as? String == "false")
+        #expect(global.count >= 25 && global.values.allSatisfy { $0 is String }, "\(global)")
+        #expect(itemOptions["max-tries"] as? String == global["max-tries"] as? String, "an item's options include the global ones")
+        #expect(itemOptions["out"] as? String == "g.bin" || itemOptions["out"] == nil)
         // Issue 41: what ferry does not change is left as it is, with OK (a web UI's dialog sends every option it
         // shows in one call); what it changes beside it is applied. A bad value of its own refuses the call whole.
         #expect(try await call("aria2.changeGlobalOption", [["max-connection-per-server": "16", "bt-max-peers": "3",
