@@ -82,6 +82,41 @@ public struct StoredTransfer: Sendable, Codable, Equatable {
     }
 }
 
+/// The `.part` file of an unfinished download taken off the queue with its file kept (`ferry remove` without
+/// `--delete-part`, aria2's removeDownloadResult): what the same transfer asked for again needs to go on from it
+/// (a web UI's Restart is a remove and an add of the same URI: it made `name (1).ext` from byte 0).
+public struct Leftover: Sendable, Codable, Equatable {
+    /// The transfer's TransferSpec.identity.
+    public var identity: String
+    public var directory: String
+    public var fileName: String
+    public var validators: Validators
+    public var segments: [SegmentState]?
+
+    public init(identity: String, directory: String, fileName: String, validators: Validators, segments: [SegmentState]?) {
+        self.identity = identity
+        self.directory = directory
+        self.fileName = fileName
+        self.validators = validators
+        self.segments = segments
+    }
+
+    /// A new item of the same transfer takes it over, when its `.part` file is still there: its name (claimed
+    /// by the file), what the server said of the file (a resume asks If-Range with it: a changed file starts
+    /// over) and its ranges.
+    public func adopt(into item: inout StoredTransfer) -> Bool {
+        let path = PartialFile.path(directory: directory, name: fileName)
+        var info = stat()
+        guard directory == item.spec.directory, stat(path, &info) == 0, (info.st_mode & S_IFMT) == S_IFREG, info.st_size > 0 else { return false }
+        item.fileName = fileName
+        item.validators = validators
+        item.segments = segments
+        item.bytesDone = segments.map { $0.reduce(0) { $0 + $1.done } } ?? Int64(info.st_size)
+        item.bytesExpected = validators.totalLength
+        return true
+    }
+}
+
 /// One spec given to QueueStore.add: the item it became, new or already there.
 public struct QueueAddition: Sendable, Equatable {
     public var item: StoredTransfer
@@ -148,6 +183,9 @@ public protocol QueueStore: Sendable {
     /// is returned, moved into `batch`; the same transfer twice in `specs` is one item. An unfinished item found so
     /// takes the spec given now (its options: checksum, limit, headers, segments), its old one returned beside it.
     func add(_ specs: [TransferSpec], batch: Int64?, reuse: Bool) throws -> [QueueAddition]
+    /// Keeps the `.part` files of unfinished downloads taken off the queue, for the same transfers asked again
+    /// (an add takes one over: Leftover.adopt).
+    func keepLeftovers(_ leftovers: [Leftover]) throws
     /// The unfinished items (any state but completed) that are the same transfer as one of `identities`
     /// (TransferSpec.identity): what a forced add replaces.
     func unfinished(sameAs identities: [String]) throws -> [(id: TransferID, identity: String)]
@@ -236,8 +274,13 @@ public final class InMemoryQueueStore: QueueStore {
         var items: [TransferID: StoredTransfer] = [:]
         var nextID: Int64 = 1
         var batches: [Batch] = []
+        var leftovers: [String: Leftover] = [:]
     }
     private let state = Mutex(State())
+
+    public func keepLeftovers(_ leftovers: [Leftover]) throws {
+        state.withLock { s in for leftover in leftovers { s.leftovers[leftover.identity] = leftover } }
+    }
 
     public init() {}
 
@@ -263,6 +306,7 @@ public final class InMemoryQueueStore: QueueStore {
                 }
                 var item = StoredTransfer(id: TransferID(s.nextID), position: position, spec: spec)
                 item.batch = batch
+                if let identity = spec.identity, let leftover = s.leftovers.removeValue(forKey: identity) { _ = leftover.adopt(into: &item) }
                 s.nextID += 1
                 position += 1
                 s.items[item.id] = item

@@ -161,6 +161,10 @@ public final class SQLiteQueueStore: QueueStore {
             // read from their message's words.
             try db.execute(sql: "ALTER TABLE transfer ADD COLUMN errorKind TEXT")
         }
+        migrator.registerMigration("v8: leftovers") { db in
+            // The `.part` files of unfinished downloads taken off the queue with their files kept (Leftover).
+            try db.execute(sql: "CREATE TABLE leftover (identity TEXT PRIMARY KEY, value TEXT NOT NULL)")
+        }
         return migrator
     }
 
@@ -281,6 +285,7 @@ public final class SQLiteQueueStore: QueueStore {
             // Which of them the queue holds already, asked for all at once (most adds find none); and those this
             // add queues, for a list that names one transfer twice.
             var queued = reuse ? try Self.stored(db, identities: identities.compactMap { $0 }) : []
+            var leftovers = try Self.leftovers(db, identities: identities.compactMap { $0 })
             for (spec, identity) in zip(specs, identities) {
                 if reuse, let identity, queued.contains(identity), var found = try Self.reusable(db, identity: identity) {
                     if let batch, found.batch != batch {
@@ -311,6 +316,18 @@ public final class SQLiteQueueStore: QueueStore {
                 if reuse, let identity { queued.insert(identity) }
                 var item = StoredTransfer(id: id, position: position, spec: spec)
                 item.batch = batch
+                // The same transfer taken off the queue with its `.part` file kept: the new item goes on from it.
+                if let identity, !leftovers.isEmpty, let leftover = leftovers.removeValue(forKey: identity) {
+                    try db.cachedStatement(sql: "DELETE FROM leftover WHERE identity = ?").execute(arguments: [identity])
+                    if leftover.adopt(into: &item) {
+                        try db.cachedStatement(sql: """
+                            UPDATE transfer SET fileName = ?, etag = ?, lastModified = ?, totalLength = ?, bytesDone = ?,
+                                bytesExpected = ?, segments = ? WHERE id = ?
+                            """).execute(arguments: [item.fileName, item.validators.etag, item.validators.lastModified,
+                                                     item.validators.totalLength, item.bytesDone, item.bytesExpected,
+                                                     try item.segments.map { try json($0) }, id.rawValue])
+                    }
+                }
                 added.append(QueueAddition(item: item, existing: false))
                 position += 1
             }
@@ -326,6 +343,24 @@ public final class SQLiteQueueStore: QueueStore {
             }
             return found.sorted { $0.id < $1.id }
         }
+    }
+
+    public func keepLeftovers(_ leftovers: [Leftover]) throws {
+        guard !leftovers.isEmpty else { return }
+        try writing { db in
+            let insert = try db.cachedStatement(sql: "INSERT OR REPLACE INTO leftover (identity, value) VALUES (?, ?)")
+            for leftover in leftovers { try insert.execute(arguments: [leftover.identity, try json(leftover)]) }
+        }
+    }
+
+    /// The leftovers of `identities` (most adds have none: the table is usually empty).
+    private static func leftovers(_ db: Database, identities: [String]) throws -> [String: Leftover] {
+        guard try Int.fetchOne(db, sql: "SELECT 1 FROM leftover LIMIT 1") != nil else { return [:] }
+        var found: [String: Leftover] = [:]
+        try whereIn(db, "SELECT identity, value FROM leftover", column: "identity", identities) { row in
+            if let text: String = row[1], let leftover = try? JSONDecoder().decode(Leftover.self, from: Data(text.utf8)) { found[row[0]] = leftover }
+        }
+        return found
     }
 
     /// Those of `identities` that items of the queue have.

@@ -47,6 +47,38 @@ import TestHTTPServer
         #expect(dir.contents("a.bin") == body)
     }
 
+    /// Issue 41: an unfinished download taken off the queue with its `.part` file kept, then asked for again (a
+    /// web UI's Restart: aria2's removeDownloadResult, then addUri of the same URI), goes on from that file under
+    /// its name, asking If-Range; it made `a (1).bin` from byte 0 and left `a.bin.part` behind. In another engine
+    /// too (the leftover is in the store), and only while the file is there.
+    @Test(arguments: [false, true])
+    func aTransferRemovedWithItsPartKeptGoesOnFromItWhenAskedAgain(restart: Bool) async throws {
+        let body = Resource.randomBytes(count: 1 << 20, seed: 10)
+        let resource = Resource(body: body, etag: "\"r\"")
+        server.route("/r/a.bin", [.serve(resource, ServeOptions(stallAfter: 256 << 10)), .serve(resource)])
+        let spec = TransferSpec(download: server.url("/r/a.bin"), directory: dir.path)
+        var manager = try engine()
+        let id = manager.add(spec)
+        try await eventually("the first 256 KiB on disk") { (try? FileManager.default.attributesOfItem(atPath: dir.path + "/a.bin.part")[.size] as? Int) == 256 << 10 }
+        _ = try manager.perform(.cancel(Selection(ids: [id.rawValue])))
+        try await eventually("cancelled") { manager.snapshot(of: id)?.state == .cancelled }
+        #expect(try manager.perform(.remove(Selection(ids: [id.rawValue]), deletePart: false)).outcome.changed == [id])
+        if restart {
+            manager.shutdown()
+            manager = try engine()
+        }
+        defer { manager.shutdown() }
+        let again = try #require(try manager.perform(.add(QueueCommand.Addition(specs: [spec]))).added?.first)
+        #expect(again.id != id && again.how == .added)
+        try await finish(manager, [again.id])
+        #expect(manager.snapshot(of: again.id)?.state == .completed)
+        #expect(dir.files().filter { !$0.hasPrefix("queue.sqlite") } == ["a.bin"], "no a (1).bin, no .part left")
+        #expect(dir.contents("a.bin") == body)
+        let second = try #require(server.requests("/r/a.bin").last)
+        #expect(second.header("Range") == "bytes=\(256 << 10)-")
+        #expect(second.header("If-Range") == "\"r\"")
+    }
+
     @Test func finishedItemsLeaveMemoryAndTheirRowsStillShow() async throws {
         let body = Resource.randomBytes(count: 20_000, seed: 3)
         for index in 1...40 {
@@ -402,6 +434,7 @@ final class LoadCountingStore: QueueStore {
     func forEachText(of ids: [TransferID], _ body: (TransferID, String, String?) throws -> Void) throws { try base.forEachText(of: ids, body) }
     func loadAdded(after id: TransferID) throws -> [StoredTransfer] { try base.loadAdded(after: id) }
     func add(_ specs: [TransferSpec], batch: Int64?, reuse: Bool) throws -> [QueueAddition] { try base.add(specs, batch: batch, reuse: reuse) }
+    func keepLeftovers(_ leftovers: [Leftover]) throws { try base.keepLeftovers(leftovers) }
     func unfinished(sameAs identities: [String]) throws -> [(id: TransferID, identity: String)] { try base.unfinished(sameAs: identities) }
     func makeBatch(command: String) throws -> Batch { try base.makeBatch(command: command) }
     func batches() throws -> [Batch] { try base.batches() }

@@ -100,7 +100,10 @@ extension TransferManager {
     /// its row back under the lock, which made a burst of small files a third slower); a long add loads its
     /// first items only, the rest when they run.
     private func appendAdded(_ record: StoredTransfer, _ core: inout Core) {
-        core.append(QueueIndexRow(record))
+        let row = QueueIndexRow(record)
+        // One that took over a `.part` file left by the same transfer (Leftover) holds its name from now on.
+        if let claim = row.claim { names.adopt(directory: claim.directory, name: claim.name) }
+        core.append(row)
         if core.items.count < core.loadedLimit { _ = load(record, &core) }
         core.version &+= 1
         if monitorHearsAdds { core.told.append(.added(snapshot(of: record, state: record.state))) }
@@ -186,6 +189,15 @@ extension TransferManager {
             guard !gone.isEmpty else { return ([], []) }
             var effects: [Effect] = []
             var partsOf: [(directory: String, name: String)] = []
+            // The `.part` files kept (no deletePartial) of unfinished downloads: the same transfer asked again
+            // goes on from them (Leftover).
+            var leftovers: [Leftover] = []
+            func keep(_ record: StoredTransfer) {
+                guard !deletePartial, record.spec.direction == .download, let name = record.fileName,
+                      let identity = record.spec.identity else { return }
+                leftovers.append(Leftover(identity: identity, directory: record.spec.directory, fileName: name,
+                                          validators: record.validators, segments: record.segments))
+            }
             // Unfinished resumable uploads the server keeps: ended there too.
             var discards: [(TransferSpec, ResumableUpload)] = []
             // Unloaded unfinished items: their names (claimed, and their `.part` files') come from the store.
@@ -200,10 +212,16 @@ extension TransferManager {
                     core.pinned.remove(id)
                     let tasks = transfer.tasks
                     if !tasks.isEmpty { effects.append { tasks.forEach { $0.cancel() } } }
-                    if let name = transfer.fileName, transfer.state != .completed { partsOf.append((transfer.spec.directory, name)) }
+                    if let name = transfer.fileName, transfer.state != .completed {
+                        partsOf.append((transfer.spec.directory, name))
+                        keep(transfer.record())
+                    }
                     if transfer.state != .completed, let upload = transfer.resumable { discards.append((transfer.spec, upload)) }
                 } else if let record = unloaded[id] {
-                    if let name = record.fileName { partsOf.append((record.spec.directory, name)) }
+                    if let name = record.fileName {
+                        partsOf.append((record.spec.directory, name))
+                        keep(record)
+                    }
                     if let upload = record.resumable { discards.append((record.spec, upload)) }
                 }
             }
@@ -213,6 +231,7 @@ extension TransferManager {
                 if deletePartial { effects.append { _ = unlink(PartialFile.path(directory: directory, name: name)) } }
             }
             for (spec, upload) in discards { effects += discardOnServer(upload, of: spec) }
+            if !leftovers.isEmpty { effects.append { [store, leftovers] in try? store.keepLeftovers(leftovers) } }
             core.settledPrefix = 0
             core.version &+= 1
             return (gone.map(\.id), effects + self.pump(&core))
