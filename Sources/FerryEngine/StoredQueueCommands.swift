@@ -29,7 +29,7 @@ public enum StoredQueueCommands {
             }).get().compactMap { known[$0] }
         } ?? []
         switch command {
-        case .add, .place, .setConcurrency, .setGlobalLimits:
+        case .add, .place, .setConcurrency, .setGlobalLimits, .rename:
             throw UsageError("no engine is running; \(command.name) needs one (ferry starts one: `ferry`, or `ferry get --detach`)")
         case let .move(_, direction):
             var queue = items
@@ -39,11 +39,19 @@ public enum StoredQueueCommands {
             let rerankedIDs = Set(ranked.map(\.id))
             result.outcome.changed = chosen.map(\.id).filter(rerankedIDs.contains)
         case let .remove(_, deletePart):
+            var leftovers: [Leftover] = []
             for item in chosen {
                 try store.remove(item.id)
                 if deletePart, item.state != .completed, let path = item.partPath { _ = unlink(path) }
+                // A `.part` file kept: the same transfer asked again goes on from it, as with an engine.
+                if !deletePart, item.state != .completed, item.spec.direction == .download, let name = item.fileName,
+                   let identity = item.spec.identity {
+                    leftovers.append(Leftover(identity: identity, directory: item.spec.directory, fileName: name,
+                                              validators: item.validators, segments: item.segments))
+                }
                 result.outcome.changed.append(item.id)
             }
+            try store.keepLeftovers(leftovers)
         case let .setRateLimit(_, rate):
             for item in chosen {
                 var item = item

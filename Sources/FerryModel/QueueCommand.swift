@@ -26,6 +26,9 @@ public enum QueueCommand: Sendable, Codable, Equatable {
     case setRateLimit(Selection, Int64?)
     /// The global limits, bytes per second (nil: none).
     case setGlobalLimits(download: Int64?, upload: Int64?)
+    /// A download not running nor done gets another file name (aria2's changeOption `out`): its `.part` file, if
+    /// it has one, is renamed with it; a name taken is refused.
+    case rename(TransferID, String)
 
     public struct Addition: Sendable, Codable, Equatable {
         public var specs: [TransferSpec]
@@ -115,6 +118,7 @@ public enum QueueCommand: Sendable, Codable, Equatable {
         case .setConcurrency: return "jobs"
         case .setRateLimit: return "limit"
         case .setGlobalLimits: return "limits"
+        case .rename: return "rename"
         }
     }
 
@@ -135,7 +139,7 @@ public enum QueueCommand: Sendable, Codable, Equatable {
         case .resume: return .resume
         case .cancel: return .cancel
         case .retry: return .retry
-        case .remove, .move, .place, .add, .setConcurrency, .setRateLimit, .setGlobalLimits: return nil
+        case .remove, .move, .place, .add, .setConcurrency, .setRateLimit, .setGlobalLimits, .rename: return nil
         }
     }
 
@@ -145,7 +149,7 @@ public enum QueueCommand: Sendable, Codable, Equatable {
         case let .pause(selection), let .resume(selection), let .cancel(selection), let .retry(selection),
              let .remove(selection, _), let .setRateLimit(selection, _), let .move(selection, _):
             return selection
-        case let .place(id, _): return Selection(ids: [id.rawValue])
+        case let .place(id, _), let .rename(id, _): return Selection(ids: [id.rawValue])
         case .add, .setConcurrency, .setGlobalLimits: return nil
         }
     }

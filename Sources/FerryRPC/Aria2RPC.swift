@@ -196,8 +196,22 @@ public final class Aria2RPC: @unchecked Sendable {
         case "aria2.changeOption":
             let id = try params.gid()
             let changes = try params.object()
-            if let limit = changes["max-download-limit"] {
-                let rate = try Self.rate(limit, option: "max-download-limit")
+            // Checked first: a bad value refuses the call, nothing applied.
+            let rate = try changes["max-download-limit"].map { try Self.rate($0, option: "max-download-limit") }
+            let out = try changes["out"].map { value -> String in
+                guard let text = value as? String, !text.isEmpty else { throw Failure("out: a file name") }
+                return text
+            }
+            _ = try snapshot(id)
+            if let out {
+                // The file keeps its place; its name (and its `.part` file's) changes, as aria2 renames it.
+                do {
+                    _ = try manager.perform(.rename(id, out))
+                } catch {
+                    throw Failure((error as? UsageError)?.description ?? String(describing: error))
+                }
+            }
+            if let rate {
                 guard (try? manager.perform(.setRateLimit(Selection(ids: [id.rawValue]), rate)))?.outcome.changed.isEmpty == false else {
                     throw Failure("GID \(Self.gid(id)) is not found")
                 }

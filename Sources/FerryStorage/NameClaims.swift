@@ -54,6 +54,19 @@ public final class NameClaims: Sendable {
         throw .local(.noFreeName, "no free name for \(name) in \(directory)")
     }
 
+    /// Takes `name` for a transfer renamed (QueueCommand.rename), as it is: true when no transfer holds it and
+    /// no file has it (nothing is created); false otherwise (no other name is tried).
+    package func take(directory: String, name: String) -> Bool {
+        let finalPath = directory + "/" + name
+        guard claimed.withLock({ $0.insert(finalPath).inserted }) else { return false }
+        let dir = resolved.withLock { $0[directory] } ?? FileNaming.resolvedDirectory(directory)
+        guard let dir, FileNaming.entry(resolvedDirectory: dir, name: name) == .free else {
+            release(directory: directory, name: name)
+            return false
+        }
+        return true
+    }
+
     /// Marks a name as in use by a transfer resumed from an existing `.part` file.
     package func adopt(directory: String, name: String) {
         _ = claimed.withLock { $0.insert(directory + "/" + name) }

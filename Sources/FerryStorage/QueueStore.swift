@@ -183,6 +183,8 @@ public protocol QueueStore: Sendable {
     /// is returned, moved into `batch`; the same transfer twice in `specs` is one item. An unfinished item found so
     /// takes the spec given now (its options: checksum, limit, headers, segments), its old one returned beside it.
     func add(_ specs: [TransferSpec], batch: Int64?, reuse: Bool) throws -> [QueueAddition]
+    /// An item's spec changed (a rename: QueueCommand.rename): written with what follows from it (its identity).
+    func saveSpec(_ id: TransferID, _ spec: TransferSpec) throws
     /// Keeps the `.part` files of unfinished downloads taken off the queue, for the same transfers asked again
     /// (an add takes one over: Leftover.adopt).
     func keepLeftovers(_ leftovers: [Leftover]) throws
@@ -277,6 +279,10 @@ public final class InMemoryQueueStore: QueueStore {
         var leftovers: [String: Leftover] = [:]
     }
     private let state = Mutex(State())
+
+    public func saveSpec(_ id: TransferID, _ spec: TransferSpec) throws {
+        state.withLock { $0.items[id]?.spec = spec }
+    }
 
     public func keepLeftovers(_ leftovers: [Leftover]) throws {
         state.withLock { s in for leftover in leftovers { s.leftovers[leftover.identity] = leftover } }

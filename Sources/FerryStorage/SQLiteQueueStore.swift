@@ -345,6 +345,16 @@ public final class SQLiteQueueStore: QueueStore {
         }
     }
 
+    public func saveSpec(_ id: TransferID, _ spec: TransferSpec) throws {
+        var stored = spec
+        stored.url = Self.specURL
+        let text = try json(stored)
+        try writing { db in
+            try db.cachedStatement(sql: "UPDATE transfer SET spec = ?, identity = ?, name = ? WHERE id = ?")
+                .execute(arguments: [text, spec.identity, Self.uploadName(spec), id.rawValue])
+        }
+    }
+
     public func keepLeftovers(_ leftovers: [Leftover]) throws {
         guard !leftovers.isEmpty else { return }
         try writing { db in

@@ -169,6 +169,37 @@ import TestHTTPServer
         #expect(FileManager.default.fileExists(atPath: dir.path + "/big.bin.part"), "the first one's partial file stays")
     }
 
+    /// Issue 41: changeOption `out` renames a download that is not running (a web UI's "renamed-d.bin"; the file
+    /// kept its old name): its `.part` file with it, and it goes on from there under the new name; a name that is
+    /// taken, a running item, and a path are refused, nothing changed.
+    @Test func changeOptionOutRenamesADownloadAndItsPartFile() async throws {
+        defer { tearDown() }
+        let body = Resource.randomBytes(count: 1 << 20, seed: 303)
+        let resource = Resource(body: body, etag: "\"d\"")
+        server.route("/d.bin", [.serve(resource, ServeOptions(stallAfter: 128 << 10)), .serve(resource)])
+        let gid = try #require(try await call("aria2.addUri", [[server.url("/d.bin").absoluteString]]) as? String)
+        try await eventually("128 KiB in its .part") { (try? FileManager.default.attributesOfItem(atPath: dir.path + "/d.bin.part")[.size] as? Int) == 128 << 10 }
+        await #expect(throws: RPCCallError(code: 1, message: "\(TransferID(1)) is running: its name changes while it is paused, queued or stopped")) {
+            _ = try await call("aria2.changeOption", [gid, ["out": "renamed-d.bin"]])
+        }
+        _ = try await call("aria2.pause", [gid])
+        try await eventually("paused") { manager.snapshot(of: TransferID(1))?.state == .paused }
+        _ = FileManager.default.createFile(atPath: dir.path + "/taken.bin", contents: Data("mine".utf8))
+        await #expect(throws: RPCCallError(code: 1, message: "out: taken.bin is taken in \(dir.path)")) {
+            _ = try await call("aria2.changeOption", [gid, ["out": "taken.bin"]])
+        }
+        await #expect(throws: (any Error).self) { _ = try await call("aria2.changeOption", [gid, ["out": "../up.bin"]]) }
+        #expect(try await call("aria2.changeOption", [gid, ["out": "renamed-d.bin"]]) as? String == "OK")
+        #expect(!FileManager.default.fileExists(atPath: dir.path + "/d.bin.part"))
+        #expect(FileManager.default.fileExists(atPath: dir.path + "/renamed-d.bin.part"))
+        #expect((try await call("aria2.getOption", [gid]) as? [String: Any])?["out"] as? String == "renamed-d.bin")
+        _ = try await call("aria2.unpause", [gid])
+        try await finish(manager, [TransferID(1)])
+        #expect(dir.contents("renamed-d.bin") == body)
+        #expect(dir.contents("taken.bin") == Data("mine".utf8))
+        #expect(server.requests("/d.bin").last?.header("Range") == "bytes=\(128 << 10)-", "it went on from its .part")
+    }
+
     @Test func anAddWithAPositionStartsInItsPlace() async throws {
         defer { tearDown() }
         let body = Resource.randomBytes(count: 1 << 20, seed: 41)

@@ -435,6 +435,7 @@ final class LoadCountingStore: QueueStore {
     func loadAdded(after id: TransferID) throws -> [StoredTransfer] { try base.loadAdded(after: id) }
     func add(_ specs: [TransferSpec], batch: Int64?, reuse: Bool) throws -> [QueueAddition] { try base.add(specs, batch: batch, reuse: reuse) }
     func keepLeftovers(_ leftovers: [Leftover]) throws { try base.keepLeftovers(leftovers) }
+    func saveSpec(_ id: TransferID, _ spec: TransferSpec) throws { try base.saveSpec(id, spec) }
     func unfinished(sameAs identities: [String]) throws -> [(id: TransferID, identity: String)] { try base.unfinished(sameAs: identities) }
     func makeBatch(command: String) throws -> Batch { try base.makeBatch(command: command) }
     func batches() throws -> [Batch] { try base.batches() }

@@ -238,6 +238,51 @@ extension TransferManager {
         }
     }
 
+    /// A download not running, finishing nor done takes the file name `asked` (QueueCommand.rename): its `.part`
+    /// file, if it has one, is renamed (linked under the new name, never over a file, then unlinked), the name
+    /// recorded first. False when it has that name already; a name that is taken, unsafe or not a single name is
+    /// a UsageError, and nothing changes.
+    func rename(_ id: TransferID, to asked: String) throws(UsageError) -> Bool {
+        guard let name = FileNaming.safeBaseName(asked), name == asked else {
+            throw UsageError("out: not a file name ferry would write: \(TerminalSafe.sanitize(asked)) (one name, no folders)")
+        }
+        let outcome: Result<(changed: Bool, spec: TransferSpec?), UsageError> = mutate { core in
+            guard let transfer = loaded(id, &core) else { return (.failure(UsageError("no item \(id)")), []) }
+            guard transfer.spec.direction == .download else { return (.failure(UsageError("\(id) is an upload: it has no file name to change")), []) }
+            guard transfer.state != .completed, transfer.state != .running, !transfer.busy, !transfer.finishing else {
+                return (.failure(UsageError("\(id) is \(transfer.state.rawValue): its name changes while it is paused, queued or stopped")), [])
+            }
+            let directory = transfer.spec.directory
+            guard name != (transfer.fileName ?? transfer.spec.fileName) else { return (.success((false, nil)), []) }
+            guard names.take(directory: directory, name: name) else {
+                return (.failure(UsageError("out: \(TerminalSafe.sanitize(name)) is taken in \(directory)")), [])
+            }
+            if let old = transfer.fileName {
+                // Recorded before the file moves: a crash in between leaves the name the file will have.
+                try? store.recordClaim(id, fileName: name, validators: transfer.validators)
+                let from = PartialFile.path(directory: directory, name: old), to = PartialFile.path(directory: directory, name: name)
+                if link(from, to) != 0, errno != ENOENT {
+                    let reason = errno == EEXIST ? "taken" : String(cString: strerror(errno))
+                    names.release(directory: directory, name: name)
+                    try? store.recordClaim(id, fileName: old, validators: transfer.validators)
+                    return (.failure(UsageError("out: \(TerminalSafe.sanitize(name)) in \(directory): \(reason)")), [])
+                }
+                unlink(from)
+                names.release(directory: directory, name: old)
+                transfer.fileName = name
+            }
+            var spec = transfer.spec
+            spec.fileName = name
+            _ = transfer.retake(spec)
+            core.touch(id)
+            core.version &+= 1
+            return (.success((true, spec)), [])
+        }
+        let (changed, spec) = try outcome.get()
+        if let spec { try? store.saveSpec(id, spec) }
+        return changed
+    }
+
     /// Carries out a front end's command (QueueCommand) on this engine. An id that names no item is a
     /// UsageError naming it, and then nothing changes; a queue that cannot be saved is a StateError.
     public func perform(_ command: QueueCommand) throws -> CommandResult {
@@ -328,6 +373,8 @@ extension TransferManager {
             }
         case let .setRateLimit(_, rate):
             for id in ids where setRateLimit(id, rate) { result.outcome.changed.append(id) }
+        case let .rename(id, name):
+            if try rename(id, to: name) { result.outcome.changed = [id] } else { result.outcome.left = before[id].map { [.init(id: id, state: $0)] } ?? [] }
         case let .setGlobalLimits(download, upload):
             setGlobalLimits(download: download, upload: upload)
             if let path = configuration.liveSettingsPath {
