@@ -37,7 +37,11 @@ import TestHTTPServer
         server.route("/crash.bin", [.serve(resource, ServeOptions(stallAfter: 3 << 20)), .serve(resource)])
         let first = try start(["get", "-o", downloads, server.url("/crash.bin").absoluteString])
         let part = downloads + "/crash.bin.part"
-        try await eventually("the .part file has the first 3 MiB") { size(part) == 3 << 20 }
+        // (What stood when it did not come: the file's size, the requests, whether the child lives.)
+        try await eventually("the .part file has the first 3 MiB; it has \(size(part)); requests \(server.requests("/crash.bin").count); "
+                             + "child alive: \(kill(first.processIdentifier, 0) == 0); files: \((try? FileManager.default.contentsOfDirectory(atPath: downloads)) ?? [])") {
+            size(part) == 3 << 20
+        }
         kill(first.processIdentifier, SIGKILL)
         await exited(first)
         let partSize = size(part)
