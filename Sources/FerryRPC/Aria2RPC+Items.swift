@@ -97,7 +97,9 @@ extension Aria2RPC {
         options["split"] = segments
         options["max-connection-per-server"] = segments
         options["max-download-limit"] = "\(item.rateLimit ?? 0)"
-        options["out"] = item.spec.fileName ?? item.fileName
+        // Only a name that was asked for: a client's Restart adds the item again with these options, and a name
+        // the server chose would then be a name asked for (another transfer: it would not find its `.part`).
+        options["out"] = item.spec.fileName
         if let sha256 = item.spec.sha256 { options["checksum"] = "sha-256=\(sha256)" }
         if let agent = item.spec.headers.last(where: { $0.name.lowercased() == "user-agent" }) { options["user-agent"] = agent.value }
         options["pause"] = item.state == .paused ? "true" : "false"
