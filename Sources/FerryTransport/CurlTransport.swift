@@ -275,35 +275,19 @@ package final class CurlTransport: @unchecked Sendable {
             for direction in [Direction.download, .upload] {
                 let moving = transfers.filter { $0.limits?.direction == direction }
                 let global = (direction == .download ? rates.download : rates.upload).map(Double.init)
-                let shared = sharedBucket(SharedBucketKey(limits: group, direction: direction), of: limits, rate: global, now: now)
+                let shared = Self.bucket(&sharedBuckets, SharedBucketKey(limits: group, direction: direction), of: limits, rate: global, now: now)
                 for member in moving { member.share(shared) }
                 let memberRates = LimitShares.rates(global: global, own: rates.items,
                                                     members: moving.map { LimitShares.Member(item: $0.limits!.item, intake: $0.pacer.intake) })
                 for (member, rate) in zip(moving, memberRates) { member.setRate(rate, now: now) }
                 for member in moving {
                     let item = member.limits!.item
-                    member.shareItem(itemBucket(ItemBucketKey(limits: group, item: item, direction: direction), of: limits,
-                                                rate: rates.items[item].map(Double.init), now: now))
+                    member.shareItem(Self.bucket(&itemBuckets, ItemBucketKey(limits: group, item: item, direction: direction), of: limits,
+                                                 rate: rates.items[item].map(Double.init), now: now))
                 }
             }
         }
         pruneItemBuckets(now: now)
-    }
-
-    /// The bucket of an item's own rate, made the first time (full), kept while its transfers come and go;
-    /// none, and the one there was dropped, without a rate.
-    private func itemBucket(_ key: ItemBucketKey, of limits: BandwidthLimits, rate: Double?, now: TimeInterval) -> SharedBucket? {
-        guard let rate else {
-            itemBuckets[key] = nil
-            return nil
-        }
-        if let (owner, shared) = itemBuckets[key], owner === limits {
-            if shared.bucket.rate != rate { shared.bucket.setRate(rate, now: now) }
-            return shared
-        }
-        let shared = SharedBucket(rate: rate, now: now)
-        itemBuckets[key] = (limits, shared)
-        return shared
     }
 
     /// Drops the buckets of items that no transfer takes from and that are full again (a new one would be the
@@ -334,19 +318,22 @@ package final class CurlTransport: @unchecked Sendable {
         }
     }
 
-    /// The bucket of an engine's rate for a direction, made the first time (full: a quarter second's burst),
-    /// at the rate asked for; none, and the one there was dropped, without a rate.
-    private func sharedBucket(_ key: SharedBucketKey, of limits: BandwidthLimits, rate: Double?, now: TimeInterval) -> SharedBucket? {
+    /// The bucket of a rate kept in `table` under `key` (an engine's rate for a direction, an item's own rate),
+    /// made the first time (full: a quarter second's burst), kept while transfers come and go, at the rate asked
+    /// for; none, and the one there was dropped, without a rate. Kept with the limits it belongs to, so that no
+    /// other limits made later at the same address take a bucket, and its debt, that is not theirs.
+    private static func bucket<Key: Hashable>(_ table: inout [Key: (limits: BandwidthLimits, bucket: SharedBucket)], _ key: Key,
+                                              of limits: BandwidthLimits, rate: Double?, now: TimeInterval) -> SharedBucket? {
         guard let rate else {
-            sharedBuckets[key] = nil
+            table[key] = nil
             return nil
         }
-        if let (owner, shared) = sharedBuckets[key], owner === limits {
+        if let (owner, shared) = table[key], owner === limits {
             if shared.bucket.rate != rate { shared.bucket.setRate(rate, now: now) }
             return shared
         }
         let shared = SharedBucket(rate: rate, now: now)
-        sharedBuckets[key] = (limits, shared)
+        table[key] = (limits, shared)
         return shared
     }
 

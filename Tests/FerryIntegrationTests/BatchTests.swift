@@ -33,6 +33,18 @@ import TestHTTPServer
         try database.close()
     }
 
+    /// A download stored paused with `part` in its `.part` file, as an interrupted run leaves it.
+    func storePaused(_ spec: TransferSpec, name: String, etag: String, total: Int64, part: Data) throws {
+        let queue = try store()
+        var item = try queue.add([spec])[0]
+        item.state = .paused
+        item.fileName = name
+        item.bytesDone = Int64(part.count)
+        item.validators = Validators(etag: etag, totalLength: total)
+        try queue.save(item)
+        #expect(FileManager.default.createFile(atPath: downloads + "/\(name).part", contents: part))
+    }
+
     func size(_ path: String) -> Int { ((try? FileManager.default.attributesOfItem(atPath: path))?[.size] as? Int) ?? -1 }
 
     @Test func aHeadlessGetLeavesTheRestOfTheQueueAsItWas() async throws {
@@ -108,14 +120,8 @@ import TestHTTPServer
     @Test func aPausedItemAskedForAgainResumesIt() async throws {
         let body = Resource.randomBytes(count: 200_000, seed: 12)
         server.route("/p.bin", .serve(Resource(body: body, etag: "\"p\"")))
-        let queue = try store()
-        var item = try queue.add([TransferSpec(download: server.url("/p.bin"), directory: downloads)])[0]
-        item.state = .paused
-        item.fileName = "p.bin"
-        item.bytesDone = 50_000
-        item.validators = Validators(etag: "\"p\"", totalLength: 200_000)
-        try queue.save(item)
-        #expect(FileManager.default.createFile(atPath: downloads + "/p.bin.part", contents: body.prefix(50_000)))
+        try storePaused(TransferSpec(download: server.url("/p.bin"), directory: downloads), name: "p.bin", etag: "\"p\"",
+                        total: 200_000, part: body.prefix(50_000))
 
         let result = try await runFerry(["get", "--no-tui", "-o", downloads, server.url("/p.bin").absoluteString], stateDir: state)
         #expect(result.status == 0, "\(result.stderr)")
@@ -191,16 +197,9 @@ import TestHTTPServer
     @Test func aLimitAskedAnewIsTheItemsLimit() async throws {
         let body = Resource.randomBytes(count: 200_000, seed: 16)
         server.route("/lim.bin", .serve(Resource(body: body, etag: "\"lim\"")))
-        let queue = try store()
         var spec = TransferSpec(download: server.url("/lim.bin"), directory: downloads)
         spec.rateLimit = 100 << 10
-        var item = try queue.add([spec])[0]
-        item.state = .paused
-        item.fileName = "lim.bin"
-        item.bytesDone = 50_000
-        item.validators = Validators(etag: "\"lim\"", totalLength: 200_000)
-        try queue.save(item)
-        #expect(FileManager.default.createFile(atPath: downloads + "/lim.bin.part", contents: body.prefix(50_000)))
+        try storePaused(spec, name: "lim.bin", etag: "\"lim\"", total: 200_000, part: body.prefix(50_000))
 
         let result = try await runFerry(["get", "--no-tui", "-o", downloads, "--limit-rate", "5M", server.url("/lim.bin").absoluteString],
                                         stateDir: state)
@@ -218,14 +217,8 @@ import TestHTTPServer
     @Test func aForcedGetReplacesAnUnfinishedItemAndItsPartialFile() async throws {
         let body = Resource.randomBytes(count: 150_000, seed: 17)
         server.route("/f.bin", .serve(Resource(body: body, etag: "\"f\"")))
-        let queue = try store()
-        var item = try queue.add([TransferSpec(download: server.url("/f.bin"), directory: downloads)])[0]
-        item.state = .paused
-        item.fileName = "f.bin"
-        item.bytesDone = 40_000
-        item.validators = Validators(etag: "\"f\"", totalLength: 150_000)
-        try queue.save(item)
-        #expect(FileManager.default.createFile(atPath: downloads + "/f.bin.part", contents: Data(count: 40_000)))
+        try storePaused(TransferSpec(download: server.url("/f.bin"), directory: downloads), name: "f.bin", etag: "\"f\"",
+                        total: 150_000, part: Data(count: 40_000))
 
         let result = try await runFerry(["get", "--no-tui", "--force", "-o", downloads, server.url("/f.bin").absoluteString], stateDir: state)
         #expect(result.status == 0, "\(result.stderr)")
