@@ -91,7 +91,10 @@ import TestHTTPServer
         let resource = Resource(body: body, etag: "\"same\"")
         // The first answer stalls after 1 MiB: the command is interrupted there.
         server.route("/same.bin", [.serve(resource, ServeOptions(stallAfter: 1 << 20)), .serve(resource)])
-        let arguments = ["get", "--no-tui", "-o", downloads, server.url("/same.bin").absoluteString]
+        // The stall outlasts the test's waits (the default idle timeout, 30 s, did not under the whole suite's load).
+        let config = dir.path + "/idle.toml"
+        try "[network]\nidle_timeout = 600.0\n".write(toFile: config, atomically: true, encoding: .utf8)
+        let arguments = ["get", "--no-tui", "--config", config, "-o", downloads, server.url("/same.bin").absoluteString]
         let first = ChildProcess()
         first.executableURL = ferryExecutable()
         first.arguments = arguments

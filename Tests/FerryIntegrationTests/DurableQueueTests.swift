@@ -35,6 +35,10 @@ import TestHTTPServer
         let resource = Resource(body: body, etag: "\"c1\"")
         // The first answer stops after 3 MiB and stays open: the engine is caught mid-download.
         server.route("/crash.bin", [.serve(resource, ServeOptions(stallAfter: 3 << 20)), .serve(resource)])
+        // The stall outlasts any wait of the test: with the default idle timeout (30 s), a test pool that the whole
+        // suite's load held for longer found the child done (its retry took the second answer) and the .part gone.
+        try FileManager.default.createDirectory(atPath: dir.path + "/config/ferry", withIntermediateDirectories: true)
+        try "[network]\nidle_timeout = 600\n".write(toFile: dir.path + "/config/ferry/config.toml", atomically: true, encoding: .utf8)
         let first = try start(["get", "-o", downloads, server.url("/crash.bin").absoluteString])
         let part = downloads + "/crash.bin.part"
         // (What stood when it did not come: the file's size, the requests, whether the child lives.)
@@ -117,7 +121,10 @@ import TestHTTPServer
         server.route("/long.bin", .serve(Resource(body: Resource.randomBytes(count: 3 << 20, seed: 42)), ServeOptions(stallAfter: 1 << 20)))
         let done = try await runFerry(["get", "-o", downloads, server.url("/quick.txt").absoluteString], stateDir: state)
         #expect(done.status == 0)
-        let engine = try start(["get", "-o", downloads, server.url("/long.bin").absoluteString])
+        // An idle timeout longer than the test (the stall must outlast a test pool the whole suite holds up).
+        let config = dir.path + "/idle.toml"
+        try "[network]\nidle_timeout = 600.0\n".write(toFile: config, atomically: true, encoding: .utf8)
+        let engine = try start(["get", "--config", config, "-o", downloads, server.url("/long.bin").absoluteString])
         defer { engine.terminate(); engine.waitUntilExit() }
         try await eventually("the engine is downloading") { size(downloads + "/long.bin.part") == 1 << 20 }
         let listed = try await runFerry(["--state-dir", state, "list", "--json"])
