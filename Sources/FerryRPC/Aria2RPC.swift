@@ -198,9 +198,10 @@ public final class Aria2RPC: @unchecked Sendable {
             let changes = try params.object()
             // Checked first: a bad value refuses the call, nothing applied.
             let rate = try changes["max-download-limit"].map { try Self.rate($0, option: "max-download-limit") }
-            let out = try changes["out"].map { value -> String in
-                guard let text = value as? String, !text.isEmpty else { throw Failure("out: a file name") }
-                return text
+            // An empty `out` is none: a web UI's settings dialog sends every option it shows, an unset name as "".
+            let out = try changes["out"].flatMap { value -> String? in
+                guard let text = value as? String else { throw Failure("out: a file name") }
+                return text.isEmpty ? nil : text
             }
             _ = try snapshot(id)
             if let out {

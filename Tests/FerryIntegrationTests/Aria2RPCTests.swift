@@ -189,6 +189,12 @@ import TestHTTPServer
             _ = try await call("aria2.changeOption", [gid, ["out": "taken.bin"]])
         }
         await #expect(throws: (any Error).self) { _ = try await call("aria2.changeOption", [gid, ["out": "../up.bin"]]) }
+        // A web UI's dialog sends every option it shows, an unset name as "" (and typed values): the limit beside
+        // it is applied, nothing renamed (the whole call was refused: "out: a file name").
+        #expect(try await call("aria2.changeOption", [gid, ["out": "", "max-download-limit": "100K", "bt-max-peers": 55,
+                                                           "async-dns": true, "header": ""]]) as? String == "OK")
+        #expect((try await call("aria2.getOption", [gid]) as? [String: Any])?["max-download-limit"] as? String == "\(100 << 10)")
+        #expect(FileManager.default.fileExists(atPath: dir.path + "/d.bin.part"))
         #expect(try await call("aria2.changeOption", [gid, ["out": "renamed-d.bin"]]) as? String == "OK")
         #expect(!FileManager.default.fileExists(atPath: dir.path + "/d.bin.part"))
         #expect(FileManager.default.fileExists(atPath: dir.path + "/renamed-d.bin.part"))
