@@ -44,11 +44,7 @@ public enum StoredQueueCommands {
                 try store.remove(item.id)
                 if deletePart, item.state != .completed, let path = item.partPath { _ = unlink(path) }
                 // A `.part` file kept: the same transfer asked again goes on from it, as with an engine.
-                if !deletePart, item.state != .completed, item.spec.direction == .download, let name = item.fileName,
-                   let identity = item.spec.identity {
-                    leftovers.append(Leftover(identity: identity, directory: item.spec.directory, fileName: name,
-                                              validators: item.validators, segments: item.segments))
-                }
+                if !deletePart, let leftover = Leftover(keptBy: item) { leftovers.append(leftover) }
                 result.outcome.changed.append(item.id)
             }
             try store.keepLeftovers(leftovers)

@@ -101,6 +101,15 @@ public struct Leftover: Sendable, Codable, Equatable {
         self.segments = segments
     }
 
+    /// What an unfinished download taken off the queue with its `.part` file kept leaves (nil: nothing to go on
+    /// from: an upload, a finished file, no `.part` name yet).
+    public init?(keptBy record: StoredTransfer) {
+        guard record.state != .completed, record.spec.direction == .download, let name = record.fileName,
+              let identity = record.spec.identity else { return nil }
+        self.init(identity: identity, directory: record.spec.directory, fileName: name, validators: record.validators,
+                  segments: record.segments)
+    }
+
     /// A new item of the same transfer takes it over, when its `.part` file is still there: its name (claimed
     /// by the file), what the server said of the file (a resume asks If-Range with it: a changed file starts
     /// over) and its ranges.

@@ -55,8 +55,7 @@ enum Follow {
             waiter?.resume()
         }
         let ticker = DispatchSource.makeTimerSource(queue: reporter.output)
-        let interval: TimeInterval = reporter.live != nil ? 0.5 : 1
-        ticker.schedule(deadline: .now() + interval, repeating: interval)
+        ticker.schedule(deadline: .now() + reporter.progressInterval, repeating: reporter.progressInterval)
         ticker.setEventHandler { reporter.progress(client.snapshot.items.filter { ids.contains($0.id) }) }
         ticker.resume()
         defer { ticker.cancel() }

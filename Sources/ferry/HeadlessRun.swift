@@ -52,9 +52,7 @@ final class HeadlessRun: Sendable {
             exit(128 + number)
         }
         let ticker = DispatchSource.makeTimerSource(queue: reporter.output)
-        // A readout is redrawn twice a second (a slow SSH link carries that easily); lines come once a second.
-        let interval: TimeInterval = reporter.live != nil ? 0.5 : 1
-        ticker.schedule(deadline: .now() + interval, repeating: interval)
+        ticker.schedule(deadline: .now() + reporter.progressInterval, repeating: reporter.progressInterval)
         ticker.setEventHandler { [reporter] in
             reporter.progress(manager.snapshot(QueueView(states: reporter.live != nil ? [.running, .waiting] : [.running])).items)
             if let notice = manager.newStoreFailureNotice() { printError("warning: \(notice)") }

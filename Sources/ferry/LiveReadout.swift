@@ -12,7 +12,7 @@ import Synchronization
 /// the middle of the readout.
 final class LiveReadout: Sendable {
     private struct State {
-        var drawn = 0
+        /// The lines on the screen now (their count is how far a redraw goes back up).
         var last: [String] = []
         var totals = ProgressReadout.Totals(items: 0)
         var finished = false
@@ -57,7 +57,7 @@ final class LiveReadout: Sendable {
     func above(_ text: String) {
         state.withLock { s in
             guard !s.finished else { return write(text) }
-            write(erase(s.drawn) + text + Self.joined(s.last))
+            write(erase(s.last.count) + text + Self.joined(s.last))
         }
     }
 
@@ -67,10 +67,9 @@ final class LiveReadout: Sendable {
         state.withLock { s in
             guard !s.finished else { return }
             let lines = ProgressReadout.lines(items, totals: s.totals, width: width - 1, maxItems: max(1, min(8, height - 4)))
-            guard lines != s.last || s.drawn != lines.count else { return }
-            write(erase(s.drawn) + Self.joined(lines))
+            guard lines != s.last else { return }
+            write(erase(s.last.count) + Self.joined(lines))
             s.last = lines
-            s.drawn = lines.count
         }
     }
 
@@ -81,8 +80,8 @@ final class LiveReadout: Sendable {
             guard !s.finished else { return }
             s.finished = true
             let last = summary ? "ferry: " + ProgressReadout.summary(s.totals, elapsed: Date().timeIntervalSince(started)) + "\n" : ""
-            write(erase(s.drawn) + last)
-            s.drawn = 0
+            write(erase(s.last.count) + last)
+            s.last = []
         }
         Self.current.withLock { if $0 === self { $0 = nil } }
     }

@@ -28,6 +28,9 @@ final class Reporter: Sendable {
     private let since: Date?
     /// In a terminal: progress as a readout redrawn in place (get/put); nil: a line a second per item.
     let live: LiveReadout?
+    /// How often `progress` is called: a readout twice a second (a slow SSH link carries that easily), lines
+    /// once a second.
+    var progressInterval: TimeInterval { live != nil ? 0.5 : 1 }
 
     init(showsIDs: Bool = true, since: Date? = nil, live: LiveReadout? = nil) {
         self.showsIDs = showsIDs

@@ -193,10 +193,7 @@ extension TransferManager {
             // goes on from them (Leftover).
             var leftovers: [Leftover] = []
             func keep(_ record: StoredTransfer) {
-                guard !deletePartial, record.spec.direction == .download, let name = record.fileName,
-                      let identity = record.spec.identity else { return }
-                leftovers.append(Leftover(identity: identity, directory: record.spec.directory, fileName: name,
-                                          validators: record.validators, segments: record.segments))
+                if !deletePartial, let leftover = Leftover(keptBy: record) { leftovers.append(leftover) }
             }
             // Unfinished resumable uploads the server keeps: ended there too.
             var discards: [(TransferSpec, ResumableUpload)] = []
