@@ -109,6 +109,7 @@ extension Aria2RPC {
     /// An item as `tellStatus` gives it; only `keys` when some are asked for.
     func describe(_ item: TransferSnapshot, keys: [String]?) -> [String: Any] {
         let upload = item.spec.direction == .upload
+        let pieces = Aria2Pieces(item)
         var status: [String: Any] = [
             "gid": Self.gid(item.id),
             "status": Self.status(item.state),
@@ -119,11 +120,12 @@ extension Aria2RPC {
             "downloadSpeed": upload ? "0" : "\(Int64(item.bytesPerSecond ?? 0))",
             "uploadSpeed": upload ? "\(Int64(item.bytesPerSecond ?? 0))" : "0",
             "connections": item.state == .running ? "\(item.segments?.count ?? 1)" : "0",
-            "numPieces": "1",
-            "pieceLength": "\(item.bytesExpected ?? 0)",
+            "numPieces": "\(pieces.count)",
+            "pieceLength": "\(pieces.length)",
             "dir": upload ? (path(item) as NSString).deletingLastPathComponent : item.spec.directory,
             "files": files(item),
         ]
+        if let bitfield = pieces.bitfield { status["bitfield"] = bitfield }
         if let code = Self.errorCode(item) { status["errorCode"] = code }
         if item.state == .failed { status["errorMessage"] = TerminalSafe.sanitize(item.lastError ?? "failed") }
         if upload { status["ferryUpload"] = ["method": item.spec.upload?.urlMethod ?? "PUT"] }

@@ -90,6 +90,50 @@ import TestHTTPServer
         #expect(stat["numStopped"] as? String == "1" && stat["numActive"] as? String == "0")
     }
 
+    /// Issue 41: a web UI's More Info showed "1 piece" and no bar. A download's pieces are aria2's (1 MiB), and
+    /// its `bitfield` says which are done: for a download in ranges, where each range stands.
+    @Test func aSegmentedDownloadsPiecesSayWhereEachRangeStands() async throws {
+        defer { tearDown() }
+        let body = Resource.randomBytes(count: 8 << 20, seed: 301)
+        server.route("/r.bin", .serve(Resource(body: body, etag: "\"p\""), ServeOptions(bytesPerSecond: 1 << 20)))
+        let gid = try #require(try await call("aria2.addUri", [[server.url("/r.bin").absoluteString], ["split": "4"]]) as? String)
+        let id = TransferID(1)
+        // Each of the four 2 MiB ranges has its first MiB.
+        try await eventually("each range has a piece") {
+            let segments = manager.snapshot(of: id)?.segments ?? []
+            return segments.count == 4 && segments.allSatisfy { $0.done >= 1 << 20 }
+        }
+        _ = try await call("aria2.forcePause", [gid])
+        try await eventually("paused") { manager.snapshot(of: id)?.state == .paused }
+        let paused = try await status(gid, ["numPieces", "pieceLength", "bitfield"])
+        #expect(paused["numPieces"] as? String == "8" && paused["pieceLength"] as? String == "\(1 << 20)")
+        let bits = try #require((paused["bitfield"] as? String).flatMap { UInt8($0, radix: 16) })
+        #expect(bits & 0xaa == 0xaa, "each range's first piece: \(String(bits, radix: 2))")
+        #expect(bits != 0xff, "not all done yet")
+        let segments = try #require(manager.snapshot(of: id)?.segments)
+        #expect(paused["bitfield"] as? String == Aria2Pieces(total: 8 << 20, done: segments.map { ($0.start, $0.start + $0.done) }).bitfield)
+        _ = try await call("aria2.unpause", [gid])
+        try await finish(manager, [id])
+        let done = try await status(gid, ["numPieces", "bitfield"])
+        #expect(done["numPieces"] as? String == "8" && done["bitfield"] as? String == "ff")
+    }
+
+    /// aria2's pieces from ranges done: whole pieces only, piece 0 the highest bit, the bits past the last zero.
+    @Test func piecesAreWholePiecesOfRangesDone() {
+        let mib: Int64 = 1 << 20
+        let pieces = Aria2Pieces(total: 5 * mib + 1, done: [(0, 2 * mib + 5), (3 * mib, 5 * mib + 1)])
+        #expect(pieces.count == 6 && pieces.length == mib)
+        #expect(pieces.bitfield == "dc", "11011100: pieces 0, 1, 3, 4 and the last byte's piece 5")
+        #expect(Aria2Pieces(total: 3 * mib, done: [(mib / 2, 3 * mib - 1)]).bitfield == "40", "only piece 1 is whole")
+        #expect(Aria2Pieces(total: nil, done: [(0, 10)]).bitfield == nil)
+        #expect(Aria2Pieces(total: 0, done: []).count == 0)
+        let huge = Aria2Pieces(total: 1 << 40, done: [(0, 1 << 39)])
+        #expect(huge.count == 1 << 16 && huge.length == 16 * mib, "a terabyte in 65,536 pieces")
+        #expect(huge.bitfield?.count == (1 << 16) / 4)
+        #expect(huge.bitfield?.hasPrefix(String(repeating: "f", count: (1 << 15) / 4)) == true)
+        #expect(huge.bitfield?.hasSuffix("00") == true)
+    }
+
     /// An upload is an item like any other to a client: its progress is the bytes sent, its file the one sent.
     @Test func anUploadShowsItsBytesSentAndItsFile() async throws {
         defer { tearDown() }
