@@ -6,10 +6,10 @@ public struct HostHeaders: Sendable, Equatable {
     /// A host name (`api.example.com`) or a wildcard (`*.example.com`, which also matches `example.com`).
     public var match: String
     public var headers: [HTTPHeader]
-    /// The most bytes one PATCH of a resumable upload to this host carries (`upload_chunk`); nil: the default.
-    public var uploadChunk: Int64?
+    /// The chunks of a resumable upload to this host (`upload_chunk`); nil: the default.
+    public var uploadChunk: UploadChunking?
 
-    public init(match: String, headers: [HTTPHeader], uploadChunk: Int64? = nil) {
+    public init(match: String, headers: [HTTPHeader], uploadChunk: UploadChunking? = nil) {
         self.match = match.lowercased()
         self.headers = headers
         self.uploadChunk = uploadChunk

@@ -83,9 +83,14 @@ import Testing
         #expect(config.refreshHz == 4 && config.ascii == .always && config.color == .never)
         #expect(config.hosts == [HostHeaders(match: "*.example.com", headers: [
             HTTPHeader(name: "Authorization", value: "Bearer s3cret"), HTTPHeader(name: "X-Team", value: "a")]),
-                                 HostHeaders(match: "*.supabase.co", headers: [], uploadChunk: 6 << 20)])
-        #expect(config.engine.uploadChunk == 256 << 10 && config.engine.uploadChunk(for: "a.supabase.co") == 6 << 20)
-        #expect(message("[uploads]\nchunk = \"big\"\n").hasSuffix("uploads.chunk: not a size: 'big' (expected e.g. 6M, 256K, or 0 for one request)"))
+                                 HostHeaders(match: "*.supabase.co", headers: [], uploadChunk: .standard)])
+        #expect(config.engine.uploadChunking == UploadChunking(size: 256 << 10, grows: false)
+                && config.engine.uploadChunking(for: "a.supabase.co") == .standard)
+        #expect(message("[uploads]\nchunk = \"big\"\n").hasSuffix("uploads.chunk: not a size: 'big' (expected e.g. 6M, 256K, 0 for one request, or auto)"))
+        #expect(try Config.parse("[uploads]\nchunk = \"auto\"\n[[hosts]]\nmatch = \"a.example\"\nupload_chunk = 0\n", file: "c.toml")
+                    .engine.uploadChunking(for: "b.example") == .auto)
+        #expect(try Config.parse("[uploads]\nchunk = \"auto\"\n[[hosts]]\nmatch = \"a.example\"\nupload_chunk = 0\n", file: "c.toml")
+                    .engine.uploadChunking(for: "a.example") == UploadChunking(size: 0, grows: false))
         #expect(config.engine.retry.maxRetries == 2)
         #expect(!config.resumableUploads && !config.engine.offerResumableUploads)
     }

@@ -153,7 +153,7 @@ import TestHTTPServer
         let file = dir.path + "/chunks.bin"
         try body.write(to: URL(fileURLWithPath: file))
         var configuration = testConfiguration()
-        configuration.uploadChunk = 256 << 10
+        configuration.uploadChunking = UploadChunking(size: 256 << 10, grows: false)
         let manager = try TransferManager(configuration: configuration)
         defer { manager.shutdown() }
         var spec = TransferSpec(upload: UploadSpec(method: "PUT", body: .raw(.file(path: file), contentType: "application/octet-stream"),

@@ -140,7 +140,7 @@ import TestHTTPServer
         let path = file("data.bin", body)
         let chunk: Int64 = 1 << 20
         var configuration = testConfiguration()
-        configuration.uploadChunk = chunk
+        configuration.uploadChunking = UploadChunking(size: chunk, grows: false)
         // IETF: the upload itself goes whole (a server without the protocol takes it as a plain upload); the
         // cut there, then its appends are chunks. tus: a cut half-way through its PATCHes.
         server.holdOnce(after: 6 << 20)
@@ -186,15 +186,85 @@ import TestHTTPServer
         #expect(server.bodyBytes == Int64(body.count))
     }
 
-    /// A host's own chunk (`[[hosts]] upload_chunk`) wins over the default; 0 is the rest in one PATCH.
+    /// Issue 41: on a fast link each chunk's round trip was a large share (6 MiB chunks through 20 ms: 1.69 x one
+    /// PATCH): `chunk = "auto"` grows to what goes in 2 s; a server that refuses a grown one (413) gets the start
+    /// size from then on, and the bytes it refused go again in those.
+    @Test func aFastLinksChunksGrowAndARefusedOneGoesBackToTheStart() async throws {
+        let server = try TestUploadServer(.tus)
+        defer { server.shutdown() }
+        server.largestPatch = 4 << 20
+        let body = Resource.randomBytes(count: 24 << 20, seed: 254)
+        let path = file("data.bin", body)
+        var configuration = testConfiguration()
+        configuration.uploadChunking = UploadChunking(size: 1 << 20, grows: true)
+        let manager = try TransferManager(configuration: configuration, store: InMemoryQueueStore())
+        defer { manager.shutdown() }
+        let id = manager.add(spec(path, target(server), .tus))
+        try await finish(manager, [id])
+        let item = try #require(manager.snapshot(of: id))
+        #expect(item.state == .completed, "\(item.lastError ?? "")")
+        #expect(server.stored(storedPath(server))?.data == body)
+        let lengths = server.requests.filter { $0.method == "PATCH" }.compactMap { $0.header("Content-Length").flatMap(Int64.init) }
+        // 1 MiB on loopback goes in far less than 2 s: the second chunk is larger, over what this server takes.
+        #expect(lengths.first == 1 << 20 && (lengths.dropFirst().first ?? 0) > 1 << 20, "\(lengths)")
+        let refused = lengths.filter { $0 > 4 << 20 }
+        #expect(refused.count == 1, "one refusal, then the start size: \(lengths)")
+        let after = lengths.drop { $0 <= 4 << 20 }.dropFirst()
+        #expect(after.dropLast().allSatisfy { $0 == 1 << 20 } && (after.last ?? 0) <= 1 << 20, "\(lengths)")
+        #expect(lengths.allSatisfy { $0 % (256 << 10) == 0 }, "multiples of 256 KiB (Cloudflare): \(lengths)")
+
+        // The engine remembers: the next upload to that host sends the start size, nothing refused.
+        let before = server.requests.count
+        let again = manager.add(spec(file("again.bin", body), target(server), .tus))
+        try await finish(manager, [again])
+        #expect(manager.snapshot(of: again)?.state == .completed)
+        #expect(server.requests.dropFirst(before).filter { $0.method == "PATCH" }
+                    .allSatisfy { $0.header("Content-Length") == "\(1 << 20)" })
+    }
+
+    /// The chunk rule: what goes in 2 s at the pace of the last whole chunk, in 256 KiB steps, never less than
+    /// it is, at most 192 MiB; a host's exact size and 0 (one request) never grow; a refusal goes back once.
+    @Test func chunksGrowToTwoSecondsOfTheLastOnesPace() {
+        var chunking = UploadChunking(size: 6 << 20, grows: true)
+        #expect(chunking.count(from: 0, of: 100 << 20) == 6 << 20 && chunking.count(from: 98 << 20, of: 100 << 20) == 2 << 20)
+        chunking.sent(6 << 20, in: 1)
+        #expect(chunking.size == 12 << 20, "6 MiB/s for 2 s")
+        chunking.sent(1 << 20, in: 0.001)
+        #expect(chunking.size == 12 << 20, "a short last chunk says nothing of the pace")
+        chunking.sent(12 << 20, in: 60)
+        #expect(chunking.size == 12 << 20, "a slow chunk does not shrink it")
+        chunking.sent(12 << 20, in: 0.3)
+        #expect(chunking.size == 80 << 20, "40 MiB/s: 80 MiB")
+        chunking.sent(80 << 20, in: 0.01)
+        #expect(chunking.size == UploadChunking.ceiling)
+        let wentBack = chunking.refused()
+        #expect(wentBack && chunking.size == 6 << 20 && !chunking.grows)
+        let again = chunking.refused()
+        #expect(!again, "the start size refused is the server's answer")
+        chunking.sent(6 << 20, in: 0.001)
+        #expect(chunking.size == 6 << 20)
+        var odd = UploadChunking(size: 1 << 20, grows: true)
+        odd.sent(1 << 20, in: 1.7)
+        #expect(odd.size == 1 << 20, "1.18 MiB rounds down to a multiple of 256 KiB: not less than the start")
+        odd.sent(1 << 20, in: 1.5)
+        #expect(odd.size == 1280 << 10)
+        var exact = UploadChunking(size: 6 << 20, grows: false)
+        exact.sent(6 << 20, in: 0.001)
+        #expect(exact.size == 6 << 20)
+        var whole = UploadChunking(size: 0, grows: true)
+        whole.sent(1 << 30, in: 0.1)
+        #expect(whole.size == 0 && whole.count(from: 5, of: 100) == 95)
+    }
+
+    /// A host's own chunk (`[[hosts]] upload_chunk`) wins over the default; 0 is the rest in one.
     @Test func aHostsChunkWinsOverTheDefault() {
         var configuration = EngineConfiguration()
-        configuration.hostHeaders = [HostHeaders(match: "*.supabase.co", headers: [], uploadChunk: 6 << 20),
-                                     HostHeaders(match: "big.example", headers: [], uploadChunk: 0)]
-        configuration.uploadChunk = 8 << 20
-        #expect(configuration.uploadChunk(for: "x.supabase.co") == 6 << 20)
-        #expect(configuration.uploadChunk(for: "big.example") == 0)
-        #expect(configuration.uploadChunk(for: "other.example") == 8 << 20)
+        configuration.hostHeaders = [HostHeaders(match: "*.supabase.co", headers: [], uploadChunk: .standard),
+                                     HostHeaders(match: "big.example", headers: [], uploadChunk: UploadChunking(size: 0, grows: false))]
+        configuration.uploadChunking = .auto
+        #expect(configuration.uploadChunking(for: "x.supabase.co") == .standard)
+        #expect(configuration.uploadChunking(for: "big.example") == UploadChunking(size: 0, grows: false))
+        #expect(configuration.uploadChunking(for: "other.example") == .auto)
     }
 
     // MARK: The engine stops and starts again

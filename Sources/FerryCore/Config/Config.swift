@@ -20,8 +20,8 @@ public struct Config: Sendable, Equatable {
     public var retryUploads = true
     /// A raw file's upload offers the IETF resumable-upload protocol (`[uploads] resumable`).
     public var resumableUploads = true
-    /// The most bytes one PATCH of a resumable upload carries (`[uploads] chunk`); 0: the rest in one.
-    public var uploadChunk: Int64 = 6 << 20
+    /// The chunks of a resumable upload (`[uploads] chunk`: a size, 0 for the rest in one, or "auto").
+    public var uploadChunking = UploadChunking.standard
     public var idleTimeout = 30.0
     public var userAgent = "ferry/0.1"
     /// A PEM bundle of trusted CAs used instead of the system's (over `SSL_CERT_FILE`).
@@ -57,7 +57,7 @@ public struct Config: Sendable, Equatable {
         engine.retry.maxRetryAfter = maxRetryAfter
         engine.retryUploads = retryUploads
         engine.offerResumableUploads = resumableUploads
-        engine.uploadChunk = uploadChunk
+        engine.uploadChunking = uploadChunking
         engine.idleTimeout = idleTimeout
         engine.userAgent = userAgent
         engine.hostHeaders = hosts
@@ -146,7 +146,7 @@ public struct Config: Sendable, Equatable {
                 for name in table.keys {
                     switch name {
                     case "resumable": config.resumableUploads = try reader.bool(table, key, name)
-                    case "chunk": config.uploadChunk = try reader.size(table, key, name)
+                    case "chunk": config.uploadChunking = try reader.chunking(table, key, name)
                     default: throw reader.unknown(key, name)
                     }
                 }
@@ -363,12 +363,18 @@ private struct Reader {
             guard number >= 0 else { throw error(section, key, "must be 0 or more") }
             return Int64(number)
         }
-        guard let text = table[key]?.string else { throw wrongType(section, key, expected: "a size such as \"6M\" or 0") }
+        guard let text = table[key]?.string else { throw wrongType(section, key, expected: "a size such as \"6M\", 0 or \"auto\"") }
         do throws(UsageError) {
             return try RateText.parse(text) ?? 0
         } catch {
-            throw self.error(section, key, "not a size: '\(TerminalSafe.sanitize(text))' (expected e.g. 6M, 256K, or 0 for one request)")
+            throw self.error(section, key, "not a size: '\(TerminalSafe.sanitize(text))' (expected e.g. 6M, 256K, 0 for one request, or auto)")
         }
+    }
+
+    /// A resumable upload's chunks: a size (exact; 0: the rest in one request) or "auto" (UploadChunking).
+    func chunking(_ table: TOMLTable, _ section: String, _ key: String) throws(ConfigError) -> UploadChunking {
+        if table[key]?.string == "auto" { return .auto }
+        return UploadChunking(size: try size(table, section, key), grows: false)
     }
 
     func bool(_ table: TOMLTable, _ section: String, _ key: String) throws(ConfigError) -> Bool {
@@ -400,7 +406,7 @@ private struct Reader {
     func hostHeaders(_ table: TOMLTable) throws(ConfigError) -> HostHeaders {
         var match: String?
         var headers: [HTTPHeader] = []
-        var uploadChunk: Int64?
+        var uploadChunk: UploadChunking?
         for key in table.keys {
             switch key {
             case "match":
@@ -421,7 +427,7 @@ private struct Reader {
                     headers.append(header)
                 }
             case "upload_chunk":
-                uploadChunk = try size(table, "hosts", key)
+                uploadChunk = try chunking(table, "hosts", key)
             default:
                 throw unknown("hosts", key)
             }

@@ -24,9 +24,11 @@ final class ResumableUploadRun: TaskRun {
         /// The file and its length (a resumable upload is one file, the whole body).
         let path: String
         let length: Int64
-        /// The most bytes one append (PATCH) carries; 0: the rest in one. A server that keeps nothing of a cut
-        /// request then loses at most one chunk, and those that refuse large PATCHes take it (EngineConfiguration.uploadChunk).
-        let chunk: Int64
+        /// How many bytes each append (PATCH) carries: a server that keeps nothing of a cut request then loses
+        /// at most one chunk, and those that refuse large PATCHes take it (UploadChunking).
+        let chunking: UploadChunking
+        /// The server refused a grown chunk (the engine sends its host the start size from then on).
+        let refusedGrownChunk: @Sendable () -> Void
         /// A request to `url` with the item's headers and the credentials for that URL's host.
         let request: @Sendable (_ method: String, _ url: URL) -> URLRequest
         /// The user's upload request (its method, headers, type and length).
@@ -49,8 +51,8 @@ final class ResumableUploadRun: TaskRun {
         case tusCreate
         /// The server's offset (HEAD on the location).
         case query
-        /// The bytes from `from`, one chunk of them (PATCH on the location).
-        case append(from: Int64)
+        /// `count` bytes from `from`, one chunk (PATCH on the location).
+        case append(from: Int64, count: Int64)
         /// The upload without the protocol's headers: the server speaks another version of the draft.
         case plain
     }
@@ -69,6 +71,9 @@ final class ResumableUploadRun: TaskRun {
         /// The body of the request under way (nil for those without one).
         var body: BodyStream?
         var finished = false
+        /// The chunks, as they grow; when the append under way was issued.
+        var chunking: UploadChunking
+        var appendIssued: ContinuousClock.Instant?
     }
 
     private let context: Context
@@ -83,7 +88,7 @@ final class ResumableUploadRun: TaskRun {
 
     init(context: Context, upload: ResumableUpload) {
         self.context = context
-        self.state = Mutex(State(upload: upload))
+        self.state = Mutex(State(upload: upload, chunking: context.chunking))
         base.store(upload.location == nil ? 0 : upload.confirmedOffset, ordering: .relaxed)
     }
 
@@ -123,11 +128,12 @@ final class ResumableUploadRun: TaskRun {
             s.answer = UploadAnswer()
             // A new copy on the server is made from the file as it is now.
             if step == .create || step == .tusCreate { s.upload = identified(s.upload) }
+            if case .append = step { s.appendIssued = .now }
             return makeRequest(step, s.upload)
         }
         switch step {
         case .create, .tusCreate, .plain: base.store(0, ordering: .relaxed)
-        case let .append(from): base.store(from, ordering: .relaxed)
+        case let .append(from, _): base.store(from, ordering: .relaxed)
         case .query: break
         }
         sent.store(0, ordering: .relaxed)
@@ -146,8 +152,7 @@ final class ResumableUploadRun: TaskRun {
                                      contentType: context.plan.contentType), false)
         case .query:
             return (wire.offsetRequest(context.request("HEAD", location)), false)
-        case let .append(from):
-            let count = chunk(from: from)
+        case let .append(from, count):
             return (wire.append(context.request("PATCH", location), offset: from, length: count,
                                 last: from + count == context.length), true)
         case .plain:
@@ -155,10 +160,9 @@ final class ResumableUploadRun: TaskRun {
         }
     }
 
-    /// The bytes an append from `from` carries: a chunk, or the rest when it is smaller (or chunks are off).
-    private func chunk(from: Int64) -> Int64 {
-        let rest = context.length - from
-        return context.chunk > 0 ? min(context.chunk, rest) : rest
+    /// The next chunk from `offset` (the rest when it is smaller, or when chunks are off).
+    private func append(from offset: Int64) {
+        go(.append(from: offset, count: state.withLock { $0.chunking.count(from: offset, of: context.length) }))
     }
 
     /// The upload with the file's identity as it is now (taken when the server's copy begins).
@@ -202,7 +206,7 @@ final class ResumableUploadRun: TaskRun {
         let body = state.withLock { s -> BodyStream? in
             switch s.step {
             case .create, .plain: s.body = BodyStream(plan: context.plan)
-            case let .append(offset): s.body = BodyStream(plan: context.plan, skipping: offset, count: chunk(from: offset))
+            case let .append(offset, count): s.body = BodyStream(plan: context.plan, skipping: offset, count: count)
             case .tusCreate, .query: s.body = nil
             }
             return s.body
@@ -287,7 +291,7 @@ final class ResumableUploadRun: TaskRun {
             context.changed(made)
             // An empty file is whole once made (a PATCH of nothing is one that some servers refuse).
             if context.length == 0 { return end(.finished(nil)) }
-            go(.append(from: 0))
+            append(from: 0)
         case .query:
             // A query that follows an append the server took none of (read once, whatever this answer is).
             let stalled = state.withLock { s -> Int64? in defer { s.stalledAt = nil }; return s.stalledAt }
@@ -315,8 +319,8 @@ final class ResumableUploadRun: TaskRun {
                 return end(.finished(nil))
             }
             confirm(offset)
-            go(.append(from: offset))
-        case let .append(from):
+            append(from: offset)
+        case let .append(from, count):
             if wire.forgotten(status) {
                 return startOver("the server no longer has the upload at \(upload.displayLocation ?? "its location") (HTTP \(status))")
             }
@@ -329,8 +333,19 @@ final class ResumableUploadRun: TaskRun {
                 return again ? go(.query)
                     : end(.failed(.http(status: 409, reason: "Conflict: the server's offset kept moving", retryAfter: nil), progressed: progressed))
             }
+            // A chunk grown past what the server takes: the start size again (nothing of it was kept).
+            if status == 413, state.withLock({ $0.chunking.refused() }) {
+                context.refusedGrownChunk()
+                return append(from: from)
+            }
             guard (200..<300).contains(status) else { return end(answer.outcome(error: nil, progressed: progressed)) }
-            sent(from: from, count: chunk(from: from), answer, wire)
+            state.withLock { s in
+                if let issued = s.appendIssued {
+                    let took = ContinuousClock.now - issued
+                    s.chunking.sent(count, in: Double(took.components.seconds) + Double(took.components.attoseconds) / 1e18)
+                }
+            }
+            sent(from: from, count: count, answer, wire)
         }
     }
 
@@ -354,7 +369,7 @@ final class ResumableUploadRun: TaskRun {
         // it stands, once.
         if offset > from {
             confirm(offset)
-            return go(.append(from: offset))
+            return append(from: offset)
         }
         state.withLock { $0.stalledAt = from }
         go(.query)

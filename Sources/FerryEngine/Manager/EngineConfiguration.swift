@@ -22,11 +22,9 @@ public struct EngineConfiguration: Sendable, Equatable {
     /// A raw file's upload offers the IETF resumable-upload protocol (`[uploads] resumable`; tus, asked for
     /// by the item, is spoken whatever this says).
     public var offerResumableUploads = true
-    /// The most bytes one PATCH of a resumable upload carries (tus, and IETF appends), by host: the config's
-    /// `[[hosts]] upload_chunk` for a matching host, else this (`[uploads] chunk`); 0 sends the rest in one.
-    /// 6 MiB is what Supabase's tus endpoint takes, a multiple of 256 KiB of at least 5 MiB as Cloudflare
-    /// Stream and tusd's S3 store ask; a server that keeps nothing of a cut request loses at most that much.
-    public var uploadChunk: Int64 = 6 << 20
+    /// The chunks of a resumable upload (tus, and IETF appends; `[uploads] chunk`), unless the config's
+    /// `[[hosts]] upload_chunk` sets a matching host's (UploadChunking).
+    public var uploadChunking = UploadChunking.standard
     /// Where `UploadSource.standardInput` reads from.
     public var standardInputPath = "/dev/stdin"
     /// Global bandwidth limits in bytes per second (nil: none); changed live with `TransferManager.setGlobalLimits`.
@@ -39,10 +37,10 @@ public struct EngineConfiguration: Sendable, Equatable {
     /// Headers from the config file, each sent to its matching host only (never after a redirect elsewhere).
     public var hostHeaders: [HostHeaders] = []
 
-    /// The chunk of a resumable upload to `host`: the first matching `[[hosts]]` entry that sets one, else
-    /// `uploadChunk`.
-    public func uploadChunk(for host: String) -> Int64 {
-        hostHeaders.first { $0.uploadChunk != nil && $0.matches(host: host) }?.uploadChunk ?? uploadChunk
+    /// The chunks of a resumable upload to `host`: the first matching `[[hosts]]` entry's that sets them, else
+    /// `uploadChunking`.
+    public func uploadChunking(for host: String) -> UploadChunking {
+        hostHeaders.first { $0.uploadChunk != nil && $0.matches(host: host) }?.uploadChunk ?? uploadChunking
     }
     /// Chunks are coalesced into writes of this size (per attempt and per segment). 256 KiB is 16 of
     /// URLSession's chunks per write(2) and stays in a core's L2 cache; 1 MiB was no faster and cost
