@@ -516,6 +516,29 @@ import TestHTTPServer
         #expect(FileManager.default.contents(atPath: dir.path + "/same.bin") == body)
     }
 
+    /// A write that fails (a full disk) ends the attempt at once: the transfer went on taking the whole body from
+    /// the server and dropping it, the item "running" at 0 B/s (a 1 TiB download onto a full disk, for ever).
+    @Test func aFullDiskEndsTheTransferAtOnce() async throws {
+        let body = Resource.randomBytes(count: 64 << 20, seed: 23)
+        server.route("/full.bin", [.serve(Resource(body: body), ServeOptions(stallAfter: 256 << 10)),
+                                   .serve(Resource(body: body), ServeOptions(bytesPerSecond: 4 << 20))])
+        let manager = try TransferManager(configuration: testConfiguration())
+        defer { manager.shutdown() }
+        let id = download("/full.bin", manager: manager)
+        try await eventually("the answer stalls at 256 KiB") { manager.snapshot(of: id)?.bytesDone == 256 << 10 }
+        manager.pause(id)
+        try await eventually("paused") { manager.snapshot(of: id)?.state == .paused }
+        // The disk is full: the `.part` file is /dev/full, which takes no byte.
+        let part = dir.path + "/full.bin.part"
+        try FileManager.default.removeItem(atPath: part)
+        try FileManager.default.createSymbolicLink(atPath: part, withDestinationPath: "/dev/full")
+        manager.resume(id)
+        try await eventually("failed") { manager.snapshot(of: id)?.state == .failed }
+        #expect(manager.snapshot(of: id)?.failure?.kind == .diskFull, "\(manager.snapshot(of: id)?.lastError ?? "")")
+        let sent = server.bytesSent("/full.bin").reduce(0) { $0 + $1.bytes }
+        #expect(sent < 16 << 20, "the transfer stopped, not drained: \(sent) bytes sent")
+    }
+
     @Test func redirectsAreFollowedForDownloads() async throws {
         let body = Data("moved".utf8)
         server.route("/old", .redirect(302, location: server.url("/new/file.txt").absoluteString))

@@ -274,6 +274,7 @@ final class RangeRun: TaskRun {
     }
 
     func didReceive(data: Data) {
+        var failed: URLSessionTask?
         let (count, announce): (Int64?, (String, Validators, Bool, Bool)?) = state.withLock { s in
             guard s.verdict == nil, !s.alreadyComplete, let file = s.file else { return (nil, nil) }
             // A bounded range never writes past its end, whatever the server sends.
@@ -282,7 +283,10 @@ final class RangeRun: TaskRun {
             do throws(TransferFailure) {
                 try file.append(chunk)
             } catch {
+                // The transfer ends now (it went on taking the whole body and dropping it: a download onto a
+                // full disk said "running" at 0 B/s until the server was done).
                 s.verdict = .failed(error, progressed: true)
+                failed = s.task
                 return (nil, nil)
             }
             // The body goes on: the accepted response is told now.
@@ -292,6 +296,7 @@ final class RangeRun: TaskRun {
             s.untoldRangeable = nil
             return (Int64(chunk.count), (name, s.validators, rangeable, s.startedOver))
         }
+        if let failed { BoundedDelegateQueue.cancel(failed) }
         if let count { received.add(count, ordering: .relaxed) }
         if let (name, validators, rangeable, startedOver) = announce { accepted?(name, validators, rangeable, startedOver) }
     }
