@@ -95,7 +95,9 @@ import TestHTTPServer
     @Test func aSegmentedDownloadsPiecesSayWhereEachRangeStands() async throws {
         defer { tearDown() }
         let body = Resource.randomBytes(count: 8 << 20, seed: 301)
-        server.route("/r.bin", .serve(Resource(body: body, etag: "\"p\""), ServeOptions(bytesPerSecond: 1 << 20)))
+        // Each range's answer stalls past its first MiB (then the rest comes whole), so the pause finds them there.
+        let stall = Behavior.serve(Resource(body: body, etag: "\"p\""), ServeOptions(stallAfter: (1 << 20) + 4096))
+        server.route("/r.bin", [stall, stall, stall, stall, .serve(Resource(body: body, etag: "\"p\""))])
         let gid = try #require(try await call("aria2.addUri", [[server.url("/r.bin").absoluteString], ["split": "4"]]) as? String)
         let id = TransferID(1)
         // Each of the four 2 MiB ranges has its first MiB.
