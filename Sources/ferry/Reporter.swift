@@ -93,6 +93,8 @@ final class Reporter: Sendable {
                 } else if attempt.number == last.number, item.resumable?.location != nil {
                     // The server's offset decides where it goes on (its own line follows), not the one last confirmed.
                     lines.send(["\(name): asking the server where the upload stands (attempt \(attempt.number))"])
+                } else if live != nil, attempt.number == 1, (attempt.restartedFrom ?? attempt.fromOffset) == 0 {
+                    // The readout shows it under way: a line for each start (thousands, with -i) says nothing more.
                 } else {
                     let offset = attempt.restartedFrom ?? attempt.fromOffset
                     lines.send([offset > 0
@@ -124,6 +126,8 @@ final class Reporter: Sendable {
         case .failed:
             // In a few words: the whole reason is said once, with the results (`failed: URL: reason`).
             line = "\(name): failed (\(item.failureWords ?? "unknown error"))"
+        case .queued where live != nil:
+            return  // the readout's totals count what is still to go
         case .queued, .paused, .cancelled:
             line = "\(name): \(item.state.rawValue)"
         }

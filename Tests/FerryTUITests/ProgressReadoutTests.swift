@@ -40,6 +40,16 @@ import Testing
         #expect(lines[4] == "0 of 20 done, 20.0 MiB/s")
     }
 
+    /// The totals' rate is the command's (finished files included) when the writer has it: with many small files
+    /// the items under way have no rate yet, and their sum said 0 B/s while 5 MiB/s moved.
+    @Test func theTotalsRateIsTheCommandsWhenKnown() {
+        let starting = [Fixtures.item(7, "f7.bin", .running, done: 0, total: 20_000, rate: nil, eta: nil)]
+        #expect(ProgressReadout.lines(starting, totals: .init(items: 2000, done: 951), width: 80, maxItems: 8, now: Fixtures.now).last
+                == "951 of 2000 done, 0 B/s")
+        #expect(ProgressReadout.lines(starting, totals: .init(items: 2000, done: 951, bytesPerSecond: 5.2 * Double(mib)), width: 80,
+                                      maxItems: 8, now: Fixtures.now).last == "951 of 2000 done, 5.2 MiB/s")
+    }
+
     @Test func theSummary() {
         #expect(ProgressReadout.summary(.init(items: 3, done: 2, failed: 1, bytesDone: 60 * mib), elapsed: 5.2)
                 == "2 done, 1 failed: 60.0 MiB in 5s (11.5 MiB/s)")

@@ -13,12 +13,16 @@ public enum ProgressReadout {
         public var failed: Int
         /// Bytes of the items ended well.
         public var bytesDone: Int64
+        /// The command's bytes per second, finished items' included (RateEstimator over all its bytes); nil: the
+        /// sum of the items under way (which says 0 B/s for files that end between two looks).
+        public var bytesPerSecond: Double?
 
-        public init(items: Int, done: Int = 0, failed: Int = 0, bytesDone: Int64 = 0) {
+        public init(items: Int, done: Int = 0, failed: Int = 0, bytesDone: Int64 = 0, bytesPerSecond: Double? = nil) {
             self.items = items
             self.done = done
             self.failed = failed
             self.bytesDone = bytesDone
+            self.bytesPerSecond = bytesPerSecond
         }
     }
 
@@ -29,7 +33,7 @@ public enum ProgressReadout {
         let moving = items.filter { $0.state == .running || $0.state == .waiting }
         var lines = moving.prefix(max(maxItems, 1)).map { line($0, width: width, now: now) }
         if moving.count > lines.count { lines.append(DisplayWidth.truncate("  and \(moving.count - lines.count) more under way", to: width)) }
-        let rate = moving.reduce(0.0) { $0 + ($1.state == .running ? $1.bytesPerSecond ?? 0 : 0) }
+        let rate = totals.bytesPerSecond ?? moving.reduce(0.0) { $0 + ($1.state == .running ? $1.bytesPerSecond ?? 0 : 0) }
         var total = "\(totals.done) of \(totals.items) done"
         if totals.failed > 0 { total += ", \(totals.failed) failed" }
         if !moving.isEmpty { total += ", \(ByteFormat.rate(rate))" }
