@@ -215,9 +215,9 @@ import TestHTTPServer
         #expect(FileManager.default.fileExists(atPath: dir.path + "/big.bin.part"), "the first one's partial file stays")
     }
 
-    /// Issue 41: changeOption `out` renames a download that is not running (a web UI's "renamed-d.bin"; the file
-    /// kept its old name): its `.part` file with it, and it goes on from there under the new name; a name that is
-    /// taken, a running item, and a path are refused, nothing changed.
+    /// Issue 41: changeOption `out` renames a download (a web UI's "renamed-d.bin"; the file kept its old name):
+    /// its `.part` file with it, and it goes on from there under the new name; a name that is taken and a path
+    /// are refused, nothing changed.
     @Test func changeOptionOutRenamesADownloadAndItsPartFile() async throws {
         defer { tearDown() }
         let body = Resource.randomBytes(count: 1 << 20, seed: 303)
@@ -225,9 +225,6 @@ import TestHTTPServer
         server.route("/d.bin", [.serve(resource, ServeOptions(stallAfter: 128 << 10)), .serve(resource)])
         let gid = try #require(try await call("aria2.addUri", [[server.url("/d.bin").absoluteString]]) as? String)
         try await eventually("128 KiB in its .part") { (try? FileManager.default.attributesOfItem(atPath: dir.path + "/d.bin.part")[.size] as? Int) == 128 << 10 }
-        await #expect(throws: RPCCallError(code: 1, message: "\(TransferID(1)) is running: its name changes while it is paused, queued or stopped")) {
-            _ = try await call("aria2.changeOption", [gid, ["out": "renamed-d.bin"]])
-        }
         _ = try await call("aria2.pause", [gid])
         try await eventually("paused") { manager.snapshot(of: TransferID(1))?.state == .paused }
         _ = FileManager.default.createFile(atPath: dir.path + "/taken.bin", contents: Data("mine".utf8))
@@ -250,6 +247,35 @@ import TestHTTPServer
         #expect(dir.contents("renamed-d.bin") == body)
         #expect(dir.contents("taken.bin") == Data("mine".utf8))
         #expect(server.requests("/d.bin").last?.header("Range") == "bytes=\(128 << 10)-", "it went on from its .part")
+    }
+
+    /// Issue 41: a running download renamed (aria2 restarts an active one to rename it; ferry refused): its
+    /// attempt stops, its `.part` file moves once nothing is in flight, and it goes on from there under the new
+    /// name, each time.
+    @Test func aRunningDownloadRenamedGoesOnUnderTheNewName() async throws {
+        defer { tearDown() }
+        let body = Resource.randomBytes(count: 1 << 20, seed: 304)
+        let resource = Resource(body: body, etag: "\"m\"")
+        let stall = Behavior.serve(resource, ServeOptions(stallAfter: 256 << 10))
+        server.route("/m.bin", [stall, stall, .serve(resource)])
+        let gid = try #require(try await call("aria2.addUri", [[server.url("/m.bin").absoluteString]]) as? String)
+        let id = TransferID(1)
+        try await eventually("256 KiB, running") {
+            manager.snapshot(of: id)?.state == .running && manager.snapshot(of: id)?.bytesDone == 256 << 10
+        }
+        #expect(try await call("aria2.changeOption", [gid, ["out": "first-name.bin"]]) as? String == "OK")
+        try await eventually("512 KiB under the first new name, running") {
+            manager.snapshot(of: id)?.state == .running && manager.snapshot(of: id)?.bytesDone == 512 << 10
+        }
+        #expect(dir.files() == ["first-name.bin.part"])
+        #expect(try await call("aria2.changeOption", [gid, ["out": "moved.bin"]]) as? String == "OK")
+        try await finish(manager, [id])
+        #expect(manager.snapshot(of: id)?.state == .completed, "\(manager.snapshot(of: id)?.lastError ?? "")")
+        #expect(dir.contents("moved.bin") == body)
+        #expect(dir.files() == ["moved.bin"], "no file under the old names, no .part left")
+        #expect(server.requests("/m.bin").map { $0.header("Range") } == [nil, "bytes=\(256 << 10)-", "bytes=\(512 << 10)-"],
+                "each time it went on from its .part")
+        #expect((try await call("aria2.getOption", [gid]) as? [String: Any])?["out"] as? String == "moved.bin")
     }
 
     @Test func anAddWithAPositionStartsInItsPlace() async throws {

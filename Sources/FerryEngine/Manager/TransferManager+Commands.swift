@@ -235,49 +235,73 @@ extension TransferManager {
         }
     }
 
-    /// A download not running, finishing nor done takes the file name `asked` (QueueCommand.rename): its `.part`
-    /// file, if it has one, is renamed (linked under the new name, never over a file, then unlinked), the name
-    /// recorded first. False when it has that name already; a name that is taken, unsafe or not a single name is
-    /// a UsageError, and nothing changes.
+    /// A download not done nor finishing takes the file name `asked` (QueueCommand.rename): its `.part` file, if
+    /// it has one, is renamed (linked under the new name, never over a file, then unlinked), the name recorded
+    /// first. One with an attempt in flight stops it (queued again), its file moves once nothing is in flight,
+    /// and it goes on from there under the new name (the name is taken for it now). False when it has that name
+    /// already; a name that is taken, unsafe or not a single name is a UsageError, and nothing changes.
     func rename(_ id: TransferID, to asked: String) throws(UsageError) -> Bool {
         guard let name = FileNaming.safeBaseName(asked), name == asked else {
             throw UsageError("out: not a file name ferry would write: \(TerminalSafe.sanitize(asked)) (one name, no folders)")
         }
-        let outcome: Result<(changed: Bool, spec: TransferSpec?), UsageError> = mutate { core in
+        let outcome: Result<Bool, UsageError> = mutate { core in
             guard let transfer = loaded(id, &core) else { return (.failure(UsageError("no item \(id)")), []) }
             guard transfer.spec.direction == .download else { return (.failure(UsageError("\(id) is an upload: it has no file name to change")), []) }
-            guard transfer.state != .completed, transfer.state != .running, !transfer.busy, !transfer.finishing else {
-                return (.failure(UsageError("\(id) is \(transfer.state.rawValue): its name changes while it is paused, queued or stopped")), [])
+            guard transfer.state != .completed, !transfer.finishing else {
+                return (.failure(UsageError("\(id) is \(transfer.finishing ? "finishing" : "completed"): its file has its name")), [])
             }
             let directory = transfer.spec.directory
-            guard name != (transfer.fileName ?? transfer.spec.fileName) else { return (.success((false, nil)), []) }
+            guard name != (transfer.pendingName ?? transfer.fileName ?? transfer.spec.fileName) else { return (.success(false), []) }
             guard names.take(directory: directory, name: name) else {
                 return (.failure(UsageError("out: \(TerminalSafe.sanitize(name)) is taken in \(directory)")), [])
             }
-            if let old = transfer.fileName {
-                // Recorded before the file moves: a crash in between leaves the name the file will have.
-                try? store.recordClaim(id, fileName: name, validators: transfer.validators)
-                let from = PartialFile.path(directory: directory, name: old), to = PartialFile.path(directory: directory, name: name)
-                if link(from, to) != 0, errno != ENOENT {
-                    let reason = errno == EEXIST ? "taken" : String(cString: strerror(errno))
-                    names.release(directory: directory, name: name)
-                    try? store.recordClaim(id, fileName: old, validators: transfer.validators)
-                    return (.failure(UsageError("out: \(TerminalSafe.sanitize(name)) in \(directory): \(reason)")), [])
-                }
-                unlink(from)
-                names.release(directory: directory, name: old)
-                transfer.fileName = name
+            if transfer.busy {
+                if let earlier = transfer.pendingName { names.release(directory: directory, name: earlier) }
+                transfer.pendingName = name
+                core.version &+= 1
+                return (.success(true), carryOut(transfer.stopForRename(), for: transfer, &core))
             }
-            var spec = transfer.spec
-            spec.fileName = name
-            _ = transfer.retake(spec)
-            core.touch(id)
-            core.version &+= 1
-            return (.success((true, spec)), [])
+            switch move(transfer, to: name, &core) {
+            case let .failure(refusal): return (.failure(refusal), [])
+            case let .success(effects): return (.success(true), effects)
+            }
         }
-        let (changed, spec) = try outcome.get()
-        if let spec { try? store.saveSpec(id, spec) }
-        return changed
+        return try outcome.get()
+    }
+
+    /// The file of `transfer` (not in flight) takes `name`, already taken for it in NameClaims: its `.part` file
+    /// moves, the spec says the name (saved by the effect returned). On failure the old name stays.
+    private func move(_ transfer: Transfer, to name: String, _ core: inout Core) -> Result<[Effect], UsageError> {
+        let id = transfer.id
+        let directory = transfer.spec.directory
+        if let old = transfer.fileName {
+            // Recorded before the file moves: a crash in between leaves the name the file will have.
+            try? store.recordClaim(id, fileName: name, validators: transfer.validators)
+            let from = PartialFile.path(directory: directory, name: old), to = PartialFile.path(directory: directory, name: name)
+            if link(from, to) != 0, errno != ENOENT {
+                let reason = errno == EEXIST ? "taken" : String(cString: strerror(errno))
+                names.release(directory: directory, name: name)
+                try? store.recordClaim(id, fileName: old, validators: transfer.validators)
+                return .failure(UsageError("out: \(TerminalSafe.sanitize(name)) in \(directory): \(reason)"))
+            }
+            unlink(from)
+            names.release(directory: directory, name: old)
+            transfer.fileName = name
+        }
+        var spec = transfer.spec
+        spec.fileName = name
+        _ = transfer.retake(spec)
+        core.touch(id)
+        core.version &+= 1
+        return .success([{ [store, spec] in try? store.saveSpec(id, spec) }])
+    }
+
+    /// A rename asked while an attempt was in flight is carried out once none is (Transfer.pendingName). A name
+    /// that cannot be had then (a file made there meanwhile) leaves the old one.
+    func renameWhenStopped(_ transfer: Transfer, _ core: inout Core) -> [Effect] {
+        guard let name = transfer.pendingName, !transfer.busy else { return [] }
+        transfer.pendingName = nil
+        return (try? move(transfer, to: name, &core).get()) ?? []
     }
 
     /// Carries out a front end's command (QueueCommand) on this engine. An id that names no item is a

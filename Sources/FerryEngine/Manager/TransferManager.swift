@@ -227,7 +227,7 @@ public final class TransferManager: Sendable {
         mutate { core in
             guard let transfer = loaded(id, &core), let effects = body(transfer) else { return (false, []) }
             if allow { core.allow([id]) }
-            let out = carryOut(effects, for: transfer, &core)
+            let out = carryOut(effects, for: transfer, &core) + renameWhenStopped(transfer, &core)
             checkShutdown(&core)
             return (true, out + pump(&core))
         }

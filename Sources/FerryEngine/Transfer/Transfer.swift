@@ -71,6 +71,9 @@ final class Transfer {
     var state: TransferState
 
     var fileName: String?
+    /// A name asked for while an attempt was in flight (QueueCommand.rename): the engine moves the file to it
+    /// once nothing is (TransferManager.renameWhenStopped), and the item goes on under it.
+    var pendingName: String?
     var savedPath: String?
     var validators = Validators()
     var bytesDone: Int64 = 0
@@ -249,6 +252,14 @@ final class Transfer {
             resumable = nil
         }
         return effects
+    }
+
+    /// A rename asked while it runs: the attempt stops as a shutdown stops it (queued again; a stop under way
+    /// already ends it), so that its file can move (pendingName). aria2 restarts an active download to rename it.
+    func stopForRename() -> [Effect] {
+        guard state == .running, busy, !finishing, stopIntent == nil else { return [] }
+        stopIntent = .shutdown
+        return stopEveryAttempt
     }
 
     /// The engine stops: attempts stop and the transfer stays queued for the next start.
