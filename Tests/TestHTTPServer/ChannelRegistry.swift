@@ -14,21 +14,24 @@ final class ChannelRegistry: Sendable {
     private let state = Mutex(State())
 
     /// `accepted`: a connection a client opened (counted), not one the proxy opened to an origin.
-    func register(_ channel: any Channel, accepted: Bool = true) {
+    /// The connection's number among those accepted (1 for the first).
+    @discardableResult
+    func register(_ channel: any Channel, accepted: Bool = true) -> Int {
         let id = ObjectIdentifier(channel)
-        let live = state.withLock { s -> Bool in
-            if s.isShutdown { return false }
+        let (live, number) = state.withLock { s -> (Bool, Int) in
+            if s.isShutdown { return (false, s.accepted) }
             s.channels[id] = channel
             if accepted { s.accepted += 1 }
-            return true
+            return (true, s.accepted)
         }
         if !live {
             channel.close(promise: nil)
-            return
+            return number
         }
         channel.closeFuture.whenComplete { [self] _ in
             _ = state.withLock { $0.channels.removeValue(forKey: id) }
         }
+        return number
     }
 
     /// Returns the live connections to close, or nil if shutdown already began.

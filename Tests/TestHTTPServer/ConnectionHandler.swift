@@ -26,8 +26,12 @@ final class ConnectionHandler: ChannelInboundHandler {
     private var openRequests = 0
     private var active = true
 
-    init(core: ServerCore) {
+    /// The connection's number (ChannelRegistry.register): an HTTP/2 connection's streams share it.
+    let connection: Int
+
+    init(core: ServerCore, connection: Int) {
         self.core = core
+        self.connection = connection
     }
 
     // MARK: Inbound
@@ -73,7 +77,8 @@ final class ConnectionHandler: ChannelInboundHandler {
                 chunked: req.chunked,
                 expectContinue: req.expectContinue,
                 receivedAt: Date(),
-                version: "HTTP/\(req.head.version.major).\(req.head.version.minor)"
+                version: "HTTP/\(req.head.version.major).\(req.head.version.minor)",
+                connection: connection
             )
             let behavior = core.record(recorded)
             respond(context: context, head: req.head, behavior: behavior)

@@ -34,20 +34,20 @@ public final class TestHTTPServer: Sendable {
             .childChannelOption(.socketOption(.tcp_nodelay), value: 1)
             .childChannelOption(.maxMessagesPerRead, value: 16)
             .childChannelInitializer { channel in
-                core.register(channel)
+                let connection = core.register(channel)
                 // HTTP/1.1 on the connection, or on each stream of an HTTP/2 one (as HTTP/1 parts).
                 let http1: @Sendable (any Channel) -> EventLoopFuture<Void> = { channel in
                     channel.eventLoop.makeCompletedFuture {
                         try channel.pipeline.syncOperations.configureHTTPServerPipeline(
                             withErrorHandling: true,
                             withOutboundHeaderValidation: false)  // the server must be able to send hostile headers
-                        try channel.pipeline.syncOperations.addHandler(ConnectionHandler(core: core))
+                        try channel.pipeline.syncOperations.addHandler(ConnectionHandler(core: core, connection: connection))
                     }
                 }
                 let stream: @Sendable (any Channel) -> EventLoopFuture<Void> = { stream in
                     stream.eventLoop.makeCompletedFuture {
                         try stream.pipeline.syncOperations.addHandler(HTTP2FramePayloadToHTTP1ServerCodec())
-                        try stream.pipeline.syncOperations.addHandler(ConnectionHandler(core: core))
+                        try stream.pipeline.syncOperations.addHandler(ConnectionHandler(core: core, connection: connection))
                     }
                 }
                 guard let sslContext else { return http1(channel) }
@@ -230,7 +230,7 @@ final class ServerCore: Sendable {
 
     let connections = ChannelRegistry()
 
-    func register(_ channel: any Channel) { connections.register(channel) }
+    func register(_ channel: any Channel) -> Int { connections.register(channel) }
 
     /// Returns the live connections to close, or nil if shutdown already began.
     func beginShutdown() -> [any Channel]? { connections.beginShutdown() }

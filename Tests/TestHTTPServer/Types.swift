@@ -18,6 +18,8 @@ public struct RecordedRequest: Sendable {
     public let receivedAt: Date
     /// The HTTP version the request came in: "HTTP/1.1", or "HTTP/2.0" for a stream of an HTTP/2 connection.
     public let version: String
+    /// Which of the server's connections it came on (1 for the first accepted; streams share their connection's).
+    public let connection: Int
 
     /// How much of a request body is kept in `body` (16 MiB).
     public static let bodyPrefixLimit = 16 * 1024 * 1024
