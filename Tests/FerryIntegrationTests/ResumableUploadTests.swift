@@ -167,20 +167,24 @@ import TestHTTPServer
         }
     }
 
+    /// `body` as a file, put to a tus `server` through `manager`: completed, the server's copy the file.
+    func uploadsWhole(_ body: Data, to server: TestUploadServer, _ manager: TransferManager) async throws {
+        let id = manager.add(spec(file("data.bin", body), target(server), .tus))
+        try await finish(manager, [id])
+        let item = try #require(manager.snapshot(of: id))
+        #expect(item.state == .completed, "\(item.lastError ?? "")")
+        #expect(server.stored(storedPath(server))?.data == body)
+    }
+
     /// Issue 41: a server that refuses PATCHes over 6 MiB (Supabase's tus endpoint) takes the default chunks.
     @Test func aServerThatRefusesLargePatchesTakesTheDefaultChunks() async throws {
         let server = try TestUploadServer(.tus)
         defer { server.shutdown() }
         server.largestPatch = 6 << 20
         let body = Resource.randomBytes(count: 14 << 20, seed: 253)
-        let path = file("data.bin", body)
         let manager = try TransferManager(configuration: testConfiguration(), store: InMemoryQueueStore())
         defer { manager.shutdown() }
-        let id = manager.add(spec(path, target(server), .tus))
-        try await finish(manager, [id])
-        let item = try #require(manager.snapshot(of: id))
-        #expect(item.state == .completed, "\(item.lastError ?? "")")
-        #expect(server.stored(storedPath(server))?.data == body)
+        try await uploadsWhole(body, to: server, manager)
         #expect(server.requests.filter { $0.method == "PATCH" }.map { $0.header("Content-Length") }
                 == ["\(6 << 20)", "\(6 << 20)", "\(2 << 20)"])
         #expect(server.bodyBytes == Int64(body.count))
@@ -194,16 +198,11 @@ import TestHTTPServer
         defer { server.shutdown() }
         server.largestPatch = 4 << 20
         let body = Resource.randomBytes(count: 24 << 20, seed: 254)
-        let path = file("data.bin", body)
         var configuration = testConfiguration()
         configuration.uploadChunking = UploadChunking(size: 1 << 20, grows: true)
         let manager = try TransferManager(configuration: configuration, store: InMemoryQueueStore())
         defer { manager.shutdown() }
-        let id = manager.add(spec(path, target(server), .tus))
-        try await finish(manager, [id])
-        let item = try #require(manager.snapshot(of: id))
-        #expect(item.state == .completed, "\(item.lastError ?? "")")
-        #expect(server.stored(storedPath(server))?.data == body)
+        try await uploadsWhole(body, to: server, manager)
         let lengths = server.requests.filter { $0.method == "PATCH" }.compactMap { $0.header("Content-Length").flatMap(Int64.init) }
         // 1 MiB on loopback goes in far less than 2 s: the second chunk is larger, over what this server takes.
         #expect(lengths.first == 1 << 20 && (lengths.dropFirst().first ?? 0) > 1 << 20, "\(lengths)")

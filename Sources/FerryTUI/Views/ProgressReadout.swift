@@ -36,7 +36,8 @@ public enum ProgressReadout {
         let rate = totals.bytesPerSecond ?? moving.reduce(0.0) { $0 + ($1.state == .running ? $1.bytesPerSecond ?? 0 : 0) }
         var total = "\(totals.done) of \(totals.items) done"
         if totals.failed > 0 { total += ", \(totals.failed) failed" }
-        if !moving.isEmpty { total += ", \(ByteFormat.rate(rate))" }
+        // Nothing measured yet (the command's first look, items with no rate of their own): no figure, not 0 B/s.
+        if !moving.isEmpty, totals.bytesPerSecond != nil || rate > 0 { total += ", \(ByteFormat.rate(rate))" }
         lines.append(DisplayWidth.truncate(total, to: width))
         return lines
     }
