@@ -119,6 +119,8 @@ let package = Package(
                 .product(name: "HTTPTypes", package: "swift-http-types"),
                 // The bodies' SHA-256 (FerryStorage's, checked against known answers in DigestTests).
                 "FerryStorage",
+                // Children started as the engine starts its own (Spawn).
+                "FerryCore",
             ],
             path: "Tests/TestHTTPServer"
         ),

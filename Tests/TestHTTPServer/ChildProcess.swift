@@ -1,7 +1,8 @@
+import FerryCore
 import Foundation
 import Synchronization
 
-/// A child process for the tests, started with posix_spawn: what the tests used Foundation's `Process` for, with
+/// A child process for the tests, started with posix_spawn (FerryCore's Spawn, as the engine and the hooks): what the tests used Foundation's `Process` for, with
 /// the same behaviour (a process group of its own; standard input, output and error from a `Pipe`, a
 /// `FileHandle`, or /dev/null when not set; every other descriptor closed; signal dispositions and mask
 /// inherited, so a child of the test process ignores SIGPIPE as the test process does).
@@ -48,46 +49,26 @@ public final class ChildProcess: @unchecked Sendable {
 
     public func run() throws {
         guard let path = executableURL?.path else { throw POSIXError(.ENOENT) }
-        var actions = posix_spawn_file_actions_t()
-        posix_spawn_file_actions_init(&actions)
-        defer { posix_spawn_file_actions_destroy(&actions) }
-        let devNull = open("/dev/null", O_RDWR | O_CLOEXEC)
-        defer { if devNull >= 0 { close(devNull) } }
         // The parent's copies of the child's ends, closed once it runs (so that a reader sees the end of a pipe).
         var childEnds: [FileHandle] = []
-        for (slot, value, reads) in [(Int32(0), standardInput, true), (1, standardOutput, false), (2, standardError, false)] {
-            let fd: Int32
+        var streams: [Spawn.Stream] = []
+        for (value, reads) in [(standardInput, true), (standardOutput, false), (standardError, false)] {
             switch value {
             case let pipe as Pipe:
                 let end = reads ? pipe.fileHandleForReading : pipe.fileHandleForWriting
-                fd = end.fileDescriptor
+                streams.append(.descriptor(end.fileDescriptor))
                 childEnds.append(end)
             // FileHandle.nullDevice has no descriptor (-1).
-            case let handle as FileHandle where handle.fileDescriptor >= 0: fd = handle.fileDescriptor
-            default: fd = devNull
+            case let handle as FileHandle where handle.fileDescriptor >= 0: streams.append(.descriptor(handle.fileDescriptor))
+            default: streams.append(.devNull)
             }
-            try check(posix_spawn_file_actions_adddup2(&actions, fd, slot))
         }
-        try check(GlibcSpawn.addClosefrom(&actions, 3))
-        if let directory = currentDirectoryURL?.path {
-            try check(GlibcSpawn.addChdir(&actions, directory))
-        }
-        var attributes = posix_spawnattr_t()
-        posix_spawnattr_init(&attributes)
-        defer { posix_spawnattr_destroy(&attributes) }
-        try check(posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETPGROUP)))
-        try check(posix_spawnattr_setpgroup(&attributes, 0))
-
-        var pid: pid_t = 0
-        try ProcessEnvironment.lock.withLock {
-            let argv = ([path] + arguments).map { strdup($0) } + [nil]
-            defer { argv.forEach { free($0) } }
-            if let environment {
-                let envp = environment.map { strdup("\($0.key)=\($0.value)") } + [nil]
-                defer { envp.forEach { free($0) } }
-                try check(posix_spawn(&pid, path, &actions, &attributes, argv, envp))
-            } else {
-                try check(posix_spawn(&pid, path, &actions, &attributes, argv, environ))
+        let pid = try ProcessEnvironment.lock.withLock { () throws -> pid_t in
+            do throws(Spawn.Failure) {
+                return try Spawn.start([path] + arguments, program: path, environment: environment, streams: streams,
+                                       directory: currentDirectoryURL?.path, defaultSignals: false)
+            } catch {
+                throw POSIXError(POSIXErrorCode(rawValue: error.code) ?? .EINVAL)
             }
         }
         processIdentifier = pid
@@ -104,22 +85,5 @@ public final class ChildProcess: @unchecked Sendable {
             exitCondition.lock(); exitCondition.broadcast(); exitCondition.unlock()
             terminationHandler?(self)
         }
-    }
-
-    private func check(_ result: Int32) throws {
-        if result != 0 { throw POSIXError(POSIXErrorCode(rawValue: result) ?? .EINVAL) }
-    }
-}
-
-/// glibc's (2.34+) file actions that Swift's Glibc module does not show (they need _GNU_SOURCE).
-private enum GlibcSpawn {
-    typealias Closefrom = @convention(c) (UnsafeMutablePointer<posix_spawn_file_actions_t>, Int32) -> Int32
-    typealias Chdir = @convention(c) (UnsafeMutablePointer<posix_spawn_file_actions_t>, UnsafePointer<CChar>) -> Int32
-    static let addClosefrom = unsafeBitCast(symbol("posix_spawn_file_actions_addclosefrom_np"), to: Closefrom.self)
-    static let addChdir = unsafeBitCast(symbol("posix_spawn_file_actions_addchdir_np"), to: Chdir.self)
-
-    private static func symbol(_ name: String) -> UnsafeMutableRawPointer {
-        guard let found = dlsym(UnsafeMutableRawPointer(bitPattern: 0), name) else { fatalError("glibc has no \(name)") }
-        return found
     }
 }
