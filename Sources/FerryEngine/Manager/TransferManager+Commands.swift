@@ -297,10 +297,15 @@ extension TransferManager {
     }
 
     /// A rename asked while an attempt was in flight is carried out once none is (Transfer.pendingName). A name
-    /// that cannot be had then (a file made there meanwhile) leaves the old one.
+    /// that cannot be had then (a file made there meanwhile) leaves the old one, and so does an attempt that got
+    /// the whole file before it stopped (its file is published under the name it had).
     func renameWhenStopped(_ transfer: Transfer, _ core: inout Core) -> [Effect] {
         guard let name = transfer.pendingName, !transfer.busy else { return [] }
         transfer.pendingName = nil
+        guard !transfer.finishing, transfer.state != .completed else {
+            names.release(directory: transfer.spec.directory, name: name)
+            return []
+        }
         return (try? move(transfer, to: name, &core).get()) ?? []
     }
 
