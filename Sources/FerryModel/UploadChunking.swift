@@ -18,10 +18,12 @@ public struct UploadChunking: Sendable, Equatable {
     public private(set) var grows: Bool
     private let start: Int64
 
+    /// 6 MiB: what Supabase takes, and a multiple of 256 KiB of at least 5 MiB.
+    static let startSize: Int64 = 6 << 20
     /// `auto`: 6 MiB, growing.
-    public static let auto = UploadChunking(size: 6 << 20, grows: true)
+    public static let auto = UploadChunking(size: startSize, grows: true)
     /// The default: 6 MiB chunks.
-    public static let standard = UploadChunking(size: 6 << 20, grows: false)
+    public static let standard = UploadChunking(size: startSize, grows: false)
 
     public static let target: Double = 2
     public static let ceiling: Int64 = 192 << 20

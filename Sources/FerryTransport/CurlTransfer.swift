@@ -521,10 +521,6 @@ extension CurlTransfer {
     func rateWaitEnded() { pacer.waitEnded() }
 }
 
-func monotonicSeconds() -> TimeInterval {
-    Double(DispatchTime.now().uptimeNanoseconds) / 1e9
-}
-
 private func transfer(_ userdata: UnsafeMutableRawPointer?) -> CurlTransfer {
     Unmanaged<CurlTransfer>.fromOpaque(userdata!).takeUnretainedValue()
 }

@@ -69,8 +69,8 @@ final class LiveReadout: Sendable {
         let (width, height) = Self.terminalSize()
         state.withLock { s in
             guard !s.finished else { return }
-            let moving = items.filter { $0.state == .running || $0.state == .waiting }.reduce(Int64(0)) { $0 + $1.bytesDone }
-            s.rate.add(totalBytes: s.totals.bytesDone + moving, at: ProcessInfo.processInfo.systemUptime)
+            let moving = ProgressReadout.underWay(items).reduce(Int64(0)) { $0 + $1.bytesDone }
+            s.rate.add(totalBytes: s.totals.bytesDone + moving, at: monotonicSeconds())
             s.totals.bytesPerSecond = s.rate.bytesPerSecond
             let lines = ProgressReadout.lines(items, totals: s.totals, width: width - 1, maxItems: max(1, min(8, height - 4)))
             guard lines != s.last else { return }

@@ -73,7 +73,7 @@ final class ResumableUploadRun: TaskRun {
         var finished = false
         /// The chunks, as they grow; when the append under way was issued.
         var chunking: UploadChunking
-        var appendIssued: ContinuousClock.Instant?
+        var appendIssued: TimeInterval?
     }
 
     private let context: Context
@@ -128,7 +128,7 @@ final class ResumableUploadRun: TaskRun {
             s.answer = UploadAnswer()
             // A new copy on the server is made from the file as it is now.
             if step == .create || step == .tusCreate { s.upload = identified(s.upload) }
-            if case .append = step { s.appendIssued = .now }
+            if case .append = step { s.appendIssued = monotonicSeconds() }
             return makeRequest(step, s.upload)
         }
         switch step {
@@ -340,10 +340,7 @@ final class ResumableUploadRun: TaskRun {
             }
             guard (200..<300).contains(status) else { return end(answer.outcome(error: nil, progressed: progressed)) }
             state.withLock { s in
-                if let issued = s.appendIssued {
-                    let took = ContinuousClock.now - issued
-                    s.chunking.sent(count, in: Double(took.components.seconds) + Double(took.components.attoseconds) / 1e18)
-                }
+                if let issued = s.appendIssued { s.chunking.sent(count, in: monotonicSeconds() - issued) }
             }
             sent(from: from, count: count, answer, wire)
         }

@@ -25,7 +25,7 @@ extension TransferManager {
     }
 
     private func sample() {
-        let now = Double(DispatchTime.now().uptimeNanoseconds) / 1e9
+        let now = monotonicSeconds()
         let due = core.withLock { core -> (checkpoints: [(TransferID, Int64)], runs: [any TaskRun])? in
             var anyRunning = false
             var moved = false

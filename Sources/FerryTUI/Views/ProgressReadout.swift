@@ -30,7 +30,7 @@ public enum ProgressReadout {
     /// more), then the totals, each at most `width` columns.
     public static func lines(_ items: [TransferSnapshot], totals: Totals, width: Int, maxItems: Int, now: Date = Date()) -> [String] {
         let width = max(width, 20)
-        let moving = items.filter { $0.state == .running || $0.state == .waiting }
+        let moving = underWay(items)
         var lines = moving.prefix(max(maxItems, 1)).map { line($0, width: width, now: now) }
         if moving.count > lines.count { lines.append(DisplayWidth.truncate("  and \(moving.count - lines.count) more under way", to: width)) }
         let rate = totals.bytesPerSecond ?? moving.reduce(0.0) { $0 + ($1.state == .running ? $1.bytesPerSecond ?? 0 : 0) }
@@ -40,6 +40,11 @@ public enum ProgressReadout {
         if !moving.isEmpty, totals.bytesPerSecond != nil || rate > 0 { total += ", \(ByteFormat.rate(rate))" }
         lines.append(DisplayWidth.truncate(total, to: width))
         return lines
+    }
+
+    /// The items the readout shows: running or waiting to retry.
+    public static func underWay(_ items: [TransferSnapshot]) -> [TransferSnapshot] {
+        items.filter { $0.state == .running || $0.state == .waiting }
     }
 
     /// One item: `#1 name [=====>    ] 42% 12.0/27.0 MiB 3.2 MiB/s ETA 5s`, or its retry's wait and reason.
