@@ -62,8 +62,8 @@ let package = Package(
             // SQLite's C API (the system's libsqlite3, which GRDB links): an add binds its rows directly.
             .product(name: "GRDBSQLite", package: "GRDB.swift"),
         ]),
-        // Bytes on the wire: libcurl's multi interface under URLSession (FerryURLProtocol).
-        .target(name: "FerryTransport", dependencies: ["FerryModel", "CCurl"]),
+        // Bytes on the wire: libcurl's multi interface under URLSession (FerryURLProtocol); SSH host keys' fingerprints (CDigest).
+        .target(name: "FerryTransport", dependencies: ["FerryModel", "CCurl", "CDigest"]),
         // The queue's life: TransferManager, each Transfer, attempts, rules, upload bodies.
         .target(name: "FerryEngine", dependencies: [
             "FerryModel", "FerryStorage", "FerryTransport",

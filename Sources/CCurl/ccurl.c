@@ -3,6 +3,7 @@
 #include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <string.h>
 #include <sys/socket.h>
 
 typedef struct { int msg; void *easy; union { void *whatever; int result; } data; } curl_message;
@@ -90,6 +91,50 @@ int ferry_curl_easy_setopt_callback(void *easy, long option, ferry_curl_data_cal
     return curl.easy_setopt(easy, option, callback);
 }
 int ferry_curl_easy_getinfo_long(void *easy, long info, long *value) { return curl.easy_getinfo(easy, info, value); }
+int ferry_curl_easy_getinfo_offset(void *easy, long info, int64_t *value) {
+    long long v = -1;
+    int result = curl.easy_getinfo(easy, info, &v);
+    *value = (int64_t)v;
+    return result;
+}
+
+/* libcurl's struct curl_khkey: a key as base64 text (len 0) or as its blob (len bytes). */
+struct curl_khkey { const char *key; size_t len; int keytype; };
+
+/* CURLOPT_SSH_KEYFUNCTION: records what was found; a known key passes (CURLKHSTAT_FINE, 1), anything else is
+   refused (CURLKHSTAT_REJECT, 2). Nothing is ever added to the file (that would be CURLKHSTAT_FINE_ADD_TO_FILE). */
+static int check_host_key(void *easy, const struct curl_khkey *known, const struct curl_khkey *found, int match, void *clientp) {
+    (void)easy; (void)known;
+    ferry_host_key *record = clientp;
+    record->match = match;
+    record->type = found ? found->keytype : 0;
+    record->length = 0;
+    if (found && found->len > 0 && found->len <= sizeof record->blob) {
+        memcpy(record->blob, found->key, found->len);
+        record->length = found->len;
+    }
+    return match == 0 ? 1 : 2;
+}
+
+int ferry_curl_easy_check_host_key(void *easy, const char *known_hosts, ferry_host_key *record) {
+    record->match = -1;
+    record->length = 0;
+    int result = curl.easy_setopt(easy, 10183L /* CURLOPT_SSH_KNOWNHOSTS */, known_hosts);
+    if (result == 0) result = curl.easy_setopt(easy, 20184L /* CURLOPT_SSH_KEYFUNCTION */, check_host_key);
+    if (result == 0) result = curl.easy_setopt(easy, 10185L /* CURLOPT_SSH_KEYDATA */, (void *)record);
+    return result;
+}
+
+/* CURLOPT_SEEKFUNCTION: the body is made from the offset already. */
+static int seek_done(void *clientp, long long offset, int origin) {
+    (void)clientp; (void)offset; (void)origin;
+    return 0; /* CURL_SEEKFUNC_OK */
+}
+
+int ferry_curl_easy_body_starts_at_offset(void *easy) {
+    return curl.easy_setopt(easy, 20167L /* CURLOPT_SEEKFUNCTION */, seek_done);
+}
+
 int ferry_curl_easy_pause(void *easy, long bitmask) { return curl.easy_pause(easy, (int)bitmask); }
 const char *ferry_curl_easy_strerror(int code) { return curl.easy_strerror(code); }
 

@@ -43,6 +43,14 @@ public enum FailureKind: String, Sendable, Codable, CaseIterable {
     /// The server broke the protocol's rules (a wrong Content-Range, a short body, an upload it lost).
     case `protocol`
     case cancelled
+    /// An SSH server's host key is not in the known-hosts file (the message shows its fingerprint).
+    case hostKeyUnknown = "host-key-unknown"
+    /// An SSH server's host key is not the one the known-hosts file has for it: refused, always.
+    case hostKeyChanged = "host-key-changed"
+    /// The server refused the login (every method tried failed).
+    case loginRefused = "login-refused"
+    /// The remote file (or its directory) does not exist (sftp, scp; HTTP says 404, an `http` failure).
+    case noSuchFile = "no-such-file"
     case other
 
     /// The key a transport puts the kind under in an NSError's userInfo (its raw value), so that it reaches the
@@ -120,6 +128,10 @@ public struct FailureCause: Sendable, Hashable {
         case .unreadableFile: return "unreadable file"
         case .protocol: return "protocol error"
         case .cancelled: return "cancelled"
+        case .hostKeyUnknown: return "host key unknown"
+        case .hostKeyChanged: return "HOST KEY CHANGED"
+        case .loginRefused: return "login refused"
+        case .noSuchFile: return "no such file"
         case .other:
             guard let message, !message.isEmpty else { return "failed" }
             return message.count <= 20 ? message : String(message.prefix(19)) + "…"

@@ -40,6 +40,9 @@ extension Aria2RPC {
              .proxyUnreachable, .proxyRefused:
             code = 6  // network problem
         case .noSuchHost: code = 19  // name resolution failed
+        case .noSuchFile: code = 3  // resource not found
+        case .loginRefused: code = 24  // authorization failed
+        case .hostKeyUnknown, .hostKeyChanged: code = 6  // network problem (aria2 has no SSH; its sftp says so too)
         case .diskFull: code = 9
         case .checksum: code = 32
         case .noPermission, .readOnly: code = 16  // could not create the file

@@ -62,6 +62,8 @@ final class CurlTransfer: @unchecked Sendable {
     private var request: URLRequest
     private var body: BodySource?
     private var hops = 0
+    /// sftp:// and scp://: what the SSH protocols add (SSHWire); nil for http(s).
+    private let ssh: SSHWire?
 
     private(set) var easy: UnsafeMutableRawPointer?
     /// This hop asked for HTTP/2 (it may be a stream on a shared connection).
@@ -107,6 +109,7 @@ final class CurlTransfer: @unchecked Sendable {
         self.transport = transport
         self.settings = delegate?.transportSettings ?? TransportSettings()
         self.originalURL = request.url
+        self.ssh = SSHWire(request: request, settings: settings.ssh)
     }
 
     deinit {
@@ -141,11 +144,36 @@ final class CurlTransfer: @unchecked Sendable {
         func set(_ option: Int, _ value: String) { _ = ferry_curl_easy_setopt_pointer(handle, option, value) }
 
         set(FERRY_CURLOPT_URL, url.absoluteString)
-        set(FERRY_CURLOPT_PROTOCOLS_STR, "http,https")
         set(FERRY_CURLOPT_NOSIGNAL, 1)
         set(FERRY_CURLOPT_TCP_KEEPALIVE, 1)
         set(FERRY_CURLOPT_BUFFERSIZE, transport.receiveBufferSize)
         set(FERRY_CURLOPT_UPLOAD_BUFFERSIZE, CurlTransport.sendBufferSize)
+        _ = ferry_curl_easy_setopt_pointer(handle, FERRY_CURLOPT_ERRORBUFFER, errorBuffer)
+        // The idle timeout: no byte for this long, or a trickle under `stallRate` (a byte a second would
+        // otherwise hold a slot for ever), ends the attempt.
+        let idle = max(1, Int(request.timeoutInterval.rounded(.up)))
+        set(FERRY_CURLOPT_CONNECTTIMEOUT, idle)
+        set(FERRY_CURLOPT_LOW_SPEED_LIMIT, Self.stallRate)
+        set(FERRY_CURLOPT_LOW_SPEED_TIME, idle)
+        _ = ferry_curl_easy_setopt_callback(handle, FERRY_CURLOPT_WRITEFUNCTION, curlWrite)
+        _ = ferry_curl_easy_setopt_pointer(handle, FERRY_CURLOPT_WRITEDATA, me)
+        if body != nil {
+            _ = ferry_curl_easy_setopt_callback(handle, FERRY_CURLOPT_READFUNCTION, curlRead)
+            _ = ferry_curl_easy_setopt_pointer(handle, FERRY_CURLOPT_READDATA, me)
+        }
+        if let ssh {
+            if let refusal = ssh.refusal {
+                fail(code: .unsupportedURL, kind: .badURL, refusal)
+                releaseHandle()
+                return nil
+            }
+            ssh.configure(handle, bodyLength: request.value(forHTTPHeaderField: "Content-Length").flatMap { Int64($0) })
+            return handle
+        }
+
+        set(FERRY_CURLOPT_PROTOCOLS_STR, "http,https")
+        _ = ferry_curl_easy_setopt_callback(handle, FERRY_CURLOPT_HEADERFUNCTION, curlHeader)
+        _ = ferry_curl_easy_setopt_pointer(handle, FERRY_CURLOPT_HEADERDATA, me)
         // https: HTTP/2 where the server offers it (ALPN), its transfers to one host sharing a connection as
         // streams (PIPEWAIT: a transfer waits for a connection being set up rather than opening another);
         // http: HTTP/1.1 (docs/transport.md). A transfer under a bandwidth limit keeps HTTP/1.1 and a
@@ -167,13 +195,6 @@ final class CurlTransfer: @unchecked Sendable {
         set(FERRY_CURLOPT_HTTP_CONTENT_DECODING, 0)
         set(FERRY_CURLOPT_FOLLOWLOCATION, 0)
         set(FERRY_CURLOPT_SUPPRESS_CONNECT_HEADERS, 1)
-        _ = ferry_curl_easy_setopt_pointer(handle, FERRY_CURLOPT_ERRORBUFFER, errorBuffer)
-        // The idle timeout: no byte for this long, or a trickle under `stallRate` (a byte a second would
-        // otherwise hold a slot for ever), ends the attempt.
-        let idle = max(1, Int(request.timeoutInterval.rounded(.up)))
-        set(FERRY_CURLOPT_CONNECTTIMEOUT, idle)
-        set(FERRY_CURLOPT_LOW_SPEED_LIMIT, Self.stallRate)
-        set(FERRY_CURLOPT_LOW_SPEED_TIME, idle)
         // Proxies as curl reads them from the environment, but stated here: an empty proxy means none.
         set(FERRY_CURLOPT_PROXY, settings.proxy(for: url) ?? "")
         if let noProxy = settings.noProxy { set(FERRY_CURLOPT_NOPROXY, noProxy) }
@@ -182,11 +203,6 @@ final class CurlTransfer: @unchecked Sendable {
             set(FERRY_CURLOPT_PROXY_CAINFO, caFile)
         }
         if let caDirectory = settings.caDirectory { set(FERRY_CURLOPT_CAPATH, caDirectory) }
-
-        _ = ferry_curl_easy_setopt_callback(handle, FERRY_CURLOPT_WRITEFUNCTION, curlWrite)
-        _ = ferry_curl_easy_setopt_pointer(handle, FERRY_CURLOPT_WRITEDATA, me)
-        _ = ferry_curl_easy_setopt_callback(handle, FERRY_CURLOPT_HEADERFUNCTION, curlHeader)
-        _ = ferry_curl_easy_setopt_pointer(handle, FERRY_CURLOPT_HEADERDATA, me)
 
         let method = (request.httpMethod ?? "GET").uppercased()
         var headers = request.allHTTPHeaderFields ?? [:]
@@ -197,8 +213,6 @@ final class CurlTransfer: @unchecked Sendable {
             headers[name] = nil
         }
         if body != nil {
-            _ = ferry_curl_easy_setopt_callback(handle, FERRY_CURLOPT_READFUNCTION, curlRead)
-            _ = ferry_curl_easy_setopt_pointer(handle, FERRY_CURLOPT_READDATA, me)
             if method == "POST" {
                 set(FERRY_CURLOPT_POST, 1)
                 _ = ferry_curl_easy_setopt_offset(handle, FERRY_CURLOPT_POSTFIELDSIZE_LARGE, length ?? -1)
@@ -236,6 +250,7 @@ final class CurlTransfer: @unchecked Sendable {
 
     /// The transfer ended in libcurl: the next hop of a redirect to start, or nil when it is over.
     func finished(result: Int) -> CurlTransfer? {
+        if let ssh, let easy { return finished(ssh, easy, result: result) }
         if result == FERRY_CURLE_OK || (redirect != nil && response.complete) {
             if let next = redirect {
                 hops += 1
@@ -269,6 +284,27 @@ final class CurlTransfer: @unchecked Sendable {
                                                             proxy: request.url.flatMap(settings.proxy(for:)).flatMap { $0.isEmpty ? nil : $0 },
                                                             bodyFailureKind: bodyFailureKind)
         fail(code: code, kind: kind, message)
+        return nil
+    }
+
+    /// An sftp or scp step ended: the next one, or the end.
+    private func finished(_ ssh: SSHWire, _ easy: UnsafeMutableRawPointer, result: Int) -> CurlTransfer? {
+        var osError = 0
+        _ = ferry_curl_easy_getinfo_long(easy, FERRY_CURLINFO_OS_ERRNO, &osError)
+        switch ssh.ended(easy, result: result, curlMessage: String(cString: errorBuffer), osError: Int32(osError),
+                         idleTimeout: request.timeoutInterval) {
+        case let .next(answer):
+            if let answer { deliver(answer) }
+            hops += 1
+            return self
+        case let .done(answer):
+            if let answer { deliver(answer) }
+            flush()
+            finish { $0 { $1.urlProtocolDidFinishLoading($0) } }
+        case let .failed(code, kind, message):
+            flush()
+            fail(code: code, kind: kind, message)
+        }
         return nil
     }
 
@@ -379,6 +415,12 @@ final class CurlTransfer: @unchecked Sendable {
         }
     }
 
+    /// Hands URLSession the answer (once; an SSH step's, made by SSHWire).
+    private func deliver(_ answer: HTTPURLResponse) {
+        responseDelivered = true
+        deliver { $0 { $1.urlProtocol($0, didReceive: answer, cacheStoragePolicy: .notAllowed) } }
+    }
+
     private func deliverResponseIfNeeded() {
         guard !responseDelivered, response.complete, let url = request.url else { return }
         responseDelivered = true
@@ -426,6 +468,7 @@ final class CurlTransfer: @unchecked Sendable {
     /// Returns `count` when the bytes were taken, or the pause code (libcurl hands the same bytes again later).
     fileprivate func received(data: UnsafeMutablePointer<CChar>, count: Int) -> Int {
         if redirect != nil || finished { return count }
+        if let ssh, !responseDelivered, let easy, let answer = ssh.answerBeforeBody(easy) { deliver(answer) }
         if inFlight.load(ordering: .sequentiallyConsistent) >= maxBytesInFlight {
             pausedForBackpressure.store(true, ordering: .sequentiallyConsistent)
             // Drained meanwhile? Then take the pause back (no delivery left to lift it) and go on.

@@ -32,14 +32,13 @@ extension TransportDelegate {
     package func transportInformational(for task: URLSessionTask, response: HTTPURLResponse) {}
 }
 
-/// ferry's transport under URLSession: every http(s) task of a session whose configuration lists this class
+/// ferry's transport under URLSession: every http(s), sftp and scp task of a session whose configuration lists this class
 /// is carried by `CurlTransport`. URLSession still makes the tasks, cancels them and calls the delegate.
 public final class FerryURLProtocol: URLProtocol {
     private let transfer = Mutex<CurlTransfer?>(nil)
 
     override public class func canInit(with request: URLRequest) -> Bool {
-        let scheme = request.url?.scheme?.lowercased()
-        return scheme == "http" || scheme == "https"
+        TransferScheme(request.url) != nil
     }
 
     override public class func canonicalRequest(for request: URLRequest) -> URLRequest {

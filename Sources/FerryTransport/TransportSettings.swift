@@ -14,17 +14,20 @@ public struct TransportSettings: Sendable, Equatable {
     public var caFile: String?
     /// A directory of hashed CA certificates (`SSL_CERT_DIR`).
     public var caDirectory: String?
+    /// sftp:// and scp://: the known hosts, keys and login name (SSHSettings).
+    public var ssh: SSHSettings
 
     public init(httpProxy: String? = nil, httpsProxy: String? = nil, noProxy: String? = nil,
-                caFile: String? = nil, caDirectory: String? = nil) {
+                caFile: String? = nil, caDirectory: String? = nil, ssh: SSHSettings = .fromEnvironment(ProcessInfo.processInfo.environment)) {
         self.httpProxy = httpProxy
         self.httpsProxy = httpsProxy
         self.noProxy = noProxy
         self.caFile = caFile
         self.caDirectory = caDirectory
+        self.ssh = ssh
     }
 
-    /// Reads the variables curl reads: `http_proxy`, `https_proxy`/`HTTPS_PROXY`, `all_proxy`/`ALL_PROXY` for
+    /// Reads the variables curl reads (and ssh's: SSHSettings): `http_proxy`, `https_proxy`/`HTTPS_PROXY`, `all_proxy`/`ALL_PROXY` for
     /// either when the specific one is unset, `no_proxy`/`NO_PROXY`, `SSL_CERT_FILE`, `SSL_CERT_DIR`.
     /// Empty values count as unset.
     public static func fromEnvironment(_ environment: [String: String]) -> TransportSettings {
@@ -40,7 +43,8 @@ public struct TransportSettings: Sendable, Equatable {
             httpsProxy: value("https_proxy", "HTTPS_PROXY") ?? all,
             noProxy: value("no_proxy", "NO_PROXY"),
             caFile: value("SSL_CERT_FILE"),
-            caDirectory: value("SSL_CERT_DIR"))
+            caDirectory: value("SSL_CERT_DIR"),
+            ssh: .fromEnvironment(environment))
     }
 
     /// The proxy for `url`, or nil for a direct connection (the no_proxy list is applied by libcurl).

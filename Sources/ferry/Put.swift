@@ -20,7 +20,7 @@ struct Put: AsyncParsableCommand {
     @Argument(help: "The file to send, or '-' for standard input (a raw body only, sent chunked; cannot be retried).")
     var file: String
 
-    @Argument(help: "The http or https URL to send it to.")
+    @Argument(help: "The http(s) URL to send it to, or the sftp/scp path to write it to (ending in /: a directory, the file keeps its name).")
     var url: String
 
     @Option(name: [.customShort("X"), .customLong("method")], help: ArgumentHelp("PUT (default for a raw body) or POST (default with -F).", valueName: "method"))
@@ -80,9 +80,9 @@ struct Put: AsyncParsableCommand {
         for text in form { parts.append(try InputValidation.formPart(text)) }
         if tus, noResumable { throw UsageError("--tus and --no-resumable contradict each other: choose one") }
         let resumable: ResumableProtocol? = tus ? .tus : noResumable ? nil : .ietf
-        let upload = try UploadSpec.of(source, contentType: contentType, form: form.isEmpty ? nil : parts, field: field,
-                                       method: method, resumable: resumable)
+        let (upload, destination) = try UploadSpec.to(target, source, contentType: contentType, form: form.isEmpty ? nil : parts,
+                                                      field: field, method: method, resumable: resumable)
         _ = try BodyPlan.make(for: upload)  // every file checked before anything is sent
-        return TransferSpec(upload: upload, to: target, headers: extraHeaders)
+        return TransferSpec(upload: upload, to: destination, headers: extraHeaders)
     }
 }

@@ -22,11 +22,30 @@ int ferry_curl_easy_setopt_pointer(void *easy, long option, const void *value);
 int ferry_curl_easy_setopt_offset(void *easy, long option, int64_t value);
 int ferry_curl_easy_setopt_callback(void *easy, long option, ferry_curl_data_callback callback);
 int ferry_curl_easy_getinfo_long(void *easy, long info, long *value);
+int ferry_curl_easy_getinfo_offset(void *easy, long info, int64_t *value);
 int ferry_curl_easy_pause(void *easy, long bitmask);
 const char *ferry_curl_easy_strerror(int code);
 /// The kernel receive buffer of the transfer's sockets: set on each new socket (SO_RCVBUF, which also
 /// turns off Linux's autotuning for it) and on the socket in use now, if any. 0 leaves new sockets alone.
 int ferry_curl_easy_set_receive_buffer(void *easy, long bytes);
+
+/// What an SSH server's host key was found to be against the known-hosts file (CURLOPT_SSH_KEYFUNCTION): the
+/// match (0 known, 1 another key is known for the host, 2 the host is not known, -1 not checked yet), the key's
+/// type (curl_khtype: 2 RSA, 3 DSS, 4 ECDSA, 5 ED25519) and its blob, for the fingerprint.
+typedef struct {
+    int match;
+    int type;
+    size_t length;
+    unsigned char blob[2048];
+} ferry_host_key;
+
+/// Checks the server's host key against `known_hosts` (a file; missing: every host is unknown): a key known for
+/// the host passes, any other is refused, and `record` says what was found. Never adds a key to the file.
+int ferry_curl_easy_check_host_key(void *easy, const char *known_hosts, ferry_host_key *record);
+
+/// Tells libcurl that an upload's body already starts at the resume offset (CURLOPT_SEEKFUNCTION answering
+/// that the seek was made): without it libcurl reads and drops the offset's bytes from the body first.
+int ferry_curl_easy_body_starts_at_offset(void *easy);
 
 void *ferry_curl_slist_append(void *list, const char *string);
 void ferry_curl_slist_free_all(void *list);
@@ -80,10 +99,30 @@ enum {
     FERRY_CURLOPT_HTTP_CONTENT_DECODING = 158,
     FERRY_CURLOPT_PROXY_CAINFO = 10246,
 
+    FERRY_CURLOPT_RANGE = 10007,
+    FERRY_CURLOPT_USERNAME = 10173,
+    FERRY_CURLOPT_PASSWORD = 10174,
+    FERRY_CURLOPT_KEYPASSWD = 10026,
+    FERRY_CURLOPT_FILETIME = 69,
+    FERRY_CURLOPT_RESUME_FROM_LARGE = 30116,
+    FERRY_CURLOPT_APPEND = 50,
+    FERRY_CURLOPT_SSH_AUTH_TYPES = 151,
+    FERRY_CURLOPT_SSH_PUBLIC_KEYFILE = 10152,
+    FERRY_CURLOPT_SSH_PRIVATE_KEYFILE = 10153,
+    FERRY_CURLSSH_AUTH_PUBLICKEY = 1,
+    FERRY_CURLSSH_AUTH_PASSWORD = 2,
+    FERRY_CURLSSH_AUTH_KEYBOARD = 8,
+    FERRY_CURLSSH_AUTH_AGENT = 16,
+
     FERRY_CURLINFO_RESPONSE_CODE = 0x200000 + 2,
     FERRY_CURLINFO_OS_ERRNO = 0x200000 + 25,
     /// New connections the transfer made (0: it went out on a cached one).
     FERRY_CURLINFO_NUM_CONNECTS = 0x200000 + 26,
+
+    /// The remote file's modification time, seconds since 1970 (-1 unknown; CURLINFO_FILETIME_T).
+    FERRY_CURLINFO_FILETIME_T = 0x600000 + 14,
+    /// The body's length as the server told it (-1 unknown; CURLINFO_CONTENT_LENGTH_DOWNLOAD_T).
+    FERRY_CURLINFO_CONTENT_LENGTH_DOWNLOAD_T = 0x600000 + 15,
 
     FERRY_CURLPAUSE_CONT = 0,
     FERRY_CURLPAUSE_RECV = 1,
@@ -108,6 +147,14 @@ enum {
     FERRY_CURLE_COULDNT_RESOLVE_HOST = 6,
     FERRY_CURLE_COULDNT_CONNECT = 7,
     FERRY_CURLE_WEIRD_SERVER_REPLY = 8,
+    FERRY_CURLE_REMOTE_ACCESS_DENIED = 9,
+    FERRY_CURLE_UPLOAD_FAILED = 25,
+    FERRY_CURLE_RANGE_ERROR = 33,
+    FERRY_CURLE_LOGIN_DENIED = 67,
+    FERRY_CURLE_REMOTE_DISK_FULL = 70,
+    FERRY_CURLE_REMOTE_FILE_EXISTS = 73,
+    FERRY_CURLE_REMOTE_FILE_NOT_FOUND = 78,
+    FERRY_CURLE_SSH = 79,
     FERRY_CURLE_HTTP2 = 16,
     FERRY_CURLE_PARTIAL_FILE = 18,
     FERRY_CURLE_WRITE_ERROR = 23,

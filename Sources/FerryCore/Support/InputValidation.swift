@@ -16,7 +16,7 @@ public enum InputValidation {
         line.drop(while: \.isWhitespace).hasPrefix("#")
     }
 
-    /// An absolute http(s) URL with a host, or a message naming what is wrong.
+    /// An absolute http(s), sftp or scp URL with a host, or a message naming what is wrong.
     public static func url(_ text: String) throws(UsageError) -> URL {
         let trimmed = String(Self.trimmed(Substring(text)) { $0.isWhitespace && !$0.isNewline })
         var shown: String { TerminalSafe.sanitize(trimmed) }
@@ -27,8 +27,8 @@ public enum InputValidation {
         guard let url = URL(string: trimmed), let scheme = url.scheme?.lowercased() else {
             throw UsageError("not a valid URL: '\(shown)'")
         }
-        guard scheme == "http" || scheme == "https" else {
-            throw UsageError("unsupported scheme '\(TerminalSafe.sanitize(scheme))' in '\(shown)': only http and https")
+        guard TransferScheme(url) != nil else {
+            throw UsageError("unsupported scheme '\(TerminalSafe.sanitize(scheme))' in '\(shown)': \(TransferScheme.listed)")
         }
         guard let host = url.host, !host.isEmpty else { throw UsageError("no host in URL '\(shown)'") }
         if let port = url.port, !(1...65535).contains(port) {

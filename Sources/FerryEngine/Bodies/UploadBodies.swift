@@ -30,4 +30,21 @@ extension UploadSpec {
         if spec.canResume { spec.resumable = resumable }
         return spec
     }
+
+    /// `of`, sent to `url`. Over SSH (sftp, scp) an upload is the file's bytes written to the remote path: no form,
+    /// no POST, no HTTP resumable-upload protocol (a resume asks the server for the size it has); a URL ending in `/`
+    /// is a directory, and the file keeps its name in it (as scp and sftp's put do).
+    public static func to(_ url: URL, _ source: UploadSource, contentType: String?, form: [FormPart]?, field: String = "file",
+                          method: String?, resumable: ResumableProtocol? = .ietf) throws(UsageError) -> (upload: UploadSpec, url: URL) {
+        guard let scheme = TransferScheme(url), scheme.overSSH else {
+            return (try of(source, contentType: contentType, form: form, field: field, method: method, resumable: resumable), url)
+        }
+        if form != nil { throw UsageError("\(scheme.rawValue) uploads a file as it is: a form (-F) is HTTP's") }
+        if let method, method.uppercased() != "PUT" { throw UsageError("\(scheme.rawValue) writes the file: -X \(TerminalSafe.sanitize(method)) is HTTP's") }
+        if resumable == .tus { throw UsageError("--tus is an HTTP protocol: \(scheme.rawValue) resumes an upload by itself") }
+        var spec = try of(source, contentType: contentType, form: nil, method: "PUT", resumable: nil)
+        spec.resumable = nil
+        guard url.hasDirectoryPath || url.path.isEmpty else { return (spec, url) }
+        return (spec, url.appendingPathComponent(source.displayName))
+    }
 }

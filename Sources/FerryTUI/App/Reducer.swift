@@ -345,11 +345,11 @@ private func submit(_ stateIn: AppState, _ promptIn: AppState.Prompt, _ snapshot
             // Checked again: the file may have gone while the URL was typed.
             _ = try BodyPlan.checkedFileLength(path)
             // The same bodies as `ferry put` makes: raw with PUT or POST, or a form with the file as `file`.
-            let upload = try UploadSpec.of(.file(path: path), contentType: nil, form: shape == .form ? [] : nil,
-                                           method: shape == .post ? "POST" : nil)
+            let (upload, destination) = try UploadSpec.to(url, .file(path: path), contentType: nil, form: shape == .form ? [] : nil,
+                                                          method: shape == .post ? "POST" : nil)
             state.prompt = nil
-            state.message = .init(text: "added upload (\(shape.title)) to \(TerminalSafe.redactedURL(url))", isError: false)
-            var spec = TransferSpec(upload: upload, to: url)
+            state.message = .init(text: "added upload (\(shape.title)) to \(TerminalSafe.redactedURL(destination))", isError: false)
+            var spec = TransferSpec(upload: upload, to: destination)
             spec.netrcFile = state.netrcFile
             return (state, [.add([spec])])
         case let .itemLimit(id):

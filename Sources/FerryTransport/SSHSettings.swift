@@ -1,0 +1,46 @@
+import Foundation
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Who ferry is to an SSH server and whom it trusts (sftp://, scp://): what `ssh host` would use, read once from
+/// the environment. A test (or the config) sets each part itself.
+public struct SSHSettings: Sendable, Equatable {
+    /// The known-hosts file host keys are checked against (`~/.ssh/known_hosts`). A host not in it is refused
+    /// with its key's fingerprint; a host with another key in it is refused, always. ferry never writes it.
+    public var knownHosts: String
+    /// The private keys offered, the first that exists (`~/.ssh/id_ed25519`, `id_ecdsa`, `id_rsa`, as ssh's order).
+    public var identityFiles: [String]
+    /// The login name when the URL names none (the local user's, as ssh's).
+    public var user: String
+    /// An ssh-agent is there to ask (`SSH_AUTH_SOCK`); libcurl asks it through its socket.
+    public var agent: Bool
+
+    public init(knownHosts: String, identityFiles: [String], user: String, agent: Bool) {
+        self.knownHosts = knownHosts
+        self.identityFiles = identityFiles
+        self.user = user
+        self.agent = agent
+    }
+
+    /// `HOME`'s `.ssh`, the local user's name (`USER`, else the password database's), and whether `SSH_AUTH_SOCK`
+    /// names an agent.
+    public static func fromEnvironment(_ environment: [String: String]) -> SSHSettings {
+        let home = environment["HOME"].flatMap { $0.isEmpty ? nil : $0 } ?? NSHomeDirectory()
+        let ssh = home + "/.ssh/"
+        return SSHSettings(knownHosts: ssh + "known_hosts",
+                           identityFiles: ["id_ed25519", "id_ecdsa", "id_rsa"].map { ssh + $0 },
+                           user: environment["USER"].flatMap { $0.isEmpty ? nil : $0 } ?? localUser(),
+                           agent: !(environment["SSH_AUTH_SOCK"] ?? "").isEmpty)
+    }
+
+    /// The first identity file that exists, if any.
+    var identityFile: String? {
+        identityFiles.first { FileManager.default.isReadableFile(atPath: $0) }
+    }
+
+    private static func localUser() -> String {
+        guard let entry = getpwuid(getuid()), let name = entry.pointee.pw_name else { return "root" }
+        return String(cString: name)
+    }
+}

@@ -1,0 +1,210 @@
+@_spi(Testing) import FerryEngine
+import FerryCore
+import Foundation
+import Testing
+import TestHTTPServer
+
+/// sftp:// and scp:// through the real engine against OpenSSH's sshd, started for each test on 127.0.0.1 with
+/// a throwaway host key and user key (TestSSHServer). What the server read is in its own log.
+@Suite struct SFTPTests {
+    let server: TestSSHServer
+    let dir: TempDir
+
+    init() throws {
+        server = try TestSSHServer()
+        dir = try TempDir()
+    }
+
+    /// Engine settings that trust the test server's host key and log in with its user key, nothing else.
+    func configuration(knownHosts: String? = nil, identity: String? = nil, maxConcurrent: Int = 4) -> EngineConfiguration {
+        var configuration = testConfiguration(maxConcurrent: maxConcurrent)
+        configuration.transport.ssh = SSHSettings(knownHosts: knownHosts ?? server.knownHosts, identityFiles: [identity ?? server.userKey],
+                                                  user: server.user, agent: false)
+        return configuration
+    }
+
+    func download(_ url: URL, _ manager: TransferManager, segments: Int = 1, limit: Int64? = nil) -> TransferID {
+        var spec = TransferSpec(download: url, directory: dir.path, segments: segments)
+        spec.rateLimit = limit
+        return manager.add(spec)
+    }
+
+    @Test func anSFTPDownloadArrivesWholeUnderItsDecodedName() async throws {
+        let body = Resource.randomBytes(count: 3 << 20, seed: 21)
+        try server.put(body, at: "a dir/fïlé one.bin")
+        let manager = try TransferManager(configuration: configuration())
+        defer { manager.shutdown() }
+        let id = download(server.url("a dir/fïlé one.bin"), manager)
+        try await finish(manager, [id])
+        let item = try #require(manager.snapshot(of: id))
+        #expect(item.state == .completed, "\(item.lastError ?? "")")
+        #expect(item.bytesExpected == Int64(body.count))
+        #expect(dir.files() == ["fïlé one.bin"])
+        #expect(dir.contents("fïlé one.bin") == body)
+        // The server closes the file once libcurl says so, after the transfer's end.
+        try await eventually("the server closed the file") { !server.sftpTransfers.isEmpty }
+        #expect(server.sftpTransfers.map(\.read) == [Int64(body.count)])
+    }
+
+    @Test func anSCPDownloadArrivesWhole() async throws {
+        let body = Resource.randomBytes(count: 1 << 20, seed: 22)
+        try server.put(body, at: "scp.bin")
+        let manager = try TransferManager(configuration: configuration())
+        defer { manager.shutdown() }
+        let id = download(server.url("scp.bin", scheme: "scp"), manager)
+        try await finish(manager, [id])
+        #expect(manager.snapshot(of: id)?.state == .completed, "\(manager.snapshot(of: id)?.lastError ?? "")")
+        #expect(dir.contents("scp.bin") == body)
+        #expect(server.sftpTransfers.isEmpty, "scp, not the sftp server")
+    }
+
+    @Test func aPausedSFTPDownloadResumesWithTheRestOnly() async throws {
+        // 32 MiB at 512 KiB/s: a minute to pause it in, however busy the machine.
+        let body = Resource.randomBytes(count: 32 << 20, seed: 23)
+        try server.put(body, at: "resume.bin")
+        let manager = try TransferManager(configuration: configuration())
+        defer { manager.shutdown() }
+        let id = download(server.url("resume.bin"), manager, limit: 512 << 10)
+        try await eventually("a MiB on disk") { (manager.snapshot(of: id)?.bytesDone ?? 0) >= 1 << 20 }
+        manager.pause(id)
+        try await eventually("paused") { manager.snapshot(of: id)?.state == .paused }
+        // The stopped attempt writes out what it holds as it ends, and the item counts what is on disk.
+        let part = dir.path + "/resume.bin.part"
+        func onDisk() -> Int64? { try? FileManager.default.attributesOfItem(atPath: part)[.size] as? Int64 }
+        try await eventually("the attempt's bytes on disk") { onDisk() == manager.snapshot(of: id)?.bytesDone }
+        let kept = try #require(onDisk())
+        #expect(kept > 0 && kept < Int64(body.count))
+        _ = manager.setRateLimit(id, nil)
+        manager.resume(id)
+        try await finish(manager, [id])
+        #expect(manager.snapshot(of: id)?.state == .completed, "\(manager.snapshot(of: id)?.lastError ?? "")")
+        #expect(dir.contents("resume.bin") == body)
+        // The server read the file twice: the second time from where the first attempt's bytes on disk ended.
+        try await eventually("the server closed the file twice") { server.sftpTransfers.count >= 2 }
+        let reads = server.sftpTransfers.filter { $0.path.hasSuffix("/resume.bin") }.map(\.read)
+        // (Between them, the stat that found the file unchanged: it opens the file and reads nothing.)
+        #expect(reads.count == 3 && reads[1] == 0 && reads.last == Int64(body.count) - kept, "reads \(reads), kept \(kept)")
+    }
+
+    @Test func aRemoteFileChangedBetweenAttemptsIsFetchedAgainFromTheStart() async throws {
+        let before = Resource.randomBytes(count: 32 << 20, seed: 24)
+        try server.put(before, at: "changes.bin")
+        let manager = try TransferManager(configuration: configuration())
+        defer { manager.shutdown() }
+        let id = download(server.url("changes.bin"), manager, limit: 512 << 10)
+        try await eventually("a MiB on disk") { (manager.snapshot(of: id)?.bytesDone ?? 0) >= 1 << 20 }
+        manager.pause(id)
+        try await eventually("paused") { manager.snapshot(of: id)?.state == .paused }
+        // Same size, another time: another file as far as a resume can tell.
+        let after = Resource.randomBytes(count: 32 << 20, seed: 25)
+        try server.put(after, at: "changes.bin")
+        try FileManager.default.setAttributes([.modificationDate: Date(timeIntervalSinceNow: -3600)], ofItemAtPath: server.path("changes.bin"))
+        _ = manager.setRateLimit(id, nil)
+        manager.resume(id)
+        try await finish(manager, [id])
+        #expect(manager.snapshot(of: id)?.state == .completed, "\(manager.snapshot(of: id)?.lastError ?? "")")
+        #expect(dir.contents("changes.bin") == after, "the new file, whole: not the old one's start and the new one's end")
+        try await eventually("the server closed the file twice") { server.sftpTransfers.count >= 2 }
+        #expect(server.sftpTransfers.last?.read == Int64(after.count))
+    }
+
+    @Test func anUnknownHostKeyIsRefusedWithItsFingerprintAndNothingMoves() async throws {
+        try server.put(Data(count: 1000), at: "secret.bin")
+        let empty = dir.path + "/../ferry-empty-known-hosts-\(UUID().uuidString)"
+        defer { try? FileManager.default.removeItem(atPath: empty) }
+        _ = FileManager.default.createFile(atPath: empty, contents: Data())
+        let manager = try TransferManager(configuration: configuration(knownHosts: empty))
+        defer { manager.shutdown() }
+        let id = download(server.url("secret.bin"), manager)
+        try await finish(manager, [id])
+        let item = try #require(manager.snapshot(of: id))
+        #expect(item.state == .failed)
+        #expect(item.failure?.kind == .hostKeyUnknown)
+        #expect(item.lastError?.contains(server.hostKeyFingerprint) == true, "\(item.lastError ?? "")")
+        #expect(item.lastError?.contains("ssh-keyscan -p \(server.port) 127.0.0.1") == true, "\(item.lastError ?? "")")
+        #expect(item.retries == 0, "not retried")
+        #expect(dir.files().isEmpty)
+        #expect(!server.logText.contains("Accepted publickey"), "no login was even tried")
+    }
+
+    @Test func aChangedHostKeyIsRefusedLoudly() async throws {
+        try server.put(Data(count: 1000), at: "secret.bin")
+        let other = try TestSSHServer()
+        let forged = dir.path + "/../ferry-forged-known-hosts-\(UUID().uuidString)"
+        defer { try? FileManager.default.removeItem(atPath: forged) }
+        // Another key on record for this host and port.
+        let otherKey = try String(contentsOfFile: other.knownHosts, encoding: .utf8).split(separator: " ").dropFirst().joined(separator: " ")
+        try "[127.0.0.1]:\(server.port) \(otherKey)".write(toFile: forged, atomically: true, encoding: .utf8)
+        let manager = try TransferManager(configuration: configuration(knownHosts: forged))
+        defer { manager.shutdown() }
+        let id = download(server.url("secret.bin"), manager)
+        try await finish(manager, [id])
+        let item = try #require(manager.snapshot(of: id))
+        #expect(item.failure?.kind == .hostKeyChanged)
+        #expect(item.lastError?.contains("HAS CHANGED") == true && item.lastError?.contains(server.hostKeyFingerprint) == true,
+                "\(item.lastError ?? "")")
+        #expect(dir.files().isEmpty)
+    }
+
+    @Test func aLoginRefusedSaysWhatWasTried() async throws {
+        try server.put(Data(count: 1000), at: "secret.bin")
+        let stranger = dir.path + "/../ferry-stranger-key-\(UUID().uuidString)"
+        defer { try? FileManager.default.removeItem(atPath: stranger); try? FileManager.default.removeItem(atPath: stranger + ".pub") }
+        try TestSSHServer.run(TestSSHServer.keygen, ["-q", "-t", "ed25519", "-N", "", "-f", stranger])
+        let manager = try TransferManager(configuration: configuration(identity: stranger))
+        defer { manager.shutdown() }
+        let id = download(server.url("secret.bin"), manager)
+        try await finish(manager, [id])
+        let item = try #require(manager.snapshot(of: id))
+        #expect(item.failure?.kind == .loginRefused)
+        #expect(item.lastError?.contains("key \(stranger)") == true, "\(item.lastError ?? "")")
+        #expect(item.retries == 0)
+    }
+
+    @Test func aMissingRemoteFileIsNoSuchFile() async throws {
+        let manager = try TransferManager(configuration: configuration())
+        defer { manager.shutdown() }
+        let id = download(server.url("nothing here.bin"), manager)
+        try await finish(manager, [id])
+        let item = try #require(manager.snapshot(of: id))
+        #expect(item.failure?.kind == .noSuchFile)
+        #expect(item.lastError?.contains("nothing here.bin") == true, "\(item.lastError ?? "")")
+        #expect(dir.files().isEmpty)
+    }
+
+    @Test func segmentsOverSFTPFetchTheirRangesOnConnectionsOfTheirOwn() async throws {
+        let body = Resource.randomBytes(count: 16 << 20, seed: 26)
+        try server.put(body, at: "big.bin")
+        let manager = try TransferManager(configuration: configuration())
+        defer { manager.shutdown() }
+        let id = download(server.url("big.bin"), manager, segments: 4)
+        try await finish(manager, [id])
+        let item = try #require(manager.snapshot(of: id))
+        #expect(item.state == .completed, "\(item.lastError ?? "")")
+        #expect(dir.contents("big.bin") == body)
+        #expect(item.segments?.count == 4)
+        // The server read the whole file once, in parts (and a probe's start, if the first answer ran on).
+        try await eventually("the server closed the file four times") { server.sftpTransfers.count >= 4 }
+        let reads = server.sftpTransfers.filter { $0.path.hasSuffix("/big.bin") }.map(\.read)
+        #expect(reads.count >= 4, "\(reads)")
+        #expect(reads.reduce(0, +) < Int64(body.count) * 3 / 2, "\(reads)")
+    }
+
+    @Test func anSFTPUploadWritesTheFileWhole() async throws {
+        let body = Resource.randomBytes(count: 5 << 20, seed: 27)
+        let local = dir.path + "/up load.bin"
+        try body.write(to: URL(fileURLWithPath: local))
+        try server.put(Data(), at: "in/.keep")
+        let manager = try TransferManager(configuration: configuration())
+        defer { manager.shutdown() }
+        let id = manager.add(TransferSpec(upload: UploadSpec(method: "PUT", body: .raw(.file(path: local), contentType: "application/octet-stream")),
+                                          to: server.url("in/úp load.bin")))
+        try await finish(manager, [id])
+        let item = try #require(manager.snapshot(of: id))
+        #expect(item.state == .completed, "\(item.lastError ?? "")")
+        #expect(item.bytesDone == Int64(body.count))
+        #expect(FileManager.default.contents(atPath: server.path("in/úp load.bin")) == body)
+        try await eventually("the server closed the file") { !server.sftpTransfers.isEmpty }
+        #expect(server.sftpTransfers.map(\.written) == [Int64(body.count)])
+    }
+}
