@@ -207,4 +207,54 @@ import TestHTTPServer
         try await eventually("the server closed the file") { !server.sftpTransfers.isEmpty }
         #expect(server.sftpTransfers.map(\.written) == [Int64(body.count)])
     }
+
+    /// An upload paused part way: the server's copy so far, and the local file to send.
+    func pausedUpload(_ body: Data, as name: String, _ manager: TransferManager) async throws -> TransferID {
+        let local = dir.path + "/" + name
+        try body.write(to: URL(fileURLWithPath: local))
+        var spec = TransferSpec(upload: UploadSpec(method: "PUT", body: .raw(.file(path: local), contentType: "application/octet-stream")),
+                                to: server.url("in/" + name))
+        spec.rateLimit = 512 << 10
+        try server.put(Data(), at: "in/.keep")
+        let id = manager.add(spec)
+        try await eventually("a MiB sent") { (manager.snapshot(of: id)?.bytesDone ?? 0) >= 1 << 20 }
+        manager.pause(id)
+        try await eventually("paused") { manager.snapshot(of: id)?.state == .paused }
+        try await eventually("the server closed its copy") { server.sftpTransfers.count == 1 }
+        _ = manager.setRateLimit(id, nil)
+        return id
+    }
+
+    @Test func aPausedSFTPUploadSendsOnlyTheRestOnceTheServersBytesCheckOut() async throws {
+        let body = Resource.randomBytes(count: 32 << 20, seed: 28)
+        let manager = try TransferManager(configuration: configuration())
+        defer { manager.shutdown() }
+        let id = try await pausedUpload(body, as: "resume up.bin", manager)
+        let kept = try #require(server.sftpTransfers.first?.written)
+        #expect(kept > 0 && kept < Int64(body.count))
+        manager.resume(id)
+        try await finish(manager, [id])
+        #expect(manager.snapshot(of: id)?.state == .completed, "\(manager.snapshot(of: id)?.lastError ?? "")")
+        #expect(FileManager.default.contents(atPath: server.path("in/resume up.bin")) == body)
+        try await eventually("the server closed the appended file") { server.sftpTransfers.contains { $0.written > 0 && $0.written != kept } }
+        // Written in all: the file once. Between: its size asked and its last MiB read back, nothing written.
+        let log = server.sftpTransfers
+        #expect(log.map(\.written).reduce(0, +) == Int64(body.count), "\(log)")
+        #expect(log.contains { $0.read == min(kept, 1 << 20) }, "the last MiB the server had was read back: \(log)")
+    }
+
+    @Test func aRemoteFileThatIsNotThisOnesStartIsWrittenAgainWhole() async throws {
+        let body = Resource.randomBytes(count: 32 << 20, seed: 29)
+        let manager = try TransferManager(configuration: configuration())
+        defer { manager.shutdown() }
+        let id = try await pausedUpload(body, as: "stranger.bin", manager)
+        let kept = try #require(server.sftpTransfers.first?.written)
+        // Someone else's bytes of the same length now stand there.
+        try server.put(Resource.randomBytes(count: Int(kept), seed: 30), at: "in/stranger.bin")
+        manager.resume(id)
+        try await finish(manager, [id])
+        #expect(manager.snapshot(of: id)?.state == .completed, "\(manager.snapshot(of: id)?.lastError ?? "")")
+        #expect(FileManager.default.contents(atPath: server.path("in/stranger.bin")) == body)
+        try await eventually("the server closed the rewritten file") { server.sftpTransfers.contains { $0.written == Int64(body.count) } }
+    }
 }

@@ -167,6 +167,13 @@ extension TransferManager {
             startResumableUpload(serial, of: transfer, kind: kind, plan: plan, path: path, length: length)
             return nil
         }
+        // An sftp upload an earlier attempt began goes on from what the server has, once it is checked (a first
+        // attempt writes the file whole, as scp and sftp do).
+        if TransferScheme(transfer.spec.url) == .sftp, max(transfer.bytesDone, transfer.highWater) > 0,
+           case let .file(path, length) = plan.pieces.first, plan.pieces.count == 1 {
+            startRemoteAppend(serial, of: transfer, plan: plan, path: path, length: length)
+            return nil
+        }
         let run = UploadRun(spec: transfer.spec, plan: plan, standardInputPath: configuration.standardInputPath, clock: clock,
                             finish: report(to: transfer.id, serial: serial))
         let request = run.makeRequest(userAgent: configuration.userAgent, timeout: configuration.idleTimeout,
@@ -209,6 +216,29 @@ extension TransferManager {
             clock: clock)
         let upload = transfer.resumable?.kind == kind ? transfer.resumable! : ResumableUpload(kind: kind)
         let run = ResumableUploadRun(context: context, upload: upload)
+        transfer.attach(serial: serial, run: run, task: handle)
+        run.start()
+    }
+
+    /// An sftp upload resumed from what the server has (RemoteAppendRun): its requests one after another under one
+    /// handle, as a resumable upload's are.
+    private func startRemoteAppend(_ serial: Int, of transfer: Transfer, plan: BodyPlan, path: String, length: Int64) {
+        let handle = SessionTask()
+        let limits = limitMembership(transfer)
+        let context = RemoteAppendRun.Context(
+            sentBefore: max(transfer.bytesDone, transfer.highWater), plan: plan, path: path, length: length,
+            uploadRequest: UploadRun.request(spec: transfer.spec, plan: plan, userAgent: configuration.userAgent,
+                                             timeout: configuration.idleTimeout, credentials: delegate.credentials(for: transfer.spec)),
+            issue: { [session, delegate] run, request, withBody, cancelled in
+                handle.next({ withBody ? session.uploadTask(withStreamedRequest: request) : session.dataTask(with: request) },
+                            start: { task in
+                                delegate.register(run, for: task, limits: limits)
+                                task.resume()
+                            }, cancelled: cancelled)
+            },
+            finish: report(to: transfer.id, serial: serial),
+            clock: clock)
+        let run = RemoteAppendRun(context: context)
         transfer.attach(serial: serial, run: run, task: handle)
         run.start()
     }

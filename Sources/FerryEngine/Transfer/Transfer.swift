@@ -281,8 +281,13 @@ final class Transfer {
         stopIntent = nil
         nextRetryAt = nil
         if spec.direction == .upload {
-            // A resumable upload the server holds goes on from the offset it last confirmed (asked again first).
-            begin(from: resumable?.location != nil ? resumable?.confirmedOffset ?? 0 : 0)
+            // A resumable upload the server holds goes on from the offset it last confirmed (asked again first); an
+            // sftp upload that sent bytes before, from what the server has (RemoteAppendRun asks, then checks).
+            if TransferScheme(spec.url) == .sftp, max(bytesDone, highWater) > 0 {
+                begin(from: max(bytesDone, highWater))
+            } else {
+                begin(from: resumable?.location != nil ? resumable?.confirmedOffset ?? 0 : 0)
+            }
             return [.startUpload(serial: open(index: 0, bounded: false))]
         }
         if segments != nil, let effects = startRanges(partSize: partSize) { return effects }
