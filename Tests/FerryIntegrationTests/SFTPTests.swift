@@ -59,13 +59,13 @@ import TestHTTPServer
     }
 
     @Test func aPausedSFTPDownloadResumesWithTheRestOnly() async throws {
-        // 32 MiB at 512 KiB/s: a minute to pause it in, however busy the machine.
-        let body = Resource.randomBytes(count: 32 << 20, seed: 23)
+        // 8 MiB at 128 KiB/s: a minute to pause it in, however busy the machine.
+        let body = Resource.randomBytes(count: 8 << 20, seed: 23)
         try server.put(body, at: "resume.bin")
         let manager = try TransferManager(configuration: configuration())
         defer { manager.shutdown() }
-        let id = download(server.url("resume.bin"), manager, limit: 512 << 10)
-        try await eventually("a MiB on disk") { (manager.snapshot(of: id)?.bytesDone ?? 0) >= 1 << 20 }
+        let id = download(server.url("resume.bin"), manager, limit: 128 << 10)
+        try await eventually("some on disk") { (manager.snapshot(of: id)?.bytesDone ?? 0) >= 256 << 10 }
         manager.pause(id)
         try await eventually("paused") { manager.snapshot(of: id)?.state == .paused }
         // The stopped attempt writes out what it holds as it ends, and the item counts what is on disk.
@@ -87,16 +87,16 @@ import TestHTTPServer
     }
 
     @Test func aRemoteFileChangedBetweenAttemptsIsFetchedAgainFromTheStart() async throws {
-        let before = Resource.randomBytes(count: 32 << 20, seed: 24)
+        let before = Resource.randomBytes(count: 8 << 20, seed: 24)
         try server.put(before, at: "changes.bin")
         let manager = try TransferManager(configuration: configuration())
         defer { manager.shutdown() }
-        let id = download(server.url("changes.bin"), manager, limit: 512 << 10)
-        try await eventually("a MiB on disk") { (manager.snapshot(of: id)?.bytesDone ?? 0) >= 1 << 20 }
+        let id = download(server.url("changes.bin"), manager, limit: 128 << 10)
+        try await eventually("some on disk") { (manager.snapshot(of: id)?.bytesDone ?? 0) >= 256 << 10 }
         manager.pause(id)
         try await eventually("paused") { manager.snapshot(of: id)?.state == .paused }
         // Same size, another time: another file as far as a resume can tell.
-        let after = Resource.randomBytes(count: 32 << 20, seed: 25)
+        let after = Resource.randomBytes(count: 8 << 20, seed: 25)
         try server.put(after, at: "changes.bin")
         try FileManager.default.setAttributes([.modificationDate: Date(timeIntervalSinceNow: -3600)], ofItemAtPath: server.path("changes.bin"))
         _ = manager.setRateLimit(id, nil)
@@ -173,7 +173,7 @@ import TestHTTPServer
     }
 
     @Test func segmentsOverSFTPFetchTheirRangesOnConnectionsOfTheirOwn() async throws {
-        let body = Resource.randomBytes(count: 16 << 20, seed: 26)
+        let body = Resource.randomBytes(count: 8 << 20, seed: 26)
         try server.put(body, at: "big.bin")
         let manager = try TransferManager(configuration: configuration())
         defer { manager.shutdown() }
@@ -214,10 +214,11 @@ import TestHTTPServer
         try body.write(to: URL(fileURLWithPath: local))
         var spec = TransferSpec(upload: UploadSpec(method: "PUT", body: .raw(.file(path: local), contentType: "application/octet-stream")),
                                 to: server.url("in/" + name))
-        spec.rateLimit = 512 << 10
+        // At 128 KiB/s: a minute to pause it in, however busy the machine.
+        spec.rateLimit = 128 << 10
         try server.put(Data(), at: "in/.keep")
         let id = manager.add(spec)
-        try await eventually("a MiB sent") { (manager.snapshot(of: id)?.bytesDone ?? 0) >= 1 << 20 }
+        try await eventually("some sent") { (manager.snapshot(of: id)?.bytesDone ?? 0) >= 256 << 10 }
         manager.pause(id)
         try await eventually("paused") { manager.snapshot(of: id)?.state == .paused }
         try await eventually("the server closed its copy") { server.sftpTransfers.count == 1 }
@@ -226,7 +227,7 @@ import TestHTTPServer
     }
 
     @Test func aPausedSFTPUploadSendsOnlyTheRestOnceTheServersBytesCheckOut() async throws {
-        let body = Resource.randomBytes(count: 32 << 20, seed: 28)
+        let body = Resource.randomBytes(count: 8 << 20, seed: 28)
         let manager = try TransferManager(configuration: configuration())
         defer { manager.shutdown() }
         let id = try await pausedUpload(body, as: "resume up.bin", manager)
@@ -244,7 +245,7 @@ import TestHTTPServer
     }
 
     @Test func aRemoteFileThatIsNotThisOnesStartIsWrittenAgainWhole() async throws {
-        let body = Resource.randomBytes(count: 32 << 20, seed: 29)
+        let body = Resource.randomBytes(count: 8 << 20, seed: 29)
         let manager = try TransferManager(configuration: configuration())
         defer { manager.shutdown() }
         let id = try await pausedUpload(body, as: "stranger.bin", manager)
@@ -256,5 +257,43 @@ import TestHTTPServer
         #expect(manager.snapshot(of: id)?.state == .completed, "\(manager.snapshot(of: id)?.lastError ?? "")")
         #expect(FileManager.default.contents(atPath: server.path("in/stranger.bin")) == body)
         try await eventually("the server closed the rewritten file") { server.sftpTransfers.contains { $0.written == Int64(body.count) } }
+    }
+
+    /// The command line as a user runs it: keys from an ssh-agent (SSH_AUTH_SOCK), the known host from ~/.ssh, no
+    /// key file anywhere.
+    @Test func getLogsInThroughTheAgentAndTrustsTheKnownHostsOfHome() async throws {
+        let body = Resource.randomBytes(count: 1 << 20, seed: 31)
+        try server.put(body, at: "agent.bin")
+        let home = dir.path + "/home"
+        try FileManager.default.createDirectory(atPath: home + "/.ssh", withIntermediateDirectories: true)
+        try FileManager.default.copyItem(atPath: server.knownHosts, toPath: home + "/.ssh/known_hosts")
+        let socket = try server.startAgent()
+        let out = dir.path + "/out"
+        let result = try await runFerry(["get", "--no-tui", "-o", out, server.url("agent.bin").absoluteString],
+                                        environment: ["HOME": home, "SSH_AUTH_SOCK": socket])
+        #expect(result.status == 0, "\(result.stderr)")
+        #expect(FileManager.default.contents(atPath: out + "/agent.bin") == body)
+        // Without the agent (and no key file in HOME), the login is refused and says what was tried.
+        let refused = try await runFerry(["get", "--no-tui", "-o", out + "2", server.url("agent.bin").absoluteString],
+                                         environment: ["HOME": home])
+        #expect(refused.status != 0)
+        #expect(refused.stderr.contains("refused the login") && refused.stderr.contains("no key file"), "\(refused.stderr)")
+    }
+
+    @Test func aCancelledTransferLeavesTheOthersToTheSameHostRunning() async throws {
+        // 4 MiB at 64 KiB/s each: a minute to cancel the second in, however busy the machine.
+        let bodies = (0..<3).map { Resource.randomBytes(count: 4 << 20, seed: 40 + UInt64($0)) }
+        for (index, body) in bodies.enumerated() { try server.put(body, at: "many/\(index).bin") }
+        let manager = try TransferManager(configuration: configuration())
+        defer { manager.shutdown() }
+        let ids = (0..<3).map { download(server.url("many/\($0).bin"), manager, limit: 64 << 10) }
+        try await eventually("the second moving") { (manager.snapshot(of: ids[1])?.bytesDone ?? 0) > 0 }
+        manager.cancel(ids[1])
+        for id in [ids[0], ids[2]] { _ = manager.setRateLimit(id, nil) }
+        try await finish(manager, [ids[0], ids[2]])
+        #expect(manager.snapshot(of: ids[1])?.state == .cancelled)
+        #expect(dir.contents("0.bin") == bodies[0] && dir.contents("2.bin") == bodies[2])
+        // (A cancelled item keeps its .part file: asked again, it resumes.)
+        #expect(!dir.files().contains("1.bin"), "\(dir.files())")
     }
 }

@@ -156,7 +156,9 @@ func isolatedEnvironment(stateDir: String, configHome: String) -> [String: Strin
     environment.removeValue(forKey: "NETRC")
     // The machine's proxies and CAs must not steer the tests' requests to 127.0.0.1.
     for name in ["http_proxy", "https_proxy", "HTTPS_PROXY", "all_proxy", "ALL_PROXY", "no_proxy", "NO_PROXY",
-                 "SSL_CERT_FILE", "SSL_CERT_DIR"] {
+                 "SSL_CERT_FILE", "SSL_CERT_DIR",
+                 // Nor the user's ssh-agent: its keys would log in to the tests' sshd.
+                 "SSH_AUTH_SOCK"] {
         environment.removeValue(forKey: name)
     }
     return environment

@@ -1,5 +1,6 @@
 import FerryCore
 import Foundation
+import Synchronization
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -32,6 +33,7 @@ public final class TestSSHServer: @unchecked Sendable {
     private let log: String
     private let sftpLog: String
     private let process: ChildProcess
+    private let agents = Mutex<[ChildProcess]>([])
 
     public init() throws {
         for tool in [Self.sshd, Self.keygen, Self.sftpServer] where !FileManager.default.isExecutableFile(atPath: tool) {
@@ -95,6 +97,11 @@ public final class TestSSHServer: @unchecked Sendable {
     }
 
     public func stop() {
+        for agent in agents.withLock({ a in defer { a = [] }; return a }) {
+            // SIGKILL: the agent inherits the test process's signal mask, in which SIGTERM may be blocked.
+            kill(agent.processIdentifier, SIGKILL)
+            agent.waitUntilExit()
+        }
         guard process.isRunning else { return }
         process.terminate()
         process.waitUntilExit()
@@ -136,10 +143,11 @@ public final class TestSSHServer: @unchecked Sendable {
 
     /// Runs a tool to its end; its output, or an error with it.
     @discardableResult
-    public static func run(_ tool: String, _ arguments: [String]) throws -> String {
+    public static func run(_ tool: String, _ arguments: [String], environment: [String: String]? = nil) throws -> String {
         let child = ChildProcess()
         child.executableURL = URL(fileURLWithPath: tool)
         child.arguments = arguments
+        child.environment = environment
         let output = Pipe()
         child.standardOutput = output
         child.standardError = output
@@ -188,5 +196,21 @@ public final class TestSSHServer: @unchecked Sendable {
             usleep(10_000)
         }
         return false
+    }
+
+    /// An ssh-agent of its own holding the server's user key, for logins through it: its socket (SSH_AUTH_SOCK).
+    public func startAgent() throws -> String {
+        let socket = directory + "/agent.sock"
+        let agent = ChildProcess()
+        agent.executableURL = URL(fileURLWithPath: "/usr/bin/ssh-agent")
+        agent.arguments = ["-D", "-a", socket]
+        try agent.run()
+        agents.withLock { $0.append(agent) }
+        for _ in 0..<500 where !FileManager.default.fileExists(atPath: socket) {
+            guard agent.isRunning else { break }
+            usleep(10_000)
+        }
+        try Self.run("/usr/bin/ssh-add", ["-q", userKey], environment: ["SSH_AUTH_SOCK": socket])
+        return socket
     }
 }
