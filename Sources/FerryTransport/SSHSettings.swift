@@ -15,12 +15,20 @@ public struct SSHSettings: Sendable, Equatable {
     public var user: String
     /// An ssh-agent is there to ask (`SSH_AUTH_SOCK`); libcurl asks it through its socket.
     public var agent: Bool
+    /// The user's ssh config (`~/.ssh/config`): a host's alias, port, user and identity files come from it as
+    /// `ssh -G` resolves them (SSHHostConfig); nil or missing: hosts as written.
+    public var config: String?
+    /// What `~` stands for in the config's paths.
+    public var home: String
 
-    public init(knownHosts: String, identityFiles: [String], user: String, agent: Bool) {
+    public init(knownHosts: String, identityFiles: [String], user: String, agent: Bool, config: String? = nil,
+                home: String = NSHomeDirectory()) {
         self.knownHosts = knownHosts
         self.identityFiles = identityFiles
         self.user = user
         self.agent = agent
+        self.config = config
+        self.home = home
     }
 
     /// `HOME`'s `.ssh`, the local user's name (`USER`, else the password database's), and whether `SSH_AUTH_SOCK`
@@ -31,12 +39,18 @@ public struct SSHSettings: Sendable, Equatable {
         return SSHSettings(knownHosts: ssh + "known_hosts",
                            identityFiles: ["id_ed25519", "id_ecdsa", "id_rsa"].map { ssh + $0 },
                            user: environment["USER"].flatMap { $0.isEmpty ? nil : $0 } ?? localUser(),
-                           agent: !(environment["SSH_AUTH_SOCK"] ?? "").isEmpty)
+                           agent: !(environment["SSH_AUTH_SOCK"] ?? "").isEmpty,
+                           config: ssh + "config", home: home)
     }
 
     /// The first identity file that exists, if any.
     var identityFile: String? {
         identityFiles.first { FileManager.default.isReadableFile(atPath: $0) }
+    }
+
+    /// `path` with a leading `~/` made the home directory's.
+    func expanded(_ path: String) -> String {
+        path.hasPrefix("~/") ? home + path.dropFirst() : path
     }
 
     private static func localUser() -> String {

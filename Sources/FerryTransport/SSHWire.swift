@@ -46,6 +46,8 @@ final class SSHWire {
     private var answered = false
     /// Where the transfer step starts and ends in the file (`RESUME_FROM`, `RANGE`); none for the whole file.
     private var range: (from: Int64, end: Int64?)?
+    /// The host as the user's ssh config has it (an alias's name, port, user, keys); nil: as written.
+    private let resolved: SSHHost?
     /// What libcurl's host-key check found (its callback writes it: it stays where it is).
     private let hostKey = UnsafeMutablePointer<ferry_host_key>.allocate(capacity: 1)
 
@@ -54,6 +56,7 @@ final class SSHWire {
         self.scheme = scheme
         self.url = url
         self.settings = settings
+        resolved = settings.config.flatMap { config in url.host.flatMap { SSHHostConfig.shared.resolve($0, config: config) } }
         let method = (request.httpMethod ?? "GET").uppercased()
         let header = { (name: String) in request.value(forHTTPHeaderField: name) }
         switch method {
@@ -112,14 +115,15 @@ final class SSHWire {
         func set(_ option: Int, _ value: Int) { _ = ferry_curl_easy_setopt_long(easy, option, value) }
         func set(_ option: Int, _ value: String) { _ = ferry_curl_easy_setopt_pointer(easy, option, value) }
         set(FERRY_CURLOPT_PROTOCOLS_STR, scheme.rawValue)
+        if let target = connectURL { set(FERRY_CURLOPT_URL, target) }
         // An SSH server is reached directly (libcurl would take an http proxy from the environment for it).
         set(FERRY_CURLOPT_PROXY, "")
         _ = ferry_curl_easy_check_host_key(easy, settings.knownHosts, hostKey)
-        if url.user == nil { set(FERRY_CURLOPT_USERNAME, settings.user) }
+        if url.user == nil { set(FERRY_CURLOPT_USERNAME, login) }
         var methods = FERRY_CURLSSH_AUTH_PUBLICKEY | FERRY_CURLSSH_AUTH_PASSWORD | FERRY_CURLSSH_AUTH_KEYBOARD
         if settings.agent { methods |= FERRY_CURLSSH_AUTH_AGENT }
         set(FERRY_CURLOPT_SSH_AUTH_TYPES, methods)
-        if let key = settings.identityFile { set(FERRY_CURLOPT_SSH_PRIVATE_KEYFILE, key) }
+        if let key = identityFile { set(FERRY_CURLOPT_SSH_PRIVATE_KEYFILE, key) }
         set(FERRY_CURLOPT_FILETIME, 1)
         switch (step, ask) {
         case (.stat, _):
@@ -237,6 +241,31 @@ final class SSHWire {
         return headers
     }
 
+    // MARK: The host
+
+    /// The URL libcurl connects to when the config names another host or port for this one; nil: the URL as it is.
+    private var connectURL: String? {
+        guard let resolved, var parts = URLComponents(url: url, resolvingAgainstBaseURL: false) else { return nil }
+        let port = url.port ?? resolved.port.flatMap { $0 == 22 ? nil : $0 }
+        guard resolved.hostname != url.host || port != url.port else { return nil }
+        parts.host = resolved.hostname
+        parts.port = port
+        return parts.url?.absoluteString
+    }
+
+    /// The host and port connected to (known_hosts names them so).
+    private var connectHost: String { resolved?.hostname ?? url.host ?? "" }
+    private var connectPort: Int? { url.port ?? resolved?.port }
+
+    /// The login name: the URL's, the config's, the local user's.
+    private var login: String { url.user ?? resolved?.user ?? settings.user }
+
+    /// The key file offered: the config's first that exists, else the first of the usual ones.
+    private var identityFile: String? {
+        let configured = (resolved?.identityFiles ?? []).map(settings.expanded)
+        return configured.first { FileManager.default.isReadableFile(atPath: $0) } ?? settings.identityFile
+    }
+
     // MARK: Failures
 
     private var host: String { hostDescription(url) }
@@ -253,11 +282,11 @@ final class SSHWire {
         case FERRY_CURLE_PEER_FAILED_VERIFICATION where hostKey.pointee.match == 2:
             return (.serverCertificateUntrusted, .hostKeyUnknown,
                     "the host key of \(host) is not known (\(fingerprint)); nothing was sent. If that is the server's key "
-                        + "(ssh-keyscan\(portOption) \(url.host ?? "") | ssh-keygen -lf - shows it), add it to \(settings.knownHosts): "
-                        + "ssh-keyscan\(portOption) \(url.host ?? "") >> \(settings.knownHosts)")
+                        + "(ssh-keyscan\(portOption) \(connectHost) | ssh-keygen -lf - shows it), add it to \(settings.knownHosts): "
+                        + "ssh-keyscan\(portOption) \(connectHost) >> \(settings.knownHosts)")
         case FERRY_CURLE_LOGIN_DENIED:
             return (.userAuthenticationRequired, .loginRefused,
-                    "\(host) refused the login of \(url.user ?? settings.user) (tried: \(methodsTried)): \(detail)")
+                    "\(host) refused the login of \(login) (tried: \(methodsTried)): \(detail)")
         case FERRY_CURLE_REMOTE_FILE_NOT_FOUND:
             if case .put = ask { return (.fileDoesNotExist, .noSuchFile, "no such directory on \(host) for \(path)") }
             return (.fileDoesNotExist, .noSuchFile, "no such file on \(host): \(path)")
@@ -302,16 +331,15 @@ final class SSHWire {
 
     /// The host as known_hosts names it (`[host]:port` off port 22).
     private var knownHostsName: String {
-        let name = url.host ?? ""
-        return url.port.map { $0 == 22 ? name : "[\(name)]:\($0)" } ?? name
+        connectPort.map { $0 == 22 ? connectHost : "[\(connectHost)]:\($0)" } ?? connectHost
     }
 
-    private var portOption: String { url.port.map { $0 == 22 ? "" : " -p \($0)" } ?? "" }
+    private var portOption: String { connectPort.map { $0 == 22 ? "" : " -p \($0)" } ?? "" }
 
     private var methodsTried: String {
         var tried: [String] = []
         if settings.agent { tried.append("ssh-agent") }
-        tried.append(settings.identityFile.map { "key \($0)" } ?? "no key file (none of \(settings.identityFiles.joined(separator: ", ")))")
+        tried.append(identityFile.map { "key \($0)" } ?? "no key file (none of \(settings.identityFiles.joined(separator: ", ")))")
         tried.append(url.password == nil ? "no password" : "the URL's password")
         return tried.joined(separator: ", ")
     }

@@ -296,4 +296,26 @@ import TestHTTPServer
         // (A cancelled item keeps its .part file: asked again, it resumes.)
         #expect(!dir.files().contains("1.bin"), "\(dir.files())")
     }
+
+    /// A host alias of the user's ssh config: its name, port, user and key apply as they do for `ssh box`.
+    @Test func aHostAliasOfTheSSHConfigReachesItsHostAsSSHWould() async throws {
+        let body = Resource.randomBytes(count: 1 << 20, seed: 32)
+        try server.put(body, at: "alias.bin")
+        let home = dir.path + "/home"
+        try FileManager.default.createDirectory(atPath: home + "/.ssh", withIntermediateDirectories: true)
+        try FileManager.default.copyItem(atPath: server.knownHosts, toPath: home + "/.ssh/known_hosts")
+        try """
+        Host box
+          HostName 127.0.0.1
+          Port \(server.port)
+          User \(server.user)
+          IdentityFile \(server.userKey)
+
+        """.write(toFile: home + "/.ssh/config", atomically: true, encoding: .utf8)
+        let out = dir.path + "/out"
+        let url = "sftp://box" + server.url("alias.bin").path
+        let result = try await runFerry(["get", "--no-tui", "-o", out, url], environment: ["HOME": home, "USER": "nobody-here"])
+        #expect(result.status == 0, "\(result.stderr)")
+        #expect(FileManager.default.contents(atPath: out + "/alias.bin") == body)
+    }
 }
