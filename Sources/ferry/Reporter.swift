@@ -13,7 +13,7 @@ final class Reporter: Sendable {
     private let lastAttemptShown = Mutex<[TransferID: Int]>([:])
     /// The retry whose wait was said (a follower may see the item waiting twice in a row, for two retries).
     private let lastRetryShown = Mutex<[TransferID: Int]>([:])
-    /// The attempt whose start over from zero was said (Attempt.restartWords).
+    /// The attempt whose start over from zero was said (Attempt.restartWords(over:)).
     private let lastRestartShown = Mutex<[TransferID: Int]>([:])
     /// Resumable uploads: the resumptions and the start-over reason already said.
     private let lastResumableShown = Mutex<[TransferID: ResumableShown]>([:])
@@ -66,7 +66,7 @@ final class Reporter: Sendable {
         }
         // After the attempt's own line: a start over from zero, once (its progress goes back).
         defer {
-            if item.state == .running, let attempt = item.attempts.last, let words = attempt.restartWords,
+            if item.state == .running, let attempt = item.attempts.last, let words = attempt.restartWords(over: TransferScheme(item.spec.url)),
                lastRestartShown.withLock({ $0.updateValue(attempt.number, forKey: id) }) != attempt.number {
                 lines.send(["\(name): \(words) (attempt \(attempt.number))"])
             }

@@ -104,6 +104,9 @@ import TestHTTPServer
         try await finish(manager, [id])
         #expect(manager.snapshot(of: id)?.state == .completed, "\(manager.snapshot(of: id)?.lastError ?? "")")
         #expect(dir.contents("changes.bin") == after, "the new file, whole: not the old one's start and the new one's end")
+        let restarted = manager.snapshot(of: id)?.attempts.last
+        #expect(restarted?.restartedFrom != nil && restarted?.restartWords(over: .sftp) == "the remote file changed: starting over from zero",
+                "the item says it started over, and why")
         try await eventually("the server closed the file twice") { server.sftpTransfers.count >= 2 }
         #expect(server.sftpTransfers.last?.read == Int64(after.count))
     }

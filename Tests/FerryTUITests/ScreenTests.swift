@@ -278,6 +278,28 @@ import Testing
         #expect(!canvas.text.contains("s3cret"))
     }
 
+    /// Issue 42: an sftp download's details say its protocol and the remote file's size and time (what a resume
+    /// checks), no HTTP status, and why an attempt started over (the remote file changed).
+    @Test func detailOfAnSFTPDownloadThatStartedOver() {
+        var queue = Fixtures.queue()
+        var item = Fixtures.item(2, "data.tar", .running, done: 5 * Fixtures.mib, total: 20 * Fixtures.mib,
+                                 url: "sftp://seedbox/srv/data.tar")
+        item.lastStatus = 200
+        item.validators = Validators(etag: "\"20971520-1795889340\"", lastModified: "Sat, 28 Nov 2026 18:09:00 GMT", totalLength: 20 * Fixtures.mib)
+        var restarted = Attempt(number: 2, startedAt: Fixtures.now.addingTimeInterval(-10), fromOffset: 3 * Fixtures.mib, status: 200)
+        restarted.restartedFrom = 3 * Fixtures.mib
+        item.attempts = [Attempt(number: 1, startedAt: Fixtures.now.addingTimeInterval(-60), endedAt: Fixtures.now.addingTimeInterval(-30),
+                                 fromOffset: 0, status: 200, error: "paused"), restarted]
+        queue.items[1] = item
+        var state = Fixtures.state(height: 24)
+        state.screen = .detail(TransferID(2))
+        let text = Fixtures.render(state, queue).text
+        #expect(text.contains("Protocol     sftp, over SSH"), "\(text)")
+        #expect(text.contains("Remote file  20.0 MiB, modified Sat, 28 Nov 2026 18:09:00 GMT"), "\(text)")
+        #expect(text.contains("2. 10s ago, from 3.0 MiB, the remote file changed: starting over from zero"), "\(text)")
+        #expect(!text.contains("HTTP") && !text.contains("ETag"), "\(text)")
+    }
+
     /// Issue 25: a resumable upload's details say its protocol, where the server keeps it (no credentials, no
     /// escapes from the server's Location), what the server confirmed, each resumption and why it started over.
     @Test func detailOfAResumableUpload() {

@@ -82,7 +82,9 @@ enum DetailView {
         }
         if let limit = item.rateLimit { field("Limit", RateText.describe(limit)) }
         // The status once: an error that says it already ("HTTP 404 Not Found") stands alone.
-        if let status = item.lastStatus, item.failure?.status != status { field("Status", "HTTP \(status)") }
+        if let status = item.lastStatus, item.failure?.status != status, TransferScheme(item.spec.url)?.overSSH != true {
+            field("Status", "HTTP \(status)")
+        }
         if let error = item.lastError { field("Error", context.outside(error), style: Palette.error) }
         if item.retries > 0 || item.state == .waiting {
             var retries = item.retries <= item.maxRetries ? "\(item.retries) of \(item.maxRetries)" : item.retryCount
@@ -92,11 +94,21 @@ enum DetailView {
             field("Retries", retries)
         }
         let v = item.validators
-        var validators: [String] = []
-        if let etag = v.etag { validators.append("ETag \(context.outside(etag))") }
-        if let modified = v.lastModified { validators.append("Last-Modified \(context.outside(modified))") }
-        if let length = v.totalLength { validators.append("length \(length)") }
-        if !validators.isEmpty { field("Validators", validators.joined(separator: "  ")) }
+        let scheme = TransferScheme(item.spec.url)
+        if scheme?.overSSH == true {
+            // Over SSH the remote file's size and time are what a resume checks (SSHWire: no headers to show).
+            field("Protocol", "\(scheme!.rawValue), over SSH")
+            var remote: [String] = []
+            if let length = v.totalLength { remote.append(ByteFormat.bytes(length)) }
+            if let modified = v.lastModified { remote.append("modified \(context.outside(modified))") }
+            if !remote.isEmpty { field("Remote file", remote.joined(separator: ", ")) }
+        } else {
+            var validators: [String] = []
+            if let etag = v.etag { validators.append("ETag \(context.outside(etag))") }
+            if let modified = v.lastModified { validators.append("Last-Modified \(context.outside(modified))") }
+            if let length = v.totalLength { validators.append("length \(length)") }
+            if !validators.isEmpty { field("Validators", validators.joined(separator: "  ")) }
+        }
         for header in item.spec.headers {
             field("Sent header", context.outside("\(header.name): \(header.value)"))
         }
@@ -114,8 +126,8 @@ enum DetailView {
                 var line = "  \(attempt.number). \(ago(attempt.startedAt, context.now))"
                 if let end = attempt.endedAt { line += ", took \(ByteFormat.duration(end.timeIntervalSince(attempt.startedAt)))" }
                 if attempt.fromOffset > 0 { line += ", from \(ByteFormat.bytes(attempt.fromOffset))" }
-                if let words = attempt.restartWords { line += ", \(words)" }
-                if let status = attempt.status, attempt.error?.hasPrefix("HTTP \(status)") != true { line += ", HTTP \(status)" }
+                if let words = attempt.restartWords(over: scheme) { line += ", \(words)" }
+                if let status = attempt.status, scheme?.overSSH != true, attempt.error?.hasPrefix("HTTP \(status)") != true { line += ", HTTP \(status)" }
                 if let error = attempt.error { line += ": " + context.outside(error) }
                 out.append((DisplayWidth.truncate(line, to: width - 1, ellipsis: context.ellipsis), attempt.error == nil ? .plain : Palette.error))
             }
