@@ -46,6 +46,9 @@ final class SSHWire {
     private var answered = false
     /// Where the transfer step starts and ends in the file (`RESUME_FROM`, `RANGE`); none for the whole file.
     private var range: (from: Int64, end: Int64?)?
+    /// A login from the user's .netrc for this host (the engine puts it in the request as HTTP Basic credentials;
+    /// never stored, never shown).
+    private let netrcLogin: (user: String, password: String)?
     /// The host as the user's ssh config has it (an alias's name, port, user, keys); nil: as written.
     private let resolved: SSHHost?
     /// What libcurl's host-key check found (its callback writes it: it stays where it is).
@@ -56,6 +59,7 @@ final class SSHWire {
         self.scheme = scheme
         self.url = url
         self.settings = settings
+        netrcLogin = request.value(forHTTPHeaderField: "Authorization").flatMap(Self.basicCredentials)
         resolved = settings.config.flatMap { config in url.host.flatMap { SSHHostConfig.shared.resolve($0, config: config) } }
         let method = (request.httpMethod ?? "GET").uppercased()
         let header = { (name: String) in request.value(forHTTPHeaderField: name) }
@@ -94,6 +98,14 @@ final class SSHWire {
         return (from, end + 1)
     }
 
+    /// `Basic base64(user:password)`: the user and password.
+    private static func basicCredentials(_ header: String) -> (user: String, password: String)? {
+        let value = HTTPText.trimmed(header)
+        guard value.lowercased().hasPrefix("basic "), let data = Data(base64Encoded: String(HTTPText.trimmed(value.dropFirst(6)))),
+              let text = String(data: data, encoding: .utf8), let colon = text.firstIndex(of: ":") else { return nil }
+        return (String(text[..<colon]), String(text[text.index(after: colon)...]))
+    }
+
     /// `bytes N-*/TOTAL` (or `bytes N-M/TOTAL`) of an upload that goes on at N.
     private static func uploadOffset(_ header: String) -> Int64? {
         let value = HTTPText.trimmed(header)
@@ -120,6 +132,7 @@ final class SSHWire {
         set(FERRY_CURLOPT_PROXY, "")
         _ = ferry_curl_easy_check_host_key(easy, settings.knownHosts, hostKey)
         if url.user == nil { set(FERRY_CURLOPT_USERNAME, login) }
+        if url.password == nil, let netrcLogin { set(FERRY_CURLOPT_PASSWORD, netrcLogin.password) }
         var methods = FERRY_CURLSSH_AUTH_PUBLICKEY | FERRY_CURLSSH_AUTH_PASSWORD | FERRY_CURLSSH_AUTH_KEYBOARD
         if settings.agent { methods |= FERRY_CURLSSH_AUTH_AGENT }
         set(FERRY_CURLOPT_SSH_AUTH_TYPES, methods)
@@ -257,8 +270,8 @@ final class SSHWire {
     private var connectHost: String { resolved?.hostname ?? url.host ?? "" }
     private var connectPort: Int? { url.port ?? resolved?.port }
 
-    /// The login name: the URL's, the config's, the local user's.
-    private var login: String { url.user ?? resolved?.user ?? settings.user }
+    /// The login name: the URL's, the .netrc's for the host, the config's, the local user's.
+    private var login: String { url.user ?? netrcLogin?.user ?? resolved?.user ?? settings.user }
 
     /// The key file offered: the config's first that exists, else the first of the usual ones.
     private var identityFile: String? {
@@ -340,7 +353,7 @@ final class SSHWire {
         var tried: [String] = []
         if settings.agent { tried.append("ssh-agent") }
         tried.append(identityFile.map { "key \($0)" } ?? "no key file (none of \(settings.identityFiles.joined(separator: ", ")))")
-        tried.append(url.password == nil ? "no password" : "the URL's password")
+        tried.append(url.password != nil ? "the URL's password" : netrcLogin != nil ? "the .netrc password" : "no password")
         return tried.joined(separator: ", ")
     }
 }

@@ -321,4 +321,27 @@ import TestHTTPServer
         #expect(result.status == 0, "\(result.stderr)")
         #expect(FileManager.default.contents(atPath: out + "/alias.bin") == body)
     }
+
+    /// A password from the user's .netrc is offered (and a wrong one refused by sshd), and shown nowhere.
+    @Test func aWrongNetrcPasswordIsRefusedAndNeverShown() async throws {
+        let server = try TestSSHServer(passwords: true)
+        try server.put(Data(count: 1000), at: "locked.bin")
+        let netrc = dir.path + "/netrc"
+        try "machine 127.0.0.1 login \(server.user) password not-the-password-4711\n".write(toFile: netrc, atomically: true, encoding: .utf8)
+        var configuration = testConfiguration()
+        configuration.transport.ssh = SSHSettings(knownHosts: server.knownHosts, identityFiles: [], user: "someone-else", agent: false)
+        let manager = try TransferManager(configuration: configuration)
+        defer { manager.shutdown() }
+        var spec = TransferSpec(download: server.url("locked.bin"), directory: dir.path)
+        spec.netrcFile = netrc
+        let id = manager.add(spec)
+        try await finish(manager, [id])
+        let item = try #require(manager.snapshot(of: id))
+        #expect(item.failure?.kind == .loginRefused)
+        #expect(item.lastError?.contains("the .netrc password") == true && item.lastError?.contains("of \(server.user)") == true,
+                "\(item.lastError ?? "")")
+        #expect(!(item.lastError ?? "").contains("4711"))
+        #expect(server.logText.contains("Failed password for \(server.user)"), "sshd was offered the password: \(server.logText)")
+        #expect(dir.files() == ["netrc"])
+    }
 }

@@ -35,7 +35,8 @@ public final class TestSSHServer: @unchecked Sendable {
     private let process: ChildProcess
     private let agents = Mutex<[ChildProcess]>([])
 
-    public init() throws {
+    /// `passwords`: logins by password are allowed too (a wrong one is then refused by sshd itself, and logged).
+    public init(passwords: Bool = false) throws {
         for tool in [Self.sshd, Self.keygen, Self.sftpServer] where !FileManager.default.isExecutableFile(atPath: tool) {
             throw Missing(description: "\(tool) is not installed: the SSH tests need OpenSSH's server (apt-get install openssh-server, the README's set-up line)")
         }
@@ -68,7 +69,7 @@ public final class TestSSHServer: @unchecked Sendable {
             StrictModes no
             UsePAM no
             PermitRootLogin yes
-            PasswordAuthentication no
+            PasswordAuthentication \(passwords ? "yes" : "no")
             KbdInteractiveAuthentication no
             MaxStartups 200
             MaxSessions 100
