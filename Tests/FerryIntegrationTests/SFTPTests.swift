@@ -344,4 +344,35 @@ import TestHTTPServer
         #expect(server.logText.contains("Failed password for \(server.user)"), "sshd was offered the password: \(server.logText)")
         #expect(dir.files() == ["netrc"])
     }
+
+    /// An item's limit holds at the server: what the sftp server has written never runs ahead of the rate (a
+    /// quarter second's burst and the send buffers allowed), however long it is watched.
+    @Test func anUploadsLimitHoldsAtTheServer() async throws {
+        let body = Resource.randomBytes(count: 4 << 20, seed: 33)
+        let local = dir.path + "/limited.bin"
+        try body.write(to: URL(fileURLWithPath: local))
+        try server.put(Data(), at: "in/.keep")
+        let manager = try TransferManager(configuration: configuration())
+        defer { manager.shutdown() }
+        let rate: Int64 = 256 << 10
+        var spec = TransferSpec(upload: UploadSpec(method: "PUT", body: .raw(.file(path: local), contentType: "application/octet-stream")),
+                                to: server.url("in/limited.bin"))
+        spec.rateLimit = rate
+        let start = Date()
+        let id = manager.add(spec)
+        func atServer() -> Int64 { (try? FileManager.default.attributesOfItem(atPath: server.path("in/limited.bin"))[.size] as? Int64) ?? 0 }
+        // Watched from its first bytes at the server for two seconds (each against the time since the add).
+        try await eventually("its first bytes at the server") { atServer() > 0 }
+        let moving = Date()
+        var samples: [(seconds: Double, size: Int64)] = []
+        while Date().timeIntervalSince(moving) < 2 {
+            samples.append((Date().timeIntervalSince(start), atServer()))
+            try await Task.sleep(for: .milliseconds(100))
+        }
+        manager.cancel(id)
+        let allowance: Int64 = 1 << 20
+        let ahead = samples.filter { Double($0.size) > Double(rate) * $0.seconds + Double(allowance) }
+        #expect(ahead.isEmpty, "the server had more than the rate allows: \(ahead)")
+        #expect((samples.last?.size ?? 0) > 0, "it moved")
+    }
 }
