@@ -57,4 +57,22 @@ public struct SSHSettings: Sendable, Equatable {
         guard let entry = getpwuid(getuid()), let name = entry.pointee.pw_name else { return "root" }
         return String(cString: name)
     }
+
+    /// Whether the private key at `path` is kept under a passphrase (OpenSSH's format names its cipher, `none`
+    /// when it has none; PEM says ENCRYPTED). ferry never asks for one: such a key works through an agent.
+    static func needsPassphrase(_ path: String) -> Bool {
+        guard let text = try? String(contentsOfFile: path, encoding: .utf8) else { return false }
+        if text.contains("ENCRYPTED") { return true }
+        let lines = text.split(whereSeparator: \.isNewline)
+        guard lines.first?.contains("BEGIN OPENSSH PRIVATE KEY") == true,
+              let blob = Data(base64Encoded: lines.dropFirst().prefix { !$0.hasPrefix("-----") }.joined()) else { return false }
+        // "openssh-key-v1\0", then the cipher's name as an SSH string (a 32-bit length, then its bytes).
+        let magic = Array("openssh-key-v1\0".utf8)
+        let bytes = [UInt8](blob)
+        guard bytes.count > magic.count + 4, Array(bytes.prefix(magic.count)) == magic else { return false }
+        let at = magic.count
+        let length = Int(bytes[at]) << 24 | Int(bytes[at + 1]) << 16 | Int(bytes[at + 2]) << 8 | Int(bytes[at + 3])
+        guard length > 0, bytes.count >= at + 4 + length else { return false }
+        return String(decoding: bytes[(at + 4)..<(at + 4 + length)], as: UTF8.self) != "none"
+    }
 }

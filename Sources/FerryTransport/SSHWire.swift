@@ -297,6 +297,11 @@ final class SSHWire {
                     "the host key of \(host) is not known (\(fingerprint)); nothing was sent. If that is the server's key "
                         + "(ssh-keyscan\(portOption) \(connectHost) | ssh-keygen -lf - shows it), add it to \(settings.knownHosts): "
                         + "ssh-keyscan\(portOption) \(connectHost) >> \(settings.knownHosts)")
+        case FERRY_CURLE_LOGIN_DENIED where identityFile.map(SSHSettings.needsPassphrase) == true:
+            let key = identityFile ?? ""
+            return (.userAuthenticationRequired, .loginRefused,
+                    "\(host) refused the login of \(login): the key \(key) needs its passphrase, which ferry does not ask for; "
+                        + "add it to an ssh-agent (ssh-add \(key)) and run ferry where SSH_AUTH_SOCK reaches that agent (tried: \(methodsTried))")
         case FERRY_CURLE_LOGIN_DENIED:
             return (.userAuthenticationRequired, .loginRefused,
                     "\(host) refused the login of \(login) (tried: \(methodsTried)): \(detail)")

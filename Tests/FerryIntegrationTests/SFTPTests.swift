@@ -1,5 +1,6 @@
 @_spi(Testing) import FerryEngine
 import FerryCore
+@testable import FerryTransport
 import Foundation
 import Testing
 import TestHTTPServer
@@ -374,5 +375,22 @@ import TestHTTPServer
         let ahead = samples.filter { Double($0.size) > Double(rate) * $0.seconds + Double(allowance) }
         #expect(ahead.isEmpty, "the server had more than the rate allows: \(ahead)")
         #expect((samples.last?.size ?? 0) > 0, "it moved")
+    }
+
+    @Test func aKeyThatNeedsItsPassphraseSaysSo() async throws {
+        try server.put(Data(count: 1000), at: "secret.bin")
+        let locked = dir.path + "/../ferry-locked-key-\(UUID().uuidString)"
+        defer { try? FileManager.default.removeItem(atPath: locked); try? FileManager.default.removeItem(atPath: locked + ".pub") }
+        try TestSSHServer.run(TestSSHServer.keygen, ["-q", "-t", "ed25519", "-N", "a passphrase", "-f", locked])
+        #expect(SSHSettings.needsPassphrase(locked))
+        #expect(!SSHSettings.needsPassphrase(server.userKey))
+        let manager = try TransferManager(configuration: configuration(identity: locked))
+        defer { manager.shutdown() }
+        let id = download(server.url("secret.bin"), manager)
+        try await finish(manager, [id])
+        let item = try #require(manager.snapshot(of: id))
+        #expect(item.failure?.kind == .loginRefused)
+        #expect(item.lastError?.contains("needs its passphrase") == true && item.lastError?.contains("ssh-add \(locked)") == true,
+                "\(item.lastError ?? "")")
     }
 }
