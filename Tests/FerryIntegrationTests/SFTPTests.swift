@@ -4,6 +4,7 @@ import FerryCore
 import Foundation
 import Testing
 import TestHTTPServer
+import FerryRPC
 
 /// sftp:// and scp:// through the real engine against OpenSSH's sshd, started for each test on 127.0.0.1 with
 /// a throwaway host key and user key (TestSSHServer). What the server read is in its own log.
@@ -392,5 +393,26 @@ import TestHTTPServer
         #expect(item.failure?.kind == .loginRefused)
         #expect(item.lastError?.contains("needs its passphrase") == true && item.lastError?.contains("ssh-add \(locked)") == true,
                 "\(item.lastError ?? "")")
+    }
+
+    /// aria2's addUri takes an sftp URI as aria2 itself does (its web UIs add them), and tellStatus reports it.
+    @Test func aria2sAddUriTakesAnSFTPURI() async throws {
+        let body = Resource.randomBytes(count: 1 << 20, seed: 34)
+        try server.put(body, at: "rpc.bin")
+        let manager = try TransferManager(configuration: configuration())
+        defer { manager.shutdown() }
+        let rpc = Aria2RPC(manager: manager, secret: "t", defaultDirectory: dir.path)
+        func call(_ method: String, _ params: [Any]) throws -> [String: Any] {
+            let request: [String: Any] = ["jsonrpc": "2.0", "id": "1", "method": method, "params": ["token:t"] + params]
+            let answer = rpc.answer(try JSONSerialization.data(withJSONObject: request))
+            return try #require(try JSONSerialization.jsonObject(with: answer.data) as? [String: Any])
+        }
+        let added = try call("aria2.addUri", [[server.url("rpc.bin").absoluteString]])
+        let gid = try #require(added["result"] as? String, "\(added)")
+        try await finish(manager, [TransferID(1)])
+        let status = try #require(try call("aria2.tellStatus", [gid])["result"] as? [String: Any])
+        #expect(status["status"] as? String == "complete")
+        #expect(status["completedLength"] as? String == "\(body.count)")
+        #expect(dir.contents("rpc.bin") == body)
     }
 }
