@@ -51,6 +51,8 @@ public enum FailureKind: String, Sendable, Codable, CaseIterable {
     case loginRefused = "login-refused"
     /// The remote file (or its directory) does not exist (sftp, scp; HTTP says 404, an `http` failure).
     case noSuchFile = "no-such-file"
+    /// The URL names a directory where a file was asked for (sftp, scp).
+    case isDirectory = "is-a-directory"
     case other
 
     /// The key a transport puts the kind under in an NSError's userInfo (its raw value), so that it reaches the
@@ -132,6 +134,7 @@ public struct FailureCause: Sendable, Hashable {
         case .hostKeyChanged: return "HOST KEY CHANGED"
         case .loginRefused: return "login refused"
         case .noSuchFile: return "no such file"
+        case .isDirectory: return "a directory"
         case .other:
             guard let message, !message.isEmpty else { return "failed" }
             return message.count <= 20 ? message : String(message.prefix(19)) + "…"

@@ -41,6 +41,7 @@ extension Aria2RPC {
             code = 6  // network problem
         case .noSuchHost: code = 19  // name resolution failed
         case .noSuchFile: code = 3  // resource not found
+        case .isDirectory: code = 1
         case .loginRefused: code = 24  // authorization failed
         case .hostKeyUnknown, .hostKeyChanged: code = 6  // network problem (aria2 has no SSH; its sftp says so too)
         case .diskFull: code = 9

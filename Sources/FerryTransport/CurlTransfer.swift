@@ -162,8 +162,8 @@ final class CurlTransfer: @unchecked Sendable {
             _ = ferry_curl_easy_setopt_pointer(handle, FERRY_CURLOPT_READDATA, me)
         }
         if let ssh {
-            if let refusal = ssh.refusal {
-                fail(code: .unsupportedURL, kind: .badURL, refusal)
+            if let (kind, refusal) = ssh.refusal {
+                fail(code: .unsupportedURL, kind: kind, refusal)
                 releaseHandle()
                 return nil
             }

@@ -116,9 +116,15 @@ final class SSHWire {
     // MARK: Steps (transport thread)
 
     /// Why the request cannot go out at all (a method SSH has no meaning for); nil when it can.
-    var refusal: String? {
-        guard case let .unsupported(method) = ask else { return nil }
-        return "\(scheme.rawValue) cannot \(TerminalSafe.sanitize(method)): it reads (GET), writes (PUT) or looks at (HEAD) a file"
+    var refusal: (FailureKind, String)? {
+        if case let .unsupported(method) = ask {
+            return (.badURL, "\(scheme.rawValue) cannot \(TerminalSafe.sanitize(method)): it reads (GET), writes (PUT) or looks at (HEAD) a file")
+        }
+        // A path ending in / names a directory (libcurl would hand over its listing as if it were the file).
+        if case .get = ask, url.hasDirectoryPath {
+            return (.isDirectory, "\(TerminalSafe.redactedURL(url)) is a directory: ferry get takes a file")
+        }
+        return nil
     }
 
     /// Sets the step's options on a new handle (the carrier set the URL, the callbacks and the timeouts).
@@ -318,9 +324,10 @@ final class SSHWire {
             // The SSH handshake broke off (a server at its MaxStartups drops new connections): worth another try.
             return (.networkConnectionLost, .connectionLost, "the SSH session with \(host) could not be set up: \(detail)")
         case FERRY_CURLE_SSH:
-            // The server's answer to the file operation (an SFTP "failure": a directory where a file is asked, ...):
-            // the same again gets the same.
-            return (.cannotOpenFile, .other, "\(scheme.rawValue) on \(host) refused \(path): \(detail)")
+            // The server's answer to the file operation (an SFTP "failure": most often a directory where a file is
+            // asked): the same again gets the same.
+            let doing = { if case .put = ask { "write" } else { "read" } }()
+            return (.cannotOpenFile, .other, "\(host) could not \(doing) \(path) (a directory?): \(detail)")
         default:
             return TransportError.describe(result, curlMessage: curlMessage, osError: osError, url: url, bodyFailure: nil,
                                            idleTimeout: idleTimeout)

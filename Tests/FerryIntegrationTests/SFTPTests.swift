@@ -415,4 +415,19 @@ import FerryRPC
         #expect(status["completedLength"] as? String == "\(body.count)")
         #expect(dir.contents("rpc.bin") == body)
     }
+
+    /// A directory is not a file: said at once, not retried, nothing saved (libcurl would hand over its listing).
+    @Test func aDirectoryIsNotDownloadedAsAFile() async throws {
+        try server.put(Data(count: 10), at: "folder/inside.bin")
+        let manager = try TransferManager(configuration: configuration())
+        defer { manager.shutdown() }
+        let slash = download(URL(string: server.url("folder").absoluteString + "/")!, manager)
+        let bare = download(server.url("folder"), manager)
+        try await finish(manager, [slash, bare])
+        let first = try #require(manager.snapshot(of: slash))
+        #expect(first.failure?.kind == .isDirectory && first.retries == 0, "\(first.lastError ?? "")")
+        let second = try #require(manager.snapshot(of: bare))
+        #expect(second.state == .failed && second.retries == 0 && second.lastError?.contains("a directory?") == true, "\(second.lastError ?? "")")
+        #expect(dir.files().isEmpty, "\(dir.files())")
+    }
 }
