@@ -430,4 +430,21 @@ import FerryRPC
         #expect(second.state == .failed && second.retries == 0 && second.lastError?.contains("a directory?") == true, "\(second.lastError ?? "")")
         #expect(dir.files().isEmpty, "\(dir.files())")
     }
+
+    /// Debian's and Ubuntu's ssh writes known_hosts with hashed host names (HashKnownHosts yes): they are known too.
+    @Test func aHashedKnownHostsEntryIsKnown() async throws {
+        let body = Resource.randomBytes(count: 100_000, seed: 35)
+        try server.put(body, at: "hashed.bin")
+        let hashed = dir.path + "/known_hosts"
+        try FileManager.default.copyItem(atPath: server.knownHosts, toPath: hashed)
+        try TestSSHServer.run(TestSSHServer.keygen, ["-q", "-H", "-f", hashed])
+        #expect(try String(contentsOfFile: hashed, encoding: .utf8).hasPrefix("|1|"))
+        try? FileManager.default.removeItem(atPath: hashed + ".old")
+        let manager = try TransferManager(configuration: configuration(knownHosts: hashed))
+        defer { manager.shutdown() }
+        let id = download(server.url("hashed.bin"), manager)
+        try await finish(manager, [id])
+        #expect(manager.snapshot(of: id)?.state == .completed, "\(manager.snapshot(of: id)?.lastError ?? "")")
+        #expect(dir.contents("hashed.bin") == body)
+    }
 }
