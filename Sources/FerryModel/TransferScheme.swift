@@ -3,7 +3,11 @@ import Foundation
 /// The URL schemes ferry moves files over: the one list the command line, the screen, the RPC and the transport
 /// check a URL against.
 public enum TransferScheme: String, Sendable, CaseIterable {
-    case http, https, sftp, scp
+    case http, https, sftp, scp, ftp
+
+    /// HTTP's (http, https): headers, statuses, forms, redirects, HTTP's resumable uploads. The others move a
+    /// remote file's bytes: an upload writes the file (no form, no POST), a resume goes by its size and time.
+    public var isHTTP: Bool { self == .http || self == .https }
 
     /// A URL's scheme, when ferry speaks it.
     public init?(_ url: URL?) {
@@ -11,9 +15,21 @@ public enum TransferScheme: String, Sendable, CaseIterable {
         self = known
     }
 
-    /// Over SSH (sftp, scp): the file's path is the URL's, a login is the user's SSH one, and an upload is the file's
-    /// bytes (no forms, no POST, no resumable-upload protocol of HTTP's).
+    /// Over SSH (sftp, scp): a login is the user's SSH one, the host key is checked against known_hosts.
     public var overSSH: Bool { self == .sftp || self == .scp }
+
+    /// An upload that was cut goes on by appending to what the server has, once its last bytes check out
+    /// (sftp, ftp: RemoteAppendRun); scp cannot write at an offset.
+    public var appendsUploads: Bool { self == .sftp || self == .ftp }
+
+    /// How the detail view names it.
+    public var protocolName: String {
+        switch self {
+        case .http, .https: rawValue
+        case .sftp, .scp: "\(rawValue), over SSH"
+        case .ftp: "ftp (nothing encrypted)"
+        }
+    }
 
     /// The schemes in words, for a message: "http, https, sftp and scp".
     public static var listed: String {

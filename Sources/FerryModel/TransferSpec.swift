@@ -245,12 +245,12 @@ public struct Attempt: Sendable, Codable, Equatable {
 
 extension Attempt {
     /// What a start over from zero is called wherever it is shown (the headless line, the detail's attempts), by
-    /// the scheme of the item's URL: over sftp only a remote file that changed (its size or modification time) is
-    /// sent whole; scp has no ranges.
+    /// the scheme of the item's URL: over sftp and ftp only a remote file that changed (its size or modification
+    /// time) is sent whole; scp has no ranges.
     public func restartWords(over scheme: TransferScheme?) -> String? {
         restartedFrom.map { offset in
             switch scheme {
-            case .sftp?: "the remote file changed: starting over from zero"
+            case .sftp?, .ftp?: "the remote file changed: starting over from zero"
             case .scp?: "scp cannot resume: starting over from zero"
             default: "the server sent the whole file, not from \(ByteFormat.bytes(offset)): starting over from zero"
             }

@@ -62,8 +62,8 @@ final class CurlTransfer: @unchecked Sendable {
     private var request: URLRequest
     private var body: BodySource?
     private var hops = 0
-    /// sftp:// and scp://: what the SSH protocols add (SSHWire); nil for http(s).
-    private let ssh: SSHWire?
+    /// sftp, scp, ftp: what a protocol of remote files adds (FileWire); nil for http(s).
+    private let file: FileWire?
 
     private(set) var easy: UnsafeMutableRawPointer?
     /// This hop asked for HTTP/2 (it may be a stream on a shared connection).
@@ -109,7 +109,7 @@ final class CurlTransfer: @unchecked Sendable {
         self.transport = transport
         self.settings = delegate?.transportSettings ?? TransportSettings()
         self.originalURL = request.url
-        self.ssh = SSHWire(request: request, settings: settings.ssh)
+        self.file = FileWire(request: request, settings: settings)
     }
 
     deinit {
@@ -161,13 +161,13 @@ final class CurlTransfer: @unchecked Sendable {
             _ = ferry_curl_easy_setopt_callback(handle, FERRY_CURLOPT_READFUNCTION, curlRead)
             _ = ferry_curl_easy_setopt_pointer(handle, FERRY_CURLOPT_READDATA, me)
         }
-        if let ssh {
-            if let (kind, refusal) = ssh.refusal {
+        if let file {
+            if let (kind, refusal) = file.refusal {
                 fail(code: .unsupportedURL, kind: kind, refusal)
                 releaseHandle()
                 return nil
             }
-            ssh.configure(handle, bodyLength: request.value(forHTTPHeaderField: "Content-Length").flatMap { Int64($0) })
+            file.configure(handle, bodyLength: request.value(forHTTPHeaderField: "Content-Length").flatMap { Int64($0) })
             return handle
         }
 
@@ -250,7 +250,7 @@ final class CurlTransfer: @unchecked Sendable {
 
     /// The transfer ended in libcurl: the next hop of a redirect to start, or nil when it is over.
     func finished(result: Int) -> CurlTransfer? {
-        if let ssh, let easy { return finished(ssh, easy, result: result) }
+        if let file, let easy { return finished(file, easy, result: result) }
         if result == FERRY_CURLE_OK || (redirect != nil && response.complete) {
             if let next = redirect {
                 hops += 1
@@ -287,11 +287,11 @@ final class CurlTransfer: @unchecked Sendable {
         return nil
     }
 
-    /// An sftp or scp step ended: the next one, or the end.
-    private func finished(_ ssh: SSHWire, _ easy: UnsafeMutableRawPointer, result: Int) -> CurlTransfer? {
+    /// A step of a remote file's protocol ended: the next one, or the end.
+    private func finished(_ file: FileWire, _ easy: UnsafeMutableRawPointer, result: Int) -> CurlTransfer? {
         var osError = 0
         _ = ferry_curl_easy_getinfo_long(easy, FERRY_CURLINFO_OS_ERRNO, &osError)
-        switch ssh.ended(easy, result: result, curlMessage: String(cString: errorBuffer), osError: Int32(osError),
+        switch file.ended(easy, result: result, curlMessage: String(cString: errorBuffer), osError: Int32(osError),
                          idleTimeout: request.timeoutInterval) {
         case let .next(answer):
             if let answer { deliver(answer) }
@@ -415,7 +415,7 @@ final class CurlTransfer: @unchecked Sendable {
         }
     }
 
-    /// Hands URLSession the answer (once; an SSH step's, made by SSHWire).
+    /// Hands URLSession the answer (once; a remote file protocol's step's, made by FileWire).
     private func deliver(_ answer: HTTPURLResponse) {
         responseDelivered = true
         deliver { $0 { $1.urlProtocol($0, didReceive: answer, cacheStoragePolicy: .notAllowed) } }
@@ -467,8 +467,8 @@ final class CurlTransfer: @unchecked Sendable {
 
     /// Returns `count` when the bytes were taken, or the pause code (libcurl hands the same bytes again later).
     fileprivate func received(data: UnsafeMutablePointer<CChar>, count: Int) -> Int {
-        if redirect != nil || finished { return count }
-        if let ssh, !responseDelivered, let easy, let answer = ssh.answerBeforeBody(easy) { deliver(answer) }
+        if redirect != nil || finished || file?.dropsBody == true { return count }
+        if let file, !responseDelivered, let easy, let answer = file.answerBeforeBody(easy) { deliver(answer) }
         if inFlight.load(ordering: .sequentiallyConsistent) >= maxBytesInFlight {
             pausedForBackpressure.store(true, ordering: .sequentiallyConsistent)
             // Drained meanwhile? Then take the pause back (no delivery left to lift it) and go on.

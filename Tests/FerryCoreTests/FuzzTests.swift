@@ -44,7 +44,7 @@ import Testing
         await propertyCheck(count: Self.count, input: Gen.int(in: 0...(lines.count - 1)).array(of: 0...40).map { (indices: [Int]) -> String in indices.map { lines[$0] }.joined(separator: "") }) { text in
             do {
                 let urls = try InputValidation.urlList(contents: text, path: "list.txt")
-                for url in urls { #expect(url.scheme == "http" || url.scheme == "https") }
+                for url in urls { #expect(TransferScheme(url) != nil, "only the schemes ferry speaks: \(url)") }
             } catch {
                 #expect(String(describing: error).contains("list.txt"), "\(String(describing: error))")
             }

@@ -32,7 +32,7 @@ import Testing
         #expect(try InputValidation.url(" HTTPS://example.com/ ").scheme?.lowercased() == "https")
     }
 
-    @Test(arguments: ["", "not a url", "ftp://example.com/x", "file:///etc/passwd", "http://", "example.com/x", "http:///x"])
+    @Test(arguments: ["", "not a url", "gopher://example.com/x", "file:///etc/passwd", "http://", "example.com/x", "http:///x"])
     func rejectsEverythingElse(_ text: String) {
         #expect(throws: UsageError.self) { try InputValidation.url(text) }
     }
@@ -59,7 +59,7 @@ import Testing
     }
 
     @Test func urlListNamesTheBadLine() throws {
-        let list = "# mirrors\nhttp://a/x\n\n   \nhttps://b/y\nftp://c/z\n"
+        let list = "# mirrors\nhttp://a/x\n\n   \nhttps://b/y\ngopher://c/z\n"
         do {
             _ = try InputValidation.urlList(contents: list, path: "list.txt")
             Issue.record("a bad line must be rejected")
@@ -72,7 +72,7 @@ import Testing
     /// Issue 41: a list with three bad lines names all three in one run (it named the first, and the next run the
     /// second); past `badLinesNamed`, how many more. Nothing is queued.
     @Test func aListNamesEveryBadLine() throws {
-        let list = "http://a/1\nexample.com/2\nhttp://a/3\nftp://c/4\nhttp://h:99999/5\nhttp://a/6\n"
+        let list = "http://a/1\nexample.com/2\nhttp://a/3\ngopher://c/4\nhttp://h:99999/5\nhttp://a/6\n"
         do {
             _ = try InputValidation.urlList(contents: list, path: "list.txt")
             Issue.record("bad lines must be refused")
@@ -80,7 +80,7 @@ import Testing
             #expect(error.description == """
                 3 bad lines in list.txt (nothing was queued):
                   list.txt:2: no scheme in 'example.com/2': write http://example.com/2 (or https://)
-                  list.txt:4: unsupported scheme 'ftp' in 'ftp://c/4': http, https, sftp and scp
+                  list.txt:4: unsupported scheme 'gopher' in 'gopher://c/4': http, https, sftp, scp and ftp
                   list.txt:5: port 99999 in 'http://h:99999/5' is not a port (1 to 65535)
                 """, "\(error.description)")
         }
@@ -124,7 +124,7 @@ import Testing
     @Test func aLongListKeepsItsOrderAndNamesItsBadLinesInOrder() throws {
         var lines = (1...90_000).map { "http://h/\($0)" }
         #expect(try InputValidation.urlList(contents: lines.joined(separator: "\n"), path: "l").map(\.absoluteString) == lines)
-        lines[70_000] = "ftp://h/x"
+        lines[70_000] = "gopher://h/x"
         lines[30_000] = "not a url"
         lines[89_999] = "gopher://h/y"
         do {

@@ -491,7 +491,7 @@ import TestHTTPServer
         await #expect(throws: RPCCallError(code: 1, message: "aria2.addTorrent: ferry does not do BitTorrent or Metalink")) {
             _ = try await call("aria2.addTorrent", ["AAAA"])
         }
-        await #expect(throws: (any Error).self) { _ = try await call("aria2.addUri", [["ftp://example.com/x"]]) }
+        await #expect(throws: (any Error).self) { _ = try await call("aria2.addUri", [["gopher://example.com/x"]]) }
         await #expect(throws: (any Error).self) { _ = try await call("aria2.tellStatus", ["not-a-gid"]) }
     }
 

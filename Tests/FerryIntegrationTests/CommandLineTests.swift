@@ -322,7 +322,7 @@ import TestHTTPServer
 
     @Test(arguments: [
         (["get", "not a url"], "not a valid URL"),
-        (["get", "ftp://127.0.0.1/x"], "unsupported scheme 'ftp'"),
+        (["get", "gopher://127.0.0.1/x"], "unsupported scheme 'gopher'"),
         (["get", "http:///nohost"], "no host"),
         (["get"], "no URL given"),
         (["get", "-j", "0", "http://127.0.0.1:1/x"], "-j"),

@@ -262,7 +262,7 @@ func parseMultipart(_ request: RecordedRequest) throws -> [ParsedPart] {
         (["put", "/nonexistent/file", "http://127.0.0.1:1/x"], "No such file"),
         (["put", "/tmp", "http://127.0.0.1:1/x"], "directory"),
         (["put", "-", "notaurl"], "not a valid URL"),
-        (["put", "-", "ftp://127.0.0.1/x"], "unsupported scheme"),
+        (["put", "-", "gopher://127.0.0.1/x"], "unsupported scheme"),
         (["put", "-", "http://127.0.0.1:1/x", "-F", "novalue"], "bad -F"),
         (["put", "-", "http://127.0.0.1:1/x", "-F", "=x"], "bad -F"),
         (["put", "-", "http://127.0.0.1:1/x", "-F", "f=@/nonexistent"], "No such file"),

@@ -61,7 +61,7 @@ import Testing
     }
 
     @Test func addDownloadPromptsAndValidates() {
-        let typed = "ftp://x".map { Key.character($0) }
+        let typed = "gopher://x".map { Key.character($0) }
         let (refused, none) = press([.character("a")] + typed + [.enter])
         #expect(none.isEmpty)
         #expect(refused.prompt?.error?.isEmpty == false)
@@ -179,9 +179,9 @@ import Testing
             TransferSpec(download: URL(string: $0)!, directory: "/home/me/Downloads")
         })])
         #expect(done.message?.text == "added 2 downloads, the first http://h/s1.bin")
-        let (refused, none) = press([.character("a")] + typing("http://h/s1.bin ftp://h/s2.bin") + [.enter])
+        let (refused, none) = press([.character("a")] + typing("http://h/s1.bin gopher://h/s2.bin") + [.enter])
         #expect(none.isEmpty)
-        #expect(refused.prompt?.error?.hasPrefix("URL 2 of 2: unsupported scheme 'ftp'") == true)
+        #expect(refused.prompt?.error?.hasPrefix("URL 2 of 2: unsupported scheme 'gopher'") == true)
     }
 
     /// URLs pasted one per line into the `a` prompt: the first line break submitted the prompt and the rest ran

@@ -21,13 +21,13 @@ struct UploadAnswer {
     var body = Data()
     var bodyLength: Int64 = 0
     var verdict: TransferFailure?
-    /// The answer stands for an SSH server's (sftp, scp: the transport answers in HTTP's terms, SSHWire): no
-    /// server's response to keep.
-    var overSSH = false
+    /// The answer stands for a file protocol's (sftp, scp, ftp: the transport answers in HTTP's terms, FileWire):
+    /// no server's response to keep.
+    var fileProtocol = false
 
     /// `now`: for a Retry-After date.
     mutating func begin(_ http: HTTPURLResponse, now: Date) {
-        overSSH = TransferScheme(http.url)?.overSSH ?? false
+        fileProtocol = TransferScheme(http.url)?.isHTTP == false
         status = http.statusCode
         headers = Self.keptHeaders.compactMap { name in http.value(forHTTPHeaderField: name).map { HTTPHeader(name: name, value: $0) } }
         body = Data()
@@ -54,7 +54,7 @@ struct UploadAnswer {
         headers.first { $0.name.caseInsensitiveCompare(name) == .orderedSame }?.value
     }
 
-    var response: ServerResponse? { overSSH ? nil : status.map { ServerResponse(status: $0, headers: headers, body: body, bodyLength: bodyLength) } }
+    var response: ServerResponse? { fileProtocol ? nil : status.map { ServerResponse(status: $0, headers: headers, body: body, bodyLength: bodyLength) } }
 
     /// How the request ended: the answer's failure (with what the server said, as one short clean line),
     /// the task's error, no answer at all, or success.

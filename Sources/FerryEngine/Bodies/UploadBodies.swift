@@ -31,12 +31,12 @@ extension UploadSpec {
         return spec
     }
 
-    /// `of`, sent to `url`. Over SSH (sftp, scp) an upload is the file's bytes written to the remote path: no form,
-    /// no POST, no HTTP resumable-upload protocol (a resume asks the server for the size it has); a URL ending in `/`
-    /// is a directory, and the file keeps its name in it (as scp and sftp's put do).
+    /// `of`, sent to `url`. Over a file protocol (sftp, scp, ftp) an upload is the file's bytes written to the
+    /// remote path: no form, no POST, no HTTP resumable-upload protocol (a resume asks the server for the size it
+    /// has); a URL ending in `/` is a directory, and the file keeps its name in it (as scp and sftp's put do).
     public static func to(_ url: URL, _ source: UploadSource, contentType: String?, form: [FormPart]?, field: String = "file",
                           method: String?, resumable: ResumableProtocol? = .ietf) throws(UsageError) -> (upload: UploadSpec, url: URL) {
-        guard let scheme = TransferScheme(url), scheme.overSSH else {
+        guard let scheme = TransferScheme(url), !scheme.isHTTP else {
             return (try of(source, contentType: contentType, form: form, field: field, method: method, resumable: resumable), url)
         }
         if form != nil { throw UsageError("\(scheme.rawValue) uploads a file as it is: a form (-F) is HTTP's") }

@@ -167,9 +167,9 @@ extension TransferManager {
             startResumableUpload(serial, of: transfer, kind: kind, plan: plan, path: path, length: length)
             return nil
         }
-        // An sftp upload an earlier attempt began goes on from what the server has, once it is checked (a first
-        // attempt writes the file whole, as scp and sftp do).
-        if TransferScheme(transfer.spec.url) == .sftp, max(transfer.bytesDone, transfer.highWater) > 0,
+        // An sftp or ftp upload an earlier attempt began goes on from what the server has, once it is checked (a
+        // first attempt writes the file whole, as scp and sftp do).
+        if TransferScheme(transfer.spec.url)?.appendsUploads == true, max(transfer.bytesDone, transfer.highWater) > 0,
            case let .file(path, length) = plan.pieces.first, plan.pieces.count == 1 {
             startRemoteAppend(serial, of: transfer, plan: plan, path: path, length: length)
             return nil
@@ -220,7 +220,7 @@ extension TransferManager {
         run.start()
     }
 
-    /// An sftp upload resumed from what the server has (RemoteAppendRun): its requests one after another under one
+    /// An sftp or ftp upload resumed from what the server has (RemoteAppendRun): its requests one after another under one
     /// handle, as a resumable upload's are.
     private func startRemoteAppend(_ serial: Int, of transfer: Transfer, plan: BodyPlan, path: String, length: Int64) {
         let handle = SessionTask()

@@ -282,8 +282,8 @@ final class Transfer {
         nextRetryAt = nil
         if spec.direction == .upload {
             // A resumable upload the server holds goes on from the offset it last confirmed (asked again first); an
-            // sftp upload that sent bytes before, from what the server has (RemoteAppendRun asks, then checks).
-            if TransferScheme(spec.url) == .sftp, max(bytesDone, highWater) > 0 {
+            // sftp or ftp upload that sent bytes before, from what the server has (RemoteAppendRun asks, then checks).
+            if TransferScheme(spec.url)?.appendsUploads == true, max(bytesDone, highWater) > 0 {
                 begin(from: max(bytesDone, highWater))
             } else {
                 begin(from: resumable?.location != nil ? resumable?.confirmedOffset ?? 0 : 0)

@@ -82,7 +82,7 @@ enum DetailView {
         }
         if let limit = item.rateLimit { field("Limit", RateText.describe(limit)) }
         // The status once: an error that says it already ("HTTP 404 Not Found") stands alone.
-        if let status = item.lastStatus, item.failure?.status != status, TransferScheme(item.spec.url)?.overSSH != true {
+        if let status = item.lastStatus, item.failure?.status != status, TransferScheme(item.spec.url)?.isHTTP != false {
             field("Status", "HTTP \(status)")
         }
         if let error = item.lastError { field("Error", context.outside(error), style: Palette.error) }
@@ -95,9 +95,9 @@ enum DetailView {
         }
         let v = item.validators
         let scheme = TransferScheme(item.spec.url)
-        if scheme?.overSSH == true {
-            // Over SSH the remote file's size and time are what a resume checks (SSHWire: no headers to show).
-            field("Protocol", "\(scheme!.rawValue), over SSH")
+        if let scheme, !scheme.isHTTP {
+            // A remote file's size and time are what a resume checks (FileWire: no headers to show).
+            field("Protocol", scheme.protocolName)
             var remote: [String] = []
             if let length = v.totalLength { remote.append(ByteFormat.bytes(length)) }
             if let modified = v.lastModified { remote.append("modified \(context.outside(modified))") }
@@ -127,7 +127,7 @@ enum DetailView {
                 if let end = attempt.endedAt { line += ", took \(ByteFormat.duration(end.timeIntervalSince(attempt.startedAt)))" }
                 if attempt.fromOffset > 0 { line += ", from \(ByteFormat.bytes(attempt.fromOffset))" }
                 if let words = attempt.restartWords(over: scheme) { line += ", \(words)" }
-                if let status = attempt.status, scheme?.overSSH != true, attempt.error?.hasPrefix("HTTP \(status)") != true { line += ", HTTP \(status)" }
+                if let status = attempt.status, scheme?.isHTTP != false, attempt.error?.hasPrefix("HTTP \(status)") != true { line += ", HTTP \(status)" }
                 if let error = attempt.error { line += ": " + context.outside(error) }
                 out.append((DisplayWidth.truncate(line, to: width - 1, ellipsis: context.ellipsis), attempt.error == nil ? .plain : Palette.error))
             }

@@ -1,29 +1,30 @@
 import CCurl
-import CDigest
 import FerryModel
 import Foundation
 #if canImport(FoundationNetworking)
 import FoundationNetworking
 #endif
 
-/// What sftp:// and scp:// add to a transfer on libcurl (CurlTransfer carries the bytes, the limits and the
-/// delivery): the SSH options of each step, what the remote file's size and time say about a resume, the answer
-/// URLSession gets, and the failures in ferry's words.
+/// What a protocol of remote files (sftp, scp, ftp) adds to a transfer on libcurl (CurlTransfer carries the
+/// bytes, the limits and the delivery): the steps of each request, what the remote file's size and time say about
+/// a resume, the answer URLSession gets, and the failures every such protocol shares, in ferry's words. What is
+/// a protocol's own (where and how it connects, logs in and is trusted; its own failures) is its part
+/// (FileProtocolPart: SSHPart, FTPPart).
 ///
 /// The engine asks every scheme in HTTP's terms (a GET with `Range` and `If-Range`, a PUT with a body, a HEAD),
-/// and gets HTTP's answers: the rules of a resume stay in one place (ResumeRule). This part says what they mean
-/// over SSH. The remote file's validator is its size and modification time (`ETag: "SIZE-MTIME"`, and
-/// `Last-Modified`): a resume asks with it, and a file that changed since is sent whole (`200`), as a server
-/// whose `If-Range` does not match sends it; the engine then starts over and says so. scp has no ranges: a resume
-/// over scp is a start over, an scp answer offers no ranges, and a segmented download never uses it.
-final class SSHWire {
+/// and gets HTTP's answers: the rules of a resume stay in one place (ResumeRule). The remote file's validator is
+/// its size and modification time (`ETag: "SIZE-MTIME"`, and `Last-Modified`): a resume asks with it, and a file
+/// that changed since is sent whole (`200`), as a server whose `If-Range` does not match sends it; the engine
+/// then starts over and says so. A protocol without ranges (scp): a resume is a start over, its answers offer no
+/// ranges, and a segmented download never uses it.
+final class FileWire {
 
     /// What the engine asked: a download (with a range or not), a stat (HEAD) or an upload (PUT with a body).
-    private enum Ask {
+    enum Ask {
         case get(from: Int64, end: Int64?, ifRange: String?)
         case head
         case put(from: Int64)
-        /// A method SSH has no meaning for (POST, DELETE, ...).
+        /// A method a file protocol has no meaning for (POST, DELETE, ...).
         case unsupported(String)
     }
 
@@ -36,31 +37,25 @@ final class SSHWire {
 
     private let scheme: TransferScheme
     private let url: URL
-    private let settings: SSHSettings
-    private let ask: Ask
+    private let part: any FileProtocolPart
+    let ask: Ask
     private var step: Step
     /// The remote file as the stat found it.
-    private var remote: (size: Int64, mtime: Int64?)?
+    private var remote: (size: Int64?, mtime: Int64?)?
     /// The answer for URLSession, made before the body (after a stat) or at its first byte; handed over once.
     private var answer: HTTPURLResponse?
     private var answered = false
     /// Where the transfer step starts and ends in the file (`RESUME_FROM`, `RANGE`); none for the whole file.
     private var range: (from: Int64, end: Int64?)?
-    /// A login from the user's .netrc for this host (the engine puts it in the request as HTTP Basic credentials;
-    /// never stored, never shown).
-    private let netrcLogin: (user: String, password: String)?
-    /// The host as the user's ssh config has it (an alias's name, port, user, keys); nil: as written.
-    private let resolved: SSHHost?
-    /// What libcurl's host-key check found (its callback writes it: it stays where it is).
-    private let hostKey = UnsafeMutablePointer<ferry_host_key>.allocate(capacity: 1)
-
-    init?(request: URLRequest, settings: SSHSettings) {
-        guard let url = request.url, let scheme = TransferScheme(url), scheme.overSSH else { return nil }
+    /// The part for `request`'s scheme; nil for http(s).
+    init?(request: URLRequest, settings: TransportSettings) {
+        guard let url = request.url, let scheme = TransferScheme(url), !scheme.isHTTP else { return nil }
         self.scheme = scheme
         self.url = url
-        self.settings = settings
-        netrcLogin = request.value(forHTTPHeaderField: "Authorization").flatMap(Self.basicCredentials)
-        resolved = settings.config.flatMap { config in url.host.flatMap { SSHHostConfig.shared.resolve($0, config: config) } }
+        // A login from the user's .netrc for this host: the engine puts it in the request as HTTP Basic
+        // credentials (never stored, never shown).
+        let netrc = request.value(forHTTPHeaderField: "Authorization").flatMap(Self.basicCredentials)
+        part = scheme.overSSH ? SSHPart(url: url, settings: settings.ssh, netrc: netrc) : FTPPart(url: url, netrc: netrc)
         let method = (request.httpMethod ?? "GET").uppercased()
         let header = { (name: String) in request.value(forHTTPHeaderField: name) }
         switch method {
@@ -76,14 +71,10 @@ final class SSHWire {
         }
         switch ask {
         case .head: step = .stat
-        case let .get(from, end, _) where scheme == .sftp && (from > 0 || end != nil): step = .stat
+        case let .get(from, end, _) where part.offersRanges && (from > 0 || end != nil): step = .stat
+        case .get where !part.knowsTheFileWhenTheBodyStarts: step = .stat
         default: step = .transfer
         }
-        hostKey.initialize(to: ferry_host_key())
-    }
-
-    deinit {
-        hostKey.deallocate()
     }
 
     /// `bytes=N-` or `bytes=N-M`: N and one past M.
@@ -115,7 +106,11 @@ final class SSHWire {
 
     // MARK: Steps (transport thread)
 
-    /// Why the request cannot go out at all (a method SSH has no meaning for); nil when it can.
+    /// What libcurl hands over in this step is not the file: a stat's (ftp writes the SIZE and MDTM it asked as
+    /// `Content-Length:` and `Last-Modified:` lines into the body, as `curl -I` prints them).
+    var dropsBody: Bool { step == .stat }
+
+    /// Why the request cannot go out at all (a method a file protocol has no meaning for, a directory); nil when it can.
     var refusal: (FailureKind, String)? {
         if case let .unsupported(method) = ask {
             return (.badURL, "\(scheme.rawValue) cannot \(TerminalSafe.sanitize(method)): it reads (GET), writes (PUT) or looks at (HEAD) a file")
@@ -132,17 +127,7 @@ final class SSHWire {
     func configure(_ easy: UnsafeMutableRawPointer, bodyLength: Int64?) {
         func set(_ option: Int, _ value: Int) { _ = ferry_curl_easy_setopt_long(easy, option, value) }
         func set(_ option: Int, _ value: String) { _ = ferry_curl_easy_setopt_pointer(easy, option, value) }
-        set(FERRY_CURLOPT_PROTOCOLS_STR, scheme.rawValue)
-        if let target = connectURL { set(FERRY_CURLOPT_URL, target) }
-        // An SSH server is reached directly (libcurl would take an http proxy from the environment for it).
-        set(FERRY_CURLOPT_PROXY, "")
-        _ = ferry_curl_easy_check_host_key(easy, settings.knownHosts, hostKey)
-        if url.user == nil { set(FERRY_CURLOPT_USERNAME, login) }
-        if url.password == nil, let netrcLogin { set(FERRY_CURLOPT_PASSWORD, netrcLogin.password) }
-        var methods = FERRY_CURLSSH_AUTH_PUBLICKEY | FERRY_CURLSSH_AUTH_PASSWORD | FERRY_CURLSSH_AUTH_KEYBOARD
-        if settings.agent { methods |= FERRY_CURLSSH_AUTH_AGENT }
-        set(FERRY_CURLOPT_SSH_AUTH_TYPES, methods)
-        if let key = identityFile { set(FERRY_CURLOPT_SSH_PRIVATE_KEYFILE, key) }
+        part.configure(easy)
         set(FERRY_CURLOPT_FILETIME, 1)
         switch (step, ask) {
         case (.stat, _):
@@ -188,7 +173,7 @@ final class SSHWire {
             let found = remoteFile(easy)
             remote = found
             if case .head = ask {
-                return .done(takeAnswer(status: 200, headers: headers(size: found.size, mtime: found.mtime, ranges: scheme == .sftp)))
+                return .done(takeAnswer(status: 200, headers: headers(size: found.size, mtime: found.mtime, ranges: part.offersRanges)))
             }
             guard case let .get(from, end, ifRange) = ask else { return .done(nil) }
             step = .transfer
@@ -207,10 +192,11 @@ final class SSHWire {
     /// After a stat, what to fetch and the answer that says so (ResumeRule reads it): the range asked while the
     /// file is the one the range's validator names (`If-Range`), else the whole file; `416` and nothing to fetch
     /// at or past its end.
-    private func plan(from: Int64, end: Int64?, ifRange: String?, size: Int64, mtime: Int64?) -> (HTTPURLResponse?, fetch: Bool) {
-        var headers = headers(size: size, mtime: mtime, ranges: true)
+    private func plan(from: Int64, end: Int64?, ifRange: String?, size: Int64?, mtime: Int64?) -> (HTTPURLResponse?, fetch: Bool) {
+        var headers = headers(size: size, mtime: mtime, ranges: part.offersRanges)
         let unchanged = ifRange.map { asked in [headers["ETag"], headers["Last-Modified"]].contains(asked) } ?? true
-        guard unchanged else {
+        // No range to fetch (none asked, or none this protocol or file can give): the whole file.
+        guard unchanged, part.offersRanges, let size, from > 0 || end != nil else {
             range = nil
             return (takeAnswer(status: 200, headers: headers), true)
         }
@@ -232,7 +218,7 @@ final class SSHWire {
     func answerBeforeBody(_ easy: UnsafeMutableRawPointer) -> HTTPURLResponse? {
         guard !answered else { return nil }
         let found = remoteFile(easy)
-        return takeAnswer(status: 200, headers: headers(size: found.size, mtime: found.mtime, ranges: scheme == .sftp))
+        return takeAnswer(status: 200, headers: headers(size: found.size, mtime: found.mtime, ranges: part.offersRanges))
     }
 
     private func takeAnswer(status: Int, headers: [String: String]) -> HTTPURLResponse? {
@@ -241,16 +227,19 @@ final class SSHWire {
         return HTTPURLResponse(url: url, statusCode: status, httpVersion: nil, headerFields: headers)
     }
 
-    private func remoteFile(_ easy: UnsafeMutableRawPointer) -> (size: Int64, mtime: Int64?) {
+    /// The file's size and time as libcurl found them; nil where the server did not say.
+    private func remoteFile(_ easy: UnsafeMutableRawPointer) -> (size: Int64?, mtime: Int64?) {
         var size: Int64 = -1
         var mtime: Int64 = -1
         _ = ferry_curl_easy_getinfo_offset(easy, FERRY_CURLINFO_CONTENT_LENGTH_DOWNLOAD_T, &size)
         _ = ferry_curl_easy_getinfo_offset(easy, FERRY_CURLINFO_FILETIME_T, &mtime)
-        return (max(0, size), mtime >= 0 ? mtime : nil)
+        return (size >= 0 ? size : nil, mtime >= 0 ? mtime : nil)
     }
 
-    /// The file's size and validator in HTTP's words; `ranges`: byte ranges can be asked (sftp, not scp).
-    private func headers(size: Int64, mtime: Int64?, ranges: Bool) -> [String: String] {
+    /// The file's size and validator in HTTP's words; `ranges`: byte ranges can be asked (sftp, ftp; not scp).
+    /// A file whose size the server did not say has no length and offers no ranges.
+    private func headers(size: Int64?, mtime: Int64?, ranges: Bool) -> [String: String] {
+        guard let size else { return mtime.map { ["Last-Modified": HTTPDate.format(Date(timeIntervalSince1970: TimeInterval($0)))] } ?? [:] }
         var headers = ["Content-Length": "\(size)"]
         if ranges { headers["Accept-Ranges"] = "bytes" }
         if let mtime {
@@ -260,31 +249,6 @@ final class SSHWire {
         return headers
     }
 
-    // MARK: The host
-
-    /// The URL libcurl connects to when the config names another host or port for this one; nil: the URL as it is.
-    private var connectURL: String? {
-        guard let resolved, var parts = URLComponents(url: url, resolvingAgainstBaseURL: false) else { return nil }
-        let port = url.port ?? resolved.port.flatMap { $0 == 22 ? nil : $0 }
-        guard resolved.hostname != url.host || port != url.port else { return nil }
-        parts.host = resolved.hostname
-        parts.port = port
-        return parts.url?.absoluteString
-    }
-
-    /// The host and port connected to (known_hosts names them so).
-    private var connectHost: String { resolved?.hostname ?? url.host ?? "" }
-    private var connectPort: Int? { url.port ?? resolved?.port }
-
-    /// The login name: the URL's, the .netrc's for the host, the config's, the local user's.
-    private var login: String { url.user ?? netrcLogin?.user ?? resolved?.user ?? settings.user }
-
-    /// The key file offered: the config's first that exists, else the first of the usual ones.
-    private var identityFile: String? {
-        let configured = (resolved?.identityFiles ?? []).map(settings.expanded)
-        return configured.first { FileManager.default.isReadableFile(atPath: $0) } ?? settings.identityFile
-    }
-
     // MARK: Failures
 
     private var host: String { hostDescription(url) }
@@ -292,25 +256,8 @@ final class SSHWire {
 
     private func describe(_ result: Int, curlMessage: String, osError: Int32, idleTimeout: TimeInterval) -> (URLError.Code, FailureKind, String) {
         let detail = curlMessage.isEmpty ? String(cString: ferry_curl_easy_strerror(Int32(result))) : curlMessage
+        if let own = part.describe(result, detail: detail, ask: ask) { return own }
         switch result {
-        case FERRY_CURLE_PEER_FAILED_VERIFICATION where hostKey.pointee.match == 1:
-            return (.serverCertificateUntrusted, .hostKeyChanged,
-                    "THE HOST KEY OF \(host) HAS CHANGED: it is now \(fingerprint), not the key \(settings.knownHosts) has for it. "
-                        + "Someone may be intercepting the connection, or the host's key was replaced. Nothing was sent. "
-                        + "Only if you know why it changed, remove the old key (ssh-keygen -R \(knownHostsName)) and check the new one")
-        case FERRY_CURLE_PEER_FAILED_VERIFICATION where hostKey.pointee.match == 2:
-            return (.serverCertificateUntrusted, .hostKeyUnknown,
-                    "the host key of \(host) is not known (\(fingerprint)); nothing was sent. If that is the server's key "
-                        + "(ssh-keyscan\(portOption) \(connectHost) | ssh-keygen -lf - shows it), add it to \(settings.knownHosts): "
-                        + "ssh-keyscan\(portOption) \(connectHost) >> \(settings.knownHosts)")
-        case FERRY_CURLE_LOGIN_DENIED where identityFile.map(SSHSettings.needsPassphrase) == true:
-            let key = identityFile ?? ""
-            return (.userAuthenticationRequired, .loginRefused,
-                    "\(host) refused the login of \(login): the key \(key) needs its passphrase, which ferry does not ask for; "
-                        + "add it to an ssh-agent (ssh-add \(key)) and run ferry where SSH_AUTH_SOCK reaches that agent (tried: \(methodsTried))")
-        case FERRY_CURLE_LOGIN_DENIED:
-            return (.userAuthenticationRequired, .loginRefused,
-                    "\(host) refused the login of \(login) (tried: \(methodsTried)): \(detail)")
         case FERRY_CURLE_REMOTE_FILE_NOT_FOUND:
             if case .put = ask { return (.fileDoesNotExist, .noSuchFile, "no such directory on \(host) for \(path)") }
             return (.fileDoesNotExist, .noSuchFile, "no such file on \(host): \(path)")
@@ -320,52 +267,22 @@ final class SSHWire {
             return (.cannotWriteToFile, .diskFull, "the disk (or the quota) on \(host) is full: \(path)")
         case FERRY_CURLE_UPLOAD_FAILED:
             return (.cannotWriteToFile, .noPermission, "\(host) refused the upload to \(path): \(detail)")
-        case FERRY_CURLE_SSH where detail.contains("establishing ssh session") || detail.contains("Failure establishing"):
-            // The SSH handshake broke off (a server at its MaxStartups drops new connections): worth another try.
-            return (.networkConnectionLost, .connectionLost, "the SSH session with \(host) could not be set up: \(detail)")
-        case FERRY_CURLE_SSH:
-            // The server's answer to the file operation (an SFTP "failure": most often a directory where a file is
-            // asked): the same again gets the same.
-            let doing = { if case .put = ask { "write" } else { "read" } }()
-            return (.cannotOpenFile, .other, "\(host) could not \(doing) \(path) (a directory?): \(detail)")
         default:
             return TransportError.describe(result, curlMessage: curlMessage, osError: osError, url: url, bodyFailure: nil,
                                            idleTimeout: idleTimeout)
         }
     }
+}
 
-    /// `ED25519 key SHA256:...`, as ssh shows a host key.
-    private var fingerprint: String {
-        let key = hostKey.pointee
-        let type: String
-        switch key.type {
-        case 2: type = "RSA"
-        case 3: type = "DSA"
-        case 4: type = "ECDSA"
-        case 5: type = "ED25519"
-        default: type = "its"
-        }
-        guard key.length > 0, let hash = ferry_sha256_new(0) else { return "\(type) key" }
-        var digest = [UInt8](repeating: 0, count: 32)
-        withUnsafeBytes(of: key.blob) { ferry_sha256_update(hash, $0.baseAddress, key.length) }
-        ferry_sha256_final(hash, &digest)
-        ferry_sha256_free(hash)
-        let base64 = Data(digest).base64EncodedString().replacingOccurrences(of: "=", with: "")
-        return "\(type) key SHA256:\(base64)"
-    }
-
-    /// The host as known_hosts names it (`[host]:port` off port 22).
-    private var knownHostsName: String {
-        connectPort.map { $0 == 22 ? connectHost : "[\(connectHost)]:\($0)" } ?? connectHost
-    }
-
-    private var portOption: String { connectPort.map { $0 == 22 ? "" : " -p \($0)" } ?? "" }
-
-    private var methodsTried: String {
-        var tried: [String] = []
-        if settings.agent { tried.append("ssh-agent") }
-        tried.append(identityFile.map { "key \($0)" } ?? "no key file (none of \(settings.identityFiles.joined(separator: ", ")))")
-        tried.append(url.password != nil ? "the URL's password" : netrcLogin != nil ? "the .netrc password" : "no password")
-        return tried.joined(separator: ", ")
-    }
+/// A protocol's own part of a FileWire: where and how it connects, logs in and is trusted, and the failures only
+/// it has.
+protocol FileProtocolPart: AnyObject {
+    /// Byte ranges can be asked (sftp, ftp; not scp).
+    var offersRanges: Bool { get }
+    /// libcurl knows the file's size and time once its body starts (sftp, scp); otherwise a download asks first (ftp).
+    var knowsTheFileWhenTheBodyStarts: Bool { get }
+    /// Sets the connection's options on a step's handle: the protocols allowed, where to connect, the login, trust.
+    func configure(_ easy: UnsafeMutableRawPointer)
+    /// A failure in the protocol's own words; nil for one every file protocol has (FileWire says those).
+    func describe(_ result: Int, detail: String, ask: FileWire.Ask) -> (URLError.Code, FailureKind, String)?
 }

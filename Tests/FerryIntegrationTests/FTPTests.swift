@@ -1,0 +1,89 @@
+@_spi(Testing) import FerryEngine
+import FerryCore
+import Foundation
+import Testing
+import TestHTTPServer
+
+/// ftp:// through the real engine against pyftpdlib's server, started for each test
+/// on 127.0.0.1 (TestFTPServer). What the server sent or received is in its own log.
+@Suite struct FTPTests {
+    let dir: TempDir
+
+    init() throws {
+        dir = try TempDir()
+    }
+
+    func download(_ url: URL, _ manager: TransferManager, limit: Int64? = nil) -> TransferID {
+        var spec = TransferSpec(download: url, directory: dir.path)
+        spec.rateLimit = limit
+        return manager.add(spec)
+    }
+
+    @Test func anFTPDownloadArrivesWholeAndAPausedOneResumesWithTheRestOnly() async throws {
+        let server = try TestFTPServer()
+        let body = Resource.randomBytes(count: 8 << 20, seed: 50)
+        try server.put(body, at: "pub/a file.bin")
+        let manager = try TransferManager(configuration: testConfiguration())
+        defer { manager.shutdown() }
+        // At 128 KiB/s: a minute to pause it in, however busy the machine.
+        let id = download(server.url("pub/a file.bin"), manager, limit: 128 << 10)
+        try await eventually("some on disk") { (manager.snapshot(of: id)?.bytesDone ?? 0) >= 256 << 10 }
+        manager.pause(id)
+        try await eventually("paused") { manager.snapshot(of: id)?.state == .paused }
+        let part = dir.path + "/a file.bin.part"
+        func onDisk() -> Int64? { try? FileManager.default.attributesOfItem(atPath: part)[.size] as? Int64 }
+        try await eventually("the attempt's bytes on disk") { onDisk() == manager.snapshot(of: id)?.bytesDone }
+        let kept = try #require(onDisk())
+        _ = manager.setRateLimit(id, nil)
+        manager.resume(id)
+        try await finish(manager, [id])
+        let item = try #require(manager.snapshot(of: id))
+        #expect(item.state == .completed, "\(item.lastError ?? "")")
+        #expect(dir.contents("a file.bin") == body)
+        try await eventually("the server logged both") { server.transfers.count >= 2 }
+        #expect(server.transfers.last?.bytes == Int64(body.count) - kept, "\(server.transfers), kept \(kept)")
+    }
+
+    @Test func aPausedFTPUploadAppendsOnlyTheRestOnceTheServersBytesCheckOut() async throws {
+        let server = try TestFTPServer()
+        let body = Resource.randomBytes(count: 8 << 20, seed: 51)
+        let local = dir.path + "/up.bin"
+        try body.write(to: URL(fileURLWithPath: local))
+        try server.put(Data(), at: "in/.keep")
+        let manager = try TransferManager(configuration: testConfiguration())
+        defer { manager.shutdown() }
+        let (upload, url) = try UploadSpec.to(URL(string: server.url("in").absoluteString + "/")!, .file(path: local), contentType: nil, form: nil, method: nil)
+        var spec = TransferSpec(upload: upload, to: url)
+        spec.rateLimit = 128 << 10
+        let id = manager.add(spec)
+        try await eventually("some sent") { (manager.snapshot(of: id)?.bytesDone ?? 0) >= 256 << 10 }
+        manager.pause(id)
+        try await eventually("paused") { manager.snapshot(of: id)?.state == .paused }
+        try await eventually("the server closed its copy") { server.transfers.count == 1 }
+        let kept = try #require(server.transfers.first?.bytes)
+        _ = manager.setRateLimit(id, nil)
+        manager.resume(id)
+        try await finish(manager, [id])
+        #expect(manager.snapshot(of: id)?.state == .completed, "\(manager.snapshot(of: id)?.lastError ?? "")")
+        #expect(FileManager.default.contents(atPath: server.path("in/up.bin")) == body)
+        try await eventually("the append logged") { server.transfers.filter { $0.what == "STOR" }.count >= 2 }
+        let stored = server.transfers.filter { $0.what == "STOR" }.map(\.bytes)
+        #expect(stored.reduce(0, +) == Int64(body.count), "the file once in all: \(server.transfers)")
+        #expect(server.transfers.contains { $0.what == "RETR" && $0.bytes == min(kept, 1 << 20) }, "its last MiB read back: \(server.transfers)")
+    }
+
+    @Test func aWrongPasswordIsLoginRefusedAndAMissingFileNoSuchFile() async throws {
+        let server = try TestFTPServer()
+        try server.put(Data(count: 10), at: "here.bin")
+        let manager = try TransferManager(configuration: testConfiguration())
+        defer { manager.shutdown() }
+        let wrong = URL(string: "ftp://\(server.user):not-it@127.0.0.1:\(server.port)/here.bin")!
+        let refused = download(wrong, manager)
+        let missing = download(server.url("not here.bin"), manager)
+        try await finish(manager, [refused, missing])
+        #expect(manager.snapshot(of: refused)?.failure?.kind == .loginRefused, "\(manager.snapshot(of: refused)?.lastError ?? "")")
+        #expect(manager.snapshot(of: refused)?.lastError?.contains("not-it") == false)
+        #expect(manager.snapshot(of: missing)?.failure?.kind == .noSuchFile, "\(manager.snapshot(of: missing)?.lastError ?? "")")
+        #expect(dir.files().isEmpty)
+    }
+}
