@@ -27,13 +27,7 @@ import TestHTTPServer
         defer { manager.shutdown() }
         // At 128 KiB/s: a minute to pause it in, however busy the machine.
         let id = download(server.url("pub/a file.bin"), manager, limit: 128 << 10)
-        try await eventually("some on disk") { (manager.snapshot(of: id)?.bytesDone ?? 0) >= 256 << 10 }
-        manager.pause(id)
-        try await eventually("paused") { manager.snapshot(of: id)?.state == .paused }
-        let part = dir.path + "/a file.bin.part"
-        func onDisk() -> Int64? { try? FileManager.default.attributesOfItem(atPath: part)[.size] as? Int64 }
-        try await eventually("the attempt's bytes on disk") { onDisk() == manager.snapshot(of: id)?.bytesDone }
-        let kept = try #require(onDisk())
+        let kept = try await pausePartWay(manager, id, part: dir.path + "/a file.bin.part")
         _ = manager.setRateLimit(id, nil)
         manager.resume(id)
         try await finish(manager, [id])

@@ -67,14 +67,7 @@ import FerryRPC
         let manager = try TransferManager(configuration: configuration())
         defer { manager.shutdown() }
         let id = download(server.url("resume.bin"), manager, limit: 128 << 10)
-        try await eventually("some on disk") { (manager.snapshot(of: id)?.bytesDone ?? 0) >= 256 << 10 }
-        manager.pause(id)
-        try await eventually("paused") { manager.snapshot(of: id)?.state == .paused }
-        // The stopped attempt writes out what it holds as it ends, and the item counts what is on disk.
-        let part = dir.path + "/resume.bin.part"
-        func onDisk() -> Int64? { try? FileManager.default.attributesOfItem(atPath: part)[.size] as? Int64 }
-        try await eventually("the attempt's bytes on disk") { onDisk() == manager.snapshot(of: id)?.bytesDone }
-        let kept = try #require(onDisk())
+        let kept = try await pausePartWay(manager, id, part: dir.path + "/resume.bin.part")
         #expect(kept > 0 && kept < Int64(body.count))
         _ = manager.setRateLimit(id, nil)
         manager.resume(id)
@@ -94,9 +87,7 @@ import FerryRPC
         let manager = try TransferManager(configuration: configuration())
         defer { manager.shutdown() }
         let id = download(server.url("changes.bin"), manager, limit: 128 << 10)
-        try await eventually("some on disk") { (manager.snapshot(of: id)?.bytesDone ?? 0) >= 256 << 10 }
-        manager.pause(id)
-        try await eventually("paused") { manager.snapshot(of: id)?.state == .paused }
+        try await pausePartWay(manager, id, part: dir.path + "/changes.bin.part")
         // Same size, another time: another file as far as a resume can tell.
         let after = Resource.randomBytes(count: 8 << 20, seed: 25)
         try server.put(after, at: "changes.bin")

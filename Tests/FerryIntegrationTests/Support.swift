@@ -74,6 +74,18 @@ func finish(_ manager: TransferManager, _ ids: Set<TransferID>, within seconds: 
     }
 }
 
+/// Pauses a download once it has some bytes, then waits until its stopped attempt has written out what it held
+/// and the item counts what is on disk (`part`, its `.part` file); those bytes.
+@discardableResult
+func pausePartWay(_ manager: TransferManager, _ id: TransferID, part: String) async throws -> Int64 {
+    try await eventually("some on disk") { (manager.snapshot(of: id)?.bytesDone ?? 0) >= 256 << 10 }
+    manager.pause(id)
+    try await eventually("paused") { manager.snapshot(of: id)?.state == .paused }
+    func onDisk() -> Int64? { try? FileManager.default.attributesOfItem(atPath: part)[.size] as? Int64 }
+    try await eventually("the attempt's bytes on disk") { onDisk() == manager.snapshot(of: id)?.bytesDone }
+    return try #require(onDisk())
+}
+
 /// Polls until `condition` holds (or fails the test after `seconds`).
 func eventually(within seconds: Double = 60, _ what: @autoclosure () -> String, _ condition: () -> Bool) async throws {
     let deadline = Date().addingTimeInterval(seconds)

@@ -201,13 +201,7 @@ extension TransferManager {
             request: { requests.make($0, $1) },
             uploadRequest: UploadRun.request(spec: transfer.spec, plan: plan, userAgent: configuration.userAgent,
                                              timeout: configuration.idleTimeout, credentials: delegate.credentials(for: transfer.spec)),
-            issue: { [session, delegate] run, request, withBody, cancelled in
-                handle.next({ withBody ? session.uploadTask(withStreamedRequest: request) : session.dataTask(with: request) },
-                            start: { task in
-                                delegate.register(run, for: task, limits: limits)
-                                task.resume()
-                            }, cancelled: cancelled)
-            },
+            issue: issuer(handle, limits: limits),
             changed: { [weak self, storeWriter] upload in
                 guard let self, self.event(id, { $0.resumableChanged(serial: serial, upload) }) else { return }
                 storeWriter.recordResumable(id, upload)
@@ -229,18 +223,26 @@ extension TransferManager {
             sentBefore: max(transfer.bytesDone, transfer.highWater), plan: plan, path: path, length: length,
             uploadRequest: UploadRun.request(spec: transfer.spec, plan: plan, userAgent: configuration.userAgent,
                                              timeout: configuration.idleTimeout, credentials: delegate.credentials(for: transfer.spec)),
-            issue: { [session, delegate] run, request, withBody, cancelled in
-                handle.next({ withBody ? session.uploadTask(withStreamedRequest: request) : session.dataTask(with: request) },
-                            start: { task in
-                                delegate.register(run, for: task, limits: limits)
-                                task.resume()
-                            }, cancelled: cancelled)
-            },
+            issue: issuer(handle, limits: limits),
             finish: report(to: transfer.id, serial: serial),
             clock: clock)
         let run = RemoteAppendRun(context: context)
         transfer.attach(serial: serial, run: run, task: handle)
         run.start()
+    }
+
+    /// How an attempt that is a sequence of requests makes each: a task of the session under `handle` (an upload
+    /// task whose body the run makes, `withBody`, else a data task), routed to the run with the item's limits; or,
+    /// when the attempt was stopped first, `cancelled`.
+    private func issuer<Run: TaskRun>(_ handle: SessionTask, limits: LimitMembership)
+        -> @Sendable (Run, URLRequest, Bool, @escaping @Sendable () -> Void) -> Void {
+        { [session, delegate] run, request, withBody, cancelled in
+            handle.next({ withBody ? session.uploadTask(withStreamedRequest: request) : session.dataTask(with: request) },
+                        start: { task in
+                            delegate.register(run, for: task, limits: limits)
+                            task.resume()
+                        }, cancelled: cancelled)
+        }
     }
 
     /// Ends a resumable upload's copy on the server (a DELETE nothing waits for; the server's own expiry
