@@ -54,7 +54,7 @@ let package = Package(
         // The transfer service, one target per layer, each importing only those below it (the compiler
         // refuses an import the other way): no terminal code, no knowledge of any front end.
         // Values every layer shares: specs, states, snapshots, commands, errors, file naming, terminal-safe text.
-        .target(name: "FerryModel"),
+        .target(name: "FerryModel", dependencies: ["CDigest"]),
         // Where the queue and the files live: SQLite, .part files, name claims, the state directory.
         .target(name: "FerryStorage", dependencies: [
             "FerryModel", "CDigest",
@@ -62,8 +62,8 @@ let package = Package(
             // SQLite's C API (the system's libsqlite3, which GRDB links): an add binds its rows directly.
             .product(name: "GRDBSQLite", package: "GRDB.swift"),
         ]),
-        // Bytes on the wire: libcurl's multi interface under URLSession (FerryURLProtocol); SSH host keys' fingerprints (CDigest).
-        .target(name: "FerryTransport", dependencies: ["FerryModel", "CCurl", "CDigest"]),
+        // Bytes on the wire: libcurl's multi interface under URLSession (FerryURLProtocol).
+        .target(name: "FerryTransport", dependencies: ["FerryModel", "CCurl"]),
         // The queue's life: TransferManager, each Transfer, attempts, rules, upload bodies.
         .target(name: "FerryEngine", dependencies: [
             "FerryModel", "FerryStorage", "FerryTransport",
@@ -117,8 +117,8 @@ let package = Package(
                 .product(name: "NIOHTTPTypesHTTP1", package: "swift-nio-extras"),
                 .product(name: "NIOHTTPTypes", package: "swift-nio-extras"),
                 .product(name: "HTTPTypes", package: "swift-http-types"),
-                // The bodies' SHA-256 (FerryStorage's, checked against known answers in DigestTests).
-                "FerryStorage",
+                // The bodies' SHA-256 (FerryModel's, checked against known answers in DigestTests).
+                "FerryModel", "FerryStorage",
                 // Children started as the engine starts its own (Spawn).
                 "FerryCore",
             ],

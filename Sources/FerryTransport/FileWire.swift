@@ -38,12 +38,9 @@ final class FileWire {
     private let scheme: TransferScheme
     private let url: URL
     private let part: any FileProtocolPart
-    let ask: Ask
+    private let ask: Ask
     private var step: Step
-    /// The remote file as the stat found it.
-    private var remote: (size: Int64?, mtime: Int64?)?
-    /// The answer for URLSession, made before the body (after a stat) or at its first byte; handed over once.
-    private var answer: HTTPURLResponse?
+    /// The answer for URLSession, made before the body (after a stat) or at its first byte, is handed over once.
     private var answered = false
     /// Where the transfer step starts and ends in the file (`RESUME_FROM`, `RANGE`); none for the whole file.
     private var range: (from: Int64, end: Int64?)?
@@ -171,7 +168,6 @@ final class FileWire {
         switch step {
         case .stat:
             let found = remoteFile(easy)
-            remote = found
             if case .head = ask {
                 return .done(takeAnswer(status: 200, headers: headers(size: found.size, mtime: found.mtime, ranges: part.offersRanges)))
             }

@@ -1,5 +1,4 @@
 import CCurl
-import CDigest
 import FerryModel
 import Foundation
 #if canImport(FoundationNetworking)
@@ -125,12 +124,9 @@ final class SSHPart: FileProtocolPart {
         case 5: type = "ED25519"
         default: type = "its"
         }
-        guard key.length > 0, let hash = ferry_sha256_new(0) else { return "\(type) key" }
-        var digest = [UInt8](repeating: 0, count: 32)
-        withUnsafeBytes(of: key.blob) { ferry_sha256_update(hash, $0.baseAddress, key.length) }
-        ferry_sha256_final(hash, &digest)
-        ferry_sha256_free(hash)
-        let base64 = Data(digest).base64EncodedString().replacingOccurrences(of: "=", with: "")
+        guard key.length > 0 else { return "\(type) key" }
+        let blob = withUnsafeBytes(of: key.blob) { Data($0.prefix(key.length)) }
+        let base64 = Data(SHA256.hash(data: blob)).base64EncodedString().replacingOccurrences(of: "=", with: "")
         return "\(type) key SHA256:\(base64)"
     }
 

@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+@testable import FerryModel
 @testable import FerryStorage
 
 /// SHA-256 (CDigest): the system's libcrypto and the portable implementation give the known answers (FIPS 180-4's

@@ -1,4 +1,5 @@
 @_spi(Testing) import FerryEngine
+import FerryModel
 import FerryStorage
 import FerryCore
 import Foundation

@@ -1,3 +1,4 @@
+import FerryModel
 import FerryStorage
 import Foundation
 import Testing

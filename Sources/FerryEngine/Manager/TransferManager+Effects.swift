@@ -167,10 +167,7 @@ extension TransferManager {
             startResumableUpload(serial, of: transfer, kind: kind, plan: plan, path: path, length: length)
             return nil
         }
-        // An sftp or ftp upload an earlier attempt began goes on from what the server has, once it is checked (a
-        // first attempt writes the file whole, as scp and sftp do).
-        if TransferScheme(transfer.spec.url)?.appendsUploads == true, max(transfer.bytesDone, transfer.highWater) > 0,
-           case let .file(path, length) = plan.pieces.first, plan.pieces.count == 1 {
+        if transfer.appendsToServersCopy, case let .file(path, length) = plan.pieces.first, plan.pieces.count == 1 {
             startRemoteAppend(serial, of: transfer, plan: plan, path: path, length: length)
             return nil
         }
@@ -220,7 +217,7 @@ extension TransferManager {
         let handle = SessionTask()
         let limits = limitMembership(transfer)
         let context = RemoteAppendRun.Context(
-            sentBefore: max(transfer.bytesDone, transfer.highWater), plan: plan, path: path, length: length,
+            sentBefore: transfer.sentBefore, plan: plan, path: path, length: length,
             uploadRequest: UploadRun.request(spec: transfer.spec, plan: plan, userAgent: configuration.userAgent,
                                              timeout: configuration.idleTimeout, credentials: delegate.credentials(for: transfer.spec)),
             issue: issuer(handle, limits: limits),

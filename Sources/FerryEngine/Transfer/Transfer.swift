@@ -160,6 +160,11 @@ final class Transfer {
     var startable: Bool { state == .queued && !busy && !finishing }
     /// Every task of the attempts in flight.
     var tasks: [SessionTask] { live.values.compactMap(\.task) }
+    /// What an upload had sent when its last attempt ended (or the store last recorded).
+    var sentBefore: Int64 { max(bytesDone, highWater) }
+    /// An sftp or ftp upload that sent bytes before goes on from the server's copy, once it checks out
+    /// (RemoteAppendRun); a first attempt writes the file whole.
+    var appendsToServersCopy: Bool { TransferScheme(spec.url)?.appendsUploads == true && sentBefore > 0 }
     var runs: [any TaskRun] { live.values.compactMap(\.run) }
 
     func attach(serial: Int, run: any TaskRun, task: SessionTask?) {
@@ -283,8 +288,8 @@ final class Transfer {
         if spec.direction == .upload {
             // A resumable upload the server holds goes on from the offset it last confirmed (asked again first); an
             // sftp or ftp upload that sent bytes before, from what the server has (RemoteAppendRun asks, then checks).
-            if TransferScheme(spec.url)?.appendsUploads == true, max(bytesDone, highWater) > 0 {
-                begin(from: max(bytesDone, highWater))
+            if appendsToServersCopy {
+                begin(from: sentBefore)
             } else {
                 begin(from: resumable?.location != nil ? resumable?.confirmedOffset ?? 0 : 0)
             }

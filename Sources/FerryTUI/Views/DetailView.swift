@@ -82,7 +82,8 @@ enum DetailView {
         }
         if let limit = item.rateLimit { field("Limit", RateText.describe(limit)) }
         // The status once: an error that says it already ("HTTP 404 Not Found") stands alone.
-        if let status = item.lastStatus, item.failure?.status != status, TransferScheme(item.spec.url)?.isHTTP != false {
+        let scheme = TransferScheme(item.spec.url)
+        if let status = item.lastStatus, item.failure?.status != status, scheme?.isHTTP != false {
             field("Status", "HTTP \(status)")
         }
         if let error = item.lastError { field("Error", context.outside(error), style: Palette.error) }
@@ -94,7 +95,6 @@ enum DetailView {
             field("Retries", retries)
         }
         let v = item.validators
-        let scheme = TransferScheme(item.spec.url)
         if let scheme, !scheme.isHTTP {
             // A remote file's size and time are what a resume checks (FileWire: no headers to show).
             field("Protocol", scheme.protocolName)
