@@ -66,8 +66,10 @@ let package = Package(
         .target(name: "FerryTransport", dependencies: ["FerryModel", "CCurl"]),
         // The queue's life: TransferManager, each Transfer, attempts, rules, upload bodies.
         .target(name: "FerryEngine", dependencies: [
-            "FerryModel", "FerryStorage", "FerryTransport",
+            "FerryModel", "FerryStorage", "FerryTransport", "CXML",
         ]),
+        // libxml2's HTML parser (libxml2-dev): the directory listings a tree's walk reads.
+        .systemLibrary(name: "CXML", path: "Sources/CXML", pkgConfig: "libxml-2.0", providers: [.apt(["libxml2-dev"])]),
         // The engine as others reach it (control socket, commands, hooks, one assembly) and the config file;
         // re-exports the layers below, so front ends import FerryCore alone.
         .target(

@@ -191,6 +191,12 @@ import TestHTTPServer
         }
         let slow = shares[0], fast = shares[1]
         print("BandwidthLimitTests: global 1 MiB/s, one item served at 256 KiB/s: slow \(slow / Self.mib), fast \(fast / Self.mib) MiB/s")
+        if slow == 0, let item = manager.snapshot(of: ids[0]) {
+            // Once in a fresh clone's CI the slow item took in nothing for three windows: say what it was doing.
+            let sent = server.bytesSent("/slow.bin").reduce(0) { $0 + $1.bytes }
+            print("BandwidthLimitTests: the slow item stood still: \(item.state), \(item.bytesDone) B, \(item.retries) retries, "
+                  + "\(item.attempts.count) attempts, last error \(item.lastError ?? "none"), the server sent \(sent) B")
+        }
         #expect(fast > 0.6 * Self.mib, "\(fast / Self.mib) MiB/s for the fast item")
         // In all (the exact split, on a clock of its own, is RatePacingTests'; the rule left 6 % of the limit unused
         // until the slow item's room to grow back was no longer taken from the other).

@@ -1,0 +1,187 @@
+import FerryModel
+import FerryTransport
+import Foundation
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+
+/// A file a tree's walk found: where it is in the tree, and what its listing said of it.
+public struct TreeFile: Sendable, Equatable {
+    public var place: TreeScope.Place
+    public var size: Int64?
+    public var modified: Date?
+}
+
+/// Walks a tree of directory listings under a start URL (`ferry get -r`): each directory's listing is fetched
+/// through ferry's transport (FerryURLProtocol, as every download is, with the item's headers and netrc login),
+/// read by DirectoryListing, and kept to the tree by TreeScope. Each URL is listed once; a listing that is the
+/// same as one of its own ancestors' (a server's symlink loop: `a/back -> ..` lists the root again under a
+/// longer path) is not walked again. A listing that fails is asked again, up to `retries` times.
+public struct TreeWalk: Sendable {
+    public struct Options: Sendable {
+        /// Directory levels to list: 1 is the start directory alone (rclone's `--max-depth`); nil for all.
+        public var depth: Int?
+        /// Globs on a file's relative path (`*.iso`, `docs/*`): a pattern without "/" matches the name in any
+        /// directory. A file is taken when it matches an include (or none is given) and no exclude.
+        public var include: [String] = []
+        public var exclude: [String] = []
+        /// The request's own headers (`-H`) and netrc file, as a download of the tree's files has them.
+        public var headers: [HTTPHeader] = []
+        public var netrcFile: String?
+        public var userAgent = EngineConfiguration().userAgent
+        public var timeout: TimeInterval = 30
+        /// Listings fetched at once.
+        public var parallel = 4
+        /// Times a failed listing is asked again, and the wait before the first (doubled each time).
+        public var retries = 3
+        public var retryDelay: Duration = .milliseconds(500)
+
+        public init() {}
+    }
+
+    /// What a walk found.
+    public struct Outcome: Sendable {
+        /// In the order found: each directory's files as its listing gave them, directories breadth first.
+        public var files: [TreeFile] = []
+        /// Directories listed (the start one included).
+        public var listed = 0
+        /// Listings that failed after every retry: the directory's URL and why.
+        public var failed: [(url: URL, reason: String)] = []
+        /// Directories not walked because their listing repeats an ancestor's (relative paths).
+        public var loops: [String] = []
+    }
+
+    public let scope: TreeScope
+    public let options: Options
+    private let session: URLSession
+
+    public init(scope: TreeScope, options: Options) {
+        self.scope = scope
+        self.options = options
+        let configuration = URLSessionConfiguration.keepingNothing
+        configuration.protocolClasses = [FerryURLProtocol.self]
+        configuration.timeoutIntervalForRequest = options.timeout
+        session = URLSession(configuration: configuration)
+    }
+
+    /// A directory to list: where it is, and the listings of the directories above it (to see a loop).
+    private struct Pending: Sendable {
+        var url: URL
+        var path: [String]
+        var ancestors: [Set<String>]
+    }
+
+    /// Walks the tree once (the walk's session ends with it).
+    public func walk() async -> Outcome {
+        var outcome = Outcome()
+        var seen: Set<String> = [Self.key(scope.root)]
+        var pending = [Pending(url: scope.root, path: [], ancestors: [])]
+        let netrc = options.netrcFile.flatMap(NetrcFiles().netrc(at:))
+        defer { session.finishTasksAndInvalidate() }
+        await withTaskGroup(of: (Pending, Result<(URL, [ListingEntry]), ListingFailure>).self) { group in
+            var running = 0
+            while true {
+                while running < max(1, options.parallel), !pending.isEmpty {
+                    let directory = pending.removeFirst()
+                    running += 1
+                    group.addTask { (directory, await list(directory.url, netrc: netrc)) }
+                }
+                guard let (directory, result) = await group.next() else { break }
+                running -= 1
+                outcome.listed += 1
+                switch result {
+                case let .failure(failure):
+                    outcome.failed.append((directory.url, failure.reason))
+                case let .success((_, entries)):
+                    let inside = scope.children(of: directory.path, in: entries)
+                    let signature = Set(inside.map { "\($0.place.path.last!)\($0.place.isDirectory ? "/" : "") \($0.entry.size ?? -1)" })
+                    if !signature.isEmpty, directory.ancestors.contains(signature) {
+                        outcome.loops.append(directory.path.joined(separator: "/"))
+                        continue
+                    }
+                    for (place, entry) in inside where seen.insert(Self.key(place.url)).inserted {
+                        if place.isDirectory || entry.isDirectory {
+                            if let depth = options.depth, place.path.count >= depth { continue }
+                            pending.append(Pending(url: place.url, path: place.path, ancestors: directory.ancestors + [signature]))
+                        } else if wanted(place.relative) {
+                            outcome.files.append(TreeFile(place: place, size: entry.size, modified: entry.modified))
+                        }
+                    }
+                }
+            }
+        }
+        return outcome
+    }
+
+    /// Links are compared decoded (`caf%C3%A9` and `caf%c3%a9` are one directory).
+    static func key(_ url: URL) -> String {
+        url.absoluteString.removingPercentEncoding ?? url.absoluteString
+    }
+
+    func wanted(_ relative: String) -> Bool {
+        func matches(_ pattern: String) -> Bool {
+            if pattern.contains("/") { return fnmatch(pattern, relative, FNM_PATHNAME) == 0 }
+            let name = relative.split(separator: "/").last.map(String.init) ?? relative
+            return fnmatch(pattern, name, 0) == 0
+        }
+        if !options.include.isEmpty, !options.include.contains(where: matches) { return false }
+        return !options.exclude.contains(where: matches)
+    }
+
+    struct ListingFailure: Error {
+        var reason: String
+    }
+
+    /// One directory's listing, asked again after a failure (a connection error, a 5xx, a 429) up to `retries`
+    /// times. The page's final URL (after redirects) is what its links are resolved against.
+    func list(_ url: URL, netrc: Netrc?) async -> Result<(URL, [ListingEntry]), ListingFailure> {
+        var delay = options.retryDelay
+        var attempt = 0
+        while true {
+            let result = await fetch(url, netrc: netrc)
+            attempt += 1
+            switch result {
+            case let .success(value): return .success(value)
+            case let .failure(failure) where failure.retryable && attempt <= options.retries:
+                try? await Task.sleep(for: delay)
+                delay *= 2
+            case let .failure(failure):
+                return .failure(ListingFailure(reason: failure.reason))
+            }
+        }
+    }
+
+    private struct FetchFailure: Error {
+        var reason: String
+        var retryable: Bool
+    }
+
+    private func fetch(_ url: URL, netrc: Netrc?) async -> Result<(URL, [ListingEntry]), FetchFailure> {
+        var spec = TransferSpec(download: url, directory: "/")
+        spec.headers = options.headers
+        let request = RequestHeaders.request(for: spec, method: "GET", userAgent: options.userAgent, timeout: options.timeout,
+                                             credentials: HostCredentials(netrc: netrc))
+        let answer: (Data?, URLResponse?, Error?) = await withCheckedContinuation { continuation in
+            session.dataTask(with: request) { data, response, error in
+                continuation.resume(returning: (data, response, error))
+            }.resume()
+        }
+        if let error = answer.2 {
+            return .failure(FetchFailure(reason: error.localizedDescription, retryable: true))
+        }
+        guard let response = answer.1 as? HTTPURLResponse else {
+            return .failure(FetchFailure(reason: "no HTTP answer", retryable: true))
+        }
+        guard response.statusCode == 200 else {
+            let status = response.statusCode
+            return .failure(FetchFailure(reason: "the listing answered \(status)", retryable: status >= 500 || status == 429 || status == 408))
+        }
+        let page = response.url ?? url
+        // A redirect out of the tree is not followed into it.
+        guard page == url || scope.place(of: page) != nil || Self.key(page) == Self.key(scope.root) else {
+            return .failure(FetchFailure(reason: "redirected out of the tree, to \(TerminalSafe.sanitize(page.absoluteString))", retryable: false))
+        }
+        let type = response.value(forHTTPHeaderField: "Content-Type")
+        return .success((page, DirectoryListing.entries(answer.0 ?? Data(), contentType: type, page: page)))
+    }
+}
