@@ -30,6 +30,18 @@ struct Get: AsyncParsableCommand {
     @Option(name: .customLong("segments"), help: ArgumentHelp("Fetch a large file in N parallel ranges when the server allows (default 1, or [transfers] segments).", valueName: "n"))
     var segments: Int?
 
+    @Flag(name: [.customShort("r"), .customLong("recursive")], help: "Download the tree under URL (an HTTP directory listing) into -o DIR, keeping its layout. Again: only what is missing; a file already there is never replaced.")
+    var recursive = false
+
+    @Option(name: .customLong("depth"), help: ArgumentHelp("With -r: list N levels of directories (1: the start one alone).", valueName: "n"))
+    var depth: Int?
+
+    @Option(name: .customLong("include"), help: ArgumentHelp("With -r: take only files matching GLOB (on the name, or on the path with a /). Repeatable.", valueName: "glob"))
+    var include: [String] = []
+
+    @Option(name: .customLong("exclude"), help: ArgumentHelp("With -r: leave files matching GLOB. Repeatable.", valueName: "glob"))
+    var exclude: [String] = []
+
     @OptionGroup var limit: RateLimitOption
     @OptionGroup var netrc: NetrcOption
     @OptionGroup var detach: DetachOption
@@ -39,22 +51,65 @@ struct Get: AsyncParsableCommand {
 
     func run() async throws {
         let config = try common.loadConfig()
-        var specs = try makeSpecs(defaultDirectory: config.downloadDirectory)
+        let netrcFile = try netrc.file()
+        var specs: [TransferSpec]
+        var incompleteTree = false
+        if recursive {
+            (specs, incompleteTree) = try await treeSpecs(config: config, netrcFile: netrcFile)
+        } else {
+            specs = try makeSpecs(defaultDirectory: config.downloadDirectory)
+        }
         let count = segments ?? config.segments
         guard (1...64).contains(count) else { throw UsageError("--segments takes 1 to 64, got \(count)") }
         for index in specs.indices where count > 1 { specs[index].segments = count }
         let rate = try limit.rate()
-        let netrcFile = try netrc.file()
         for index in specs.indices {
             specs[index].rateLimit = rate
             specs[index].netrcFile = netrcFile
         }
+        if recursive, specs.isEmpty { throw ExitCode(incompleteTree ? 1 : 0) }
         if tui.tui, !detach.detach {
             guard TerminalUIRun.wanted(noTUI: common.noTUI) else { throw UsageError("--tui needs a terminal") }
             await TerminalUIRun.run(common, config: config, adding: specs, force: force.force, netrcFile: netrcFile)
         }
-        try await submit(common, config: config, specs: specs, detach: detach.detach, force: force.force,
-                         readout: LiveReadout.wanted(noTUI: common.noTUI))
+        do {
+            try await submit(common, config: config, specs: specs, detach: detach.detach, force: force.force,
+                             readout: LiveReadout.wanted(noTUI: common.noTUI))
+        } catch let exit as ExitCode where incompleteTree && exit == .success {
+            // Every file found arrived, but a listing failed: the tree is not known whole.
+            throw ExitCode(1)
+        }
+        if incompleteTree { throw ExitCode(1) }
+    }
+
+    /// `-r`: the tree's walk, said on stderr, and its files to download (TreeGet). A listing that failed makes
+    /// the command's end a failure, after what was found is downloaded.
+    func treeSpecs(config: Config, netrcFile: String?) async throws -> (specs: [TransferSpec], incomplete: Bool) {
+        guard urls.count == 1, inputFile == nil else { throw UsageError("-r walks one URL's tree") }
+        guard outputName == nil, sha256 == nil else { throw UsageError("-O and --sha256 name one file; -r downloads a tree") }
+        if let depth, depth < 1 { throw UsageError("--depth takes 1 or more, got \(depth)") }
+        let url = try InputValidation.url(urls[0])
+        guard let scope = TreeScope(root: url) else {
+            throw UsageError("-r reads HTTP directory listings; \(TransferScheme(url)?.protocolName ?? "this") directories are not walked yet")
+        }
+        var extraHeaders: [HTTPHeader] = []
+        for text in headers { extraHeaders.append(try InputValidation.header(text)) }
+        let root = try InputValidation.writableDirectory(directory ?? config.downloadDirectory, relativeTo: FileManager.default.currentDirectoryPath)
+        var options = TreeWalk.Options()
+        options.depth = depth
+        options.include = include
+        options.exclude = exclude
+        options.headers = extraHeaders
+        options.netrcFile = netrcFile
+        options.userAgent = config.userAgent
+        printError("listing \(TerminalSafe.sanitize(scope.root.absoluteString))")
+        let plan = await TreeGet.plan(scope, into: root, options: options) { url, directory, name in
+            TransferSpec(download: url, directory: directory, fileName: name, headers: extraHeaders)
+        }
+        printErrors(Array(plan.leftAlone.prefix(20)) + (plan.leftAlone.count > 20 ? ["and \(plan.leftAlone.count - 20) more left alone"] : []))
+        printErrors(plan.trouble)
+        printError(plan.summary)
+        return (plan.specs, plan.incomplete)
     }
 
     /// Every input is checked before anything is queued or created.

@@ -71,13 +71,29 @@ public struct TreeWalk: Sendable {
         var ancestors: [Set<String>]
     }
 
-    /// Walks the tree once (the walk's session ends with it).
+    /// Ends the walk's session (its connections); call once done with `walk` and `remoteSize`.
+    public func close() {
+        session.finishTasksAndInvalidate()
+    }
+
+    /// What a HEAD of a file says its size is (a 200's Content-Length), for a listing that gives none.
+    public func remoteSize(_ url: URL) async -> Int64? {
+        var spec = TransferSpec(download: url, directory: "/")
+        spec.headers = options.headers
+        let request = RequestHeaders.request(for: spec, method: "HEAD", userAgent: options.userAgent, timeout: options.timeout,
+                                             credentials: HostCredentials(netrc: options.netrcFile.flatMap(NetrcFiles().netrc(at:))))
+        let response: URLResponse? = await withCheckedContinuation { continuation in
+            session.dataTask(with: request) { _, response, _ in continuation.resume(returning: response) }.resume()
+        }
+        guard let http = response as? HTTPURLResponse, http.statusCode == 200, http.expectedContentLength >= 0 else { return nil }
+        return http.expectedContentLength
+    }
+
     public func walk() async -> Outcome {
         var outcome = Outcome()
         var seen: Set<String> = [Self.key(scope.root)]
         var pending = [Pending(url: scope.root, path: [], ancestors: [])]
         let netrc = options.netrcFile.flatMap(NetrcFiles().netrc(at:))
-        defer { session.finishTasksAndInvalidate() }
         await withTaskGroup(of: (Pending, Result<(URL, [ListingEntry]), ListingFailure>).self) { group in
             var running = 0
             while true {

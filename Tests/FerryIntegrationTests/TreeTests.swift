@@ -1,0 +1,140 @@
+import FerryCore
+import Foundation
+import Testing
+import TestHTTPServer
+
+/// `ferry get -r`: a tree from listings nginx 1.22 wrote (Tests/Fixtures/listings/nginx-html, served as they
+/// were captured), through the real binary.
+@Suite struct TreeTests {
+    let server: TestHTTPServer
+    let dir: TempDir
+    var out: String { dir.path + "/out" }
+    var state: String { dir.path + "/state" }
+
+    /// The captured tree's files (capture.sh makes it), by the path nginx's links name them with.
+    static let files: [(path: String, local: String, body: Data)] = [
+        ("/pub/top.txt", "top.txt", Data("top\n".utf8)),
+        ("/pub/50%25%20off.txt", "50% off.txt", Data("fifty\n".utf8)),
+        ("/pub/x%26y%23z%3F.txt", "x&y#z?.txt", Data("amp\n".utf8)),
+        ("/pub/" + String(repeating: "n", count: 0) + "long-" + String(repeating: "n", count: 111) + ".txt",
+         "long-" + String(repeating: "n", count: 111) + ".txt", Data("long\n".utf8)),
+        ("/pub/a%20b/inner%20file.txt", "a b/inner file.txt", Data("inner\n".utf8)),
+        ("/pub/a%20b/caf%C3%A9/na%C3%AFve%20r%C3%A9sum%C3%A9.txt", "a b/café/naïve résumé.txt", Data("naive\n".utf8)),
+        ("/pub/deep/l1/l2/l3.txt", "deep/l1/l2/l3.txt", Data("deep\n".utf8)),
+        ("/pub/sizes/zero.bin", "sizes/zero.bin", Data()),
+        ("/pub/sizes/k.bin", "sizes/k.bin", Resource.randomBytes(count: 1000, seed: 431)),
+        ("/pub/sizes/big.bin", "sizes/big.bin", Resource.randomBytes(count: 5_000_000, seed: 432)),
+    ]
+
+    init() throws {
+        server = try TestHTTPServer()
+        dir = try TempDir()
+        try serveListings(of: "nginx-html")
+        for file in Self.files { server.route(file.path, .serve(Resource(body: file.body))) }
+    }
+
+    /// The listings one real server wrote of the tree, at the paths they were asked at.
+    func serveListings(of name: String) throws {
+        let fixtures = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+            .appendingPathComponent("Fixtures/listings/" + name)
+        struct Page: Decodable { var path: String; var file: String; var contentType: String }
+        let pages = try JSONDecoder().decode([Page].self, from: Data(contentsOf: fixtures.appendingPathComponent("manifest.json")))
+        for page in pages {
+            let body = try Data(contentsOf: fixtures.appendingPathComponent(page.file))
+            server.route(page.path, .serve(Resource(body: body, contentType: page.contentType)))
+        }
+    }
+
+    func get(_ path: String, _ more: [String] = []) async throws -> CommandResult {
+        try await runFerry(["get", "-r", server.url(path).absoluteString, "-o", out, "--no-tui"] + more, stateDir: state)
+    }
+
+    /// Every file under `root`, relative, "/" after a directory.
+    static func tree(_ root: String) -> Set<String> {
+        var found: Set<String> = []
+        guard let walker = FileManager.default.enumerator(atPath: root) else { return [] }
+        while let path = walker.nextObject() as? String {
+            var isDirectory: ObjCBool = false
+            _ = FileManager.default.fileExists(atPath: root + "/" + path, isDirectory: &isDirectory)
+            if !isDirectory.boolValue { found.insert(path) }
+        }
+        return found
+    }
+
+    @Test func aTreeArrivesWithItsLayoutAndARerunRequestsNoFile() async throws {
+        let first = try await get("/pub/")
+        #expect(first.status == 0, "\(first.stderr)")
+        #expect(first.stderr.contains("10 files in 9 directories: 10 to download, 0 already here, 0 left alone"), "\(first.stderr)")
+        // The server's symlink `a b/back -> ..` lists /pub/ again: seen, and not walked.
+        #expect(first.stderr.contains("a b/back/ lists a directory above it again (a symlink loop): not walked"), "\(first.stderr)")
+        #expect(Self.tree(out) == Set(Self.files.map(\.local)))
+        for file in Self.files {
+            #expect(FileManager.default.contents(atPath: out + "/" + file.local) == file.body, "\(file.local)")
+        }
+        // Nothing was asked that is not in the tree: no parent, no sort link.
+        #expect(server.allRequests.allSatisfy { $0.uri.hasPrefix("/pub/") && !$0.uri.contains("?") }, "\(server.allRequests.map(\.uri))")
+
+        server.clearRequests()
+        let again = try await get("/pub/")
+        #expect(again.status == 0, "\(again.stderr)")
+        #expect(again.stderr.contains("10 files in 9 directories: 0 to download, 10 already here, 0 left alone"), "\(again.stderr)")
+        // Only listings: nginx's give every size, so not even a HEAD.
+        #expect(server.allRequests.allSatisfy { $0.uri.hasSuffix("/") && $0.method == "GET" }, "\(server.allRequests.map { "\($0.method) \($0.uri)" })")
+    }
+
+    /// Python's http.server lists no sizes: a file already here is asked its size (HEAD), and no file is fetched again.
+    @Test func aListingWithoutSizesAsksTheFilesAlreadyHereByHEAD() async throws {
+        try serveListings(of: "python")
+        let first = try await get("/pub/")
+        #expect(first.status == 0, "\(first.stderr)")
+        #expect(Self.tree(out) == Set(Self.files.map(\.local)))
+        #expect(server.allRequests.allSatisfy { $0.method == "GET" })
+        server.clearRequests()
+        let again = try await get("/pub/")
+        #expect(again.stderr.contains("10 files in 9 directories: 0 to download, 10 already here, 0 left alone"), "\(again.stderr)")
+        #expect(server.allRequests.allSatisfy { $0.uri.hasSuffix("/") }, "\(server.allRequests.map(\.uri))")
+        for file in Self.files { #expect(server.headRequests(file.path).count == 1, "\(file.path)") }
+    }
+
+    @Test func aFileFerryDidNotWriteIsNeverReplacedAndASymlinkIsNotFollowed() async throws {
+        let outside = try TempDir()
+        try FileManager.default.createDirectory(atPath: out, withIntermediateDirectories: true)
+        try Data("mine\n".utf8).write(to: URL(fileURLWithPath: out + "/top.txt"))
+        try FileManager.default.createSymbolicLink(atPath: out + "/a b", withDestinationPath: outside.path)
+        let run = try await get("/pub/")
+        #expect(run.status == 0, "\(run.stderr)")
+        #expect(FileManager.default.contents(atPath: out + "/top.txt") == Data("mine\n".utf8))
+        #expect(run.stderr.contains("top.txt: here with 5 bytes, the server's has 4: ferry does not replace a file it finds"), "\(run.stderr)")
+        #expect(run.stderr.contains("is not a directory (a symlink is not followed)"), "\(run.stderr)")
+        #expect(try FileManager.default.contentsOfDirectory(atPath: outside.path).isEmpty)
+        #expect(run.stderr.contains("10 files in 9 directories: 7 to download, 0 already here, 3 left alone"), "\(run.stderr)")
+    }
+
+    /// A page of links a hostile server could write: out of the tree every way, and a listing that fails once.
+    @Test func aWalkStaysInItsTreeAndRetriesAListingThatFailed() async throws {
+        let links = ["../pub/top.txt", "/pub/top.txt", "http://127.0.0.2:\(server.port)/evil/x.txt", "https://127.0.0.1:\(server.port)/evil/x.txt",
+                     "%2E%2E/pub/top.txt", "a%2Fb.txt", "?C=N;O=D", "#top", "./", "sub/", "ok.txt", "ok.txt?download=1"]
+        let page = "<html><body>" + links.map { "<a href=\"\($0)\">\($0)</a>" }.joined(separator: "<br>") + "</body></html>"
+        server.route("/evil/", .serve(Resource(body: Data(page.utf8), contentType: "text/html")))
+        let sub = "<html><body><a href=\"/evil/\">up</a><a href=\"/evil/sub/\">self</a><a href=\"../ok.txt\">ok</a><a href=\"deeper.txt\">d</a></body></html>"
+        server.route("/evil/sub/", [.status(503), .serve(Resource(body: Data(sub.utf8), contentType: "text/html"))])
+        server.route("/evil/ok.txt", .serve(Resource(body: Data("ok\n".utf8))))
+        server.route("/evil/sub/deeper.txt", .serve(Resource(body: Data("deeper\n".utf8))))
+        let run = try await get("/evil/")
+        #expect(run.status == 0, "\(run.stderr)")
+        #expect(Self.tree(out) == ["ok.txt", "sub/deeper.txt"])
+        #expect(server.requests("/evil/sub/").count == 2)
+        #expect(server.allRequests.allSatisfy { $0.uri.hasPrefix("/evil/") && !$0.uri.contains("?") }, "\(server.allRequests.map(\.uri))")
+        #expect(server.requests("/evil/a%2Fb.txt").isEmpty)
+    }
+
+    @Test func aListingThatKeepsFailingEndsTheCommandAsAFailureAfterTheRest() async throws {
+        server.route("/pub/deep/", .status(500))
+        let run = try await get("/pub/", ["--depth", "2"])
+        #expect(run.status == 1, "\(run.stderr)")
+        #expect(run.stderr.contains("cannot list http://127.0.0.1:\(server.port)/pub/deep/: the listing answered 500"), "\(run.stderr)")
+        // Depth 2: the start directory and the one below it; `a b/café` is a third level.
+        #expect(Self.tree(out) == ["top.txt", "50% off.txt", "x&y#z?.txt", Self.files[3].local, "a b/inner file.txt",
+                                   "sizes/zero.bin", "sizes/k.bin", "sizes/big.bin"])
+    }
+}
