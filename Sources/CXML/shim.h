@@ -6,6 +6,7 @@
 #undef LIBXML_ICU_ENABLED
 #include <libxml/HTMLparser.h>
 #include <libxml/tree.h>
+#include <libxml/parser.h>
 
 // xmlFree is a global function pointer, which Swift 6 refuses to read from concurrent code.
 static inline void ferry_xml_free(void *pointer) { xmlFree(pointer); }

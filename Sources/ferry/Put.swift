@@ -44,6 +44,9 @@ struct Put: AsyncParsableCommand {
     @Flag(name: .customLong("no-resumable"), help: "Do not offer the IETF resumable-upload protocol: a cut sends the file again whole.")
     var noResumable = false
 
+    @Flag(name: [.customShort("r"), .customLong("recursive")], help: "Upload the tree under the directory FILE to a WebDAV server's URL/, keeping its layout (MKCOL, then a PUT per file). Again: only what the server lacks.")
+    var recursive = false
+
     @OptionGroup var limit: RateLimitOption
     @OptionGroup var netrc: NetrcOption
     @OptionGroup var detach: DetachOption
@@ -53,6 +56,7 @@ struct Put: AsyncParsableCommand {
 
     func run() async throws {
         let config = try common.loadConfig()
+        if recursive { return try await runTree(config: config) }
         var spec = try makeSpec()
         spec.rateLimit = try limit.rate()
         let netrcFile = try netrc.file()
@@ -69,6 +73,47 @@ struct Put: AsyncParsableCommand {
         }
         try await submit(common, config: config, specs: [spec], detach: detach.detach, force: force.force,
                          readout: LiveReadout.wanted(noTUI: common.noTUI))
+    }
+
+    /// `-r`: the tree's directories made on the server, its files' uploads queued as one batch (TreePut).
+    func runTree(config: Config) async throws {
+        guard form.isEmpty, !tus, method == nil else { throw UsageError("-r uploads each file as a plain PUT: -F, --tus and -X do not apply") }
+        var text = url
+        if !text.hasSuffix("/") { text += "/" }
+        let target = try InputValidation.url(text)
+        guard TransferScheme(target)?.isHTTP == true else {
+            throw UsageError("put -r uploads to WebDAV servers over http(s); \(TransferScheme(target)?.protocolName ?? "this") directories are not written yet")
+        }
+        let source = try InputValidation.readableDirectory(file, relativeTo: FileManager.default.currentDirectoryPath)
+        var extraHeaders: [HTTPHeader] = []
+        for text in headers { extraHeaders.append(try InputValidation.header(text)) }
+        let rate = try limit.rate()
+        let netrcFile = try netrc.file()
+        let requests = TreeRequests(headers: extraHeaders, netrcFile: netrcFile, userAgent: config.userAgent, timeout: 30)
+        defer { requests.close() }
+        let resumable: ResumableProtocol? = noResumable ? nil : .ietf
+        let plan = try await TreePut.plan(source, to: target, requests: requests) { path, url in
+            let (upload, destination) = try UploadSpec.to(url, try InputValidation.uploadSource(path), contentType: contentType, form: nil,
+                                                          field: field, method: nil, resumable: resumable)
+            var spec = TransferSpec(upload: upload, to: destination, headers: extraHeaders)
+            spec.rateLimit = rate
+            spec.netrcFile = netrcFile
+            return spec
+        }
+        printErrors(Array(plan.leftOut.prefix(20)) + (plan.leftOut.count > 20 ? ["and \(plan.leftOut.count - 20) more left out"] : []))
+        printError(plan.summary)
+        if plan.specs.isEmpty { throw ExitCode(plan.incomplete ? 1 : 0) }
+        if tui.tui, !detach.detach {
+            guard TerminalUIRun.wanted(noTUI: common.noTUI) else { throw UsageError("--tui needs a terminal") }
+            await TerminalUIRun.run(common, config: config, adding: plan.specs, force: force.force, netrcFile: netrcFile)
+        }
+        do {
+            try await submit(common, config: config, specs: plan.specs, detach: detach.detach, force: force.force,
+                             readout: LiveReadout.wanted(noTUI: common.noTUI))
+        } catch let exit as ExitCode where plan.incomplete && exit == .success {
+            throw ExitCode(1)
+        }
+        if plan.incomplete { throw ExitCode(1) }
     }
 
     func makeSpec() throws -> TransferSpec {

@@ -37,11 +37,12 @@ import TestHTTPServer
     func serveListings(of name: String) throws {
         let fixtures = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
             .appendingPathComponent("Fixtures/listings/" + name)
-        struct Page: Decodable { var path: String; var file: String; var contentType: String }
+        struct Page: Decodable { var path: String; var file: String; var contentType: String; var status: Int }
         let pages = try JSONDecoder().decode([Page].self, from: Data(contentsOf: fixtures.appendingPathComponent("manifest.json")))
         for page in pages {
             let body = try Data(contentsOf: fixtures.appendingPathComponent(page.file))
-            server.route(page.path, .serve(Resource(body: body, contentType: page.contentType)))
+            server.route(page.path, page.status == 200 ? .serve(Resource(body: body, contentType: page.contentType))
+                                                       : .status(page.status, headers: [("Content-Type", page.contentType)], body: body))
         }
     }
 
@@ -78,8 +79,28 @@ import TestHTTPServer
         let again = try await get("/pub/")
         #expect(again.status == 0, "\(again.stderr)")
         #expect(again.stderr.contains("10 files in 9 directories: 0 to download, 10 already here, 0 left alone"), "\(again.stderr)")
-        // Only listings: nginx's give every size, so not even a HEAD.
-        #expect(server.allRequests.allSatisfy { $0.uri.hasSuffix("/") && $0.method == "GET" }, "\(server.allRequests.map { "\($0.method) \($0.uri)" })")
+        // Only listings (and the PROPFIND that asks whether the server is WebDAV): nginx's give every size, so not
+        // even a HEAD.
+        #expect(server.allRequests.allSatisfy { $0.uri.hasSuffix("/") && ["GET", "PROPFIND"].contains($0.method) },
+                "\(server.allRequests.map { "\($0.method) \($0.uri)" })")
+        #expect(server.allRequests.filter { $0.method == "PROPFIND" }.map(\.uri) == ["/pub/"])
+    }
+
+    /// WsgiDAV's PROPFIND answers (`ns0:` for `DAV:`): the tree is walked by PROPFIND, every file's size known,
+    /// so a re-run asks nothing but listings.
+    @Test func aWebDAVServersTreeIsWalkedByPROPFIND() async throws {
+        try serveListings(of: "webdav-wsgidav")
+        let first = try await get("/pub/")
+        #expect(first.status == 0, "\(first.stderr)")
+        #expect(Self.tree(out) == Set(Self.files.map(\.local)))
+        for file in Self.files { #expect(FileManager.default.contents(atPath: out + "/" + file.local) == file.body, "\(file.local)") }
+        let listings = server.allRequests.filter { $0.uri.hasSuffix("/") }
+        #expect(listings.allSatisfy { $0.method == "PROPFIND" && $0.header("Depth") == "1" }, "\(listings.map { "\($0.method) \($0.uri)" })")
+        server.clearRequests()
+        let again = try await get("/pub/")
+        #expect(again.stderr.contains("10 files in 8 directories: 0 to download, 10 already here, 0 left alone"), "\(again.stderr)")
+        #expect(server.allRequests.allSatisfy { $0.method == "PROPFIND" }, "\(server.allRequests.map { "\($0.method) \($0.uri)" })")
+        for file in Self.files { #expect(server.headRequests(file.path).isEmpty) }
     }
 
     /// Python's http.server lists no sizes: a file already here is asked its size (HEAD), and no file is fetched again.
@@ -88,7 +109,7 @@ import TestHTTPServer
         let first = try await get("/pub/")
         #expect(first.status == 0, "\(first.stderr)")
         #expect(Self.tree(out) == Set(Self.files.map(\.local)))
-        #expect(server.allRequests.allSatisfy { $0.method == "GET" })
+        #expect(server.allRequests.allSatisfy { $0.method == "GET" || ($0.method == "PROPFIND" && $0.uri == "/pub/") })
         server.clearRequests()
         let again = try await get("/pub/")
         #expect(again.stderr.contains("10 files in 9 directories: 0 to download, 10 already here, 0 left alone"), "\(again.stderr)")
@@ -136,5 +157,75 @@ import TestHTTPServer
         // Depth 2: the start directory and the one below it; `a b/café` is a third level.
         #expect(Self.tree(out) == ["top.txt", "50% off.txt", "x&y#z?.txt", Self.files[3].local, "a b/inner file.txt",
                                    "sizes/zero.bin", "sizes/k.bin", "sizes/big.bin"])
+    }
+
+    // MARK: put -r
+
+    /// A WebDAV answer listing `directory` and its entries (nil size: a collection).
+    static func multistatus(_ directory: String, _ entries: [(href: String, size: Int?)]) -> Data {
+        func response(_ href: String, _ size: Int?) -> String {
+            let type = size == nil ? "<D:resourcetype><D:collection/></D:resourcetype>" : "<D:resourcetype/><D:getcontentlength>\(size!)</D:getcontentlength>"
+            return "<D:response><D:href>\(href)</D:href><D:propstat><D:prop>\(type)</D:prop><D:status>HTTP/1.1 200 OK</D:status></D:propstat></D:response>"
+        }
+        let body = "<?xml version=\"1.0\" encoding=\"utf-8\"?><D:multistatus xmlns:D=\"DAV:\">" + response(directory, nil)
+            + entries.map { response($0.href, $0.size) }.joined() + "</D:multistatus>"
+        return Data(body.utf8)
+    }
+
+    static func davListing(_ directory: String, _ entries: [(href: String, size: Int?)]) -> Behavior {
+        .status(207, headers: [("Content-Type", "application/xml; charset=utf-8")], body: multistatus(directory, entries))
+    }
+
+    /// The tree goes up with its layout: each directory made (MKCOL) before a file is put in it, every file
+    /// byte for byte, a symlink left out; again, nothing is sent that the server has.
+    @Test func aTreeGoesUpToWebDAVAndAgainSendsNothingTheServerHas() async throws {
+        let source = dir.path + "/src"
+        let files = [("top.txt", Data("top\n".utf8)), ("a b/inner.txt", Data("inner\n".utf8)),
+                     ("a b/café/x.bin", Resource.randomBytes(count: 300_000, seed: 433))]
+        for (path, body) in files {
+            let url = URL(fileURLWithPath: source + "/" + path)
+            try FileManager.default.createDirectory(at: url.deletingLastPathComponent(), withIntermediateDirectories: true)
+            try body.write(to: url)
+        }
+        try FileManager.default.createSymbolicLink(atPath: source + "/link", withDestinationPath: "/etc/passwd")
+        server.route("/up/", Self.davListing("/up/", []))
+        server.route("/up/a%20b/", .status(201))
+        server.route("/up/a%20b/caf%C3%A9/", .status(201))
+        for path in ["/up/top.txt", "/up/a%20b/inner.txt", "/up/a%20b/caf%C3%A9/x.bin"] { server.route(path, .status(201)) }
+        let run = try await runFerry(["put", "-r", source, server.url("/up/").absoluteString, "--no-tui"], stateDir: state)
+        #expect(run.status == 0, "\(run.stderr)")
+        #expect(run.stderr.contains("3 files: 3 to upload, 0 already there, 2 directories made, 1 left out"), "\(run.stderr)")
+        #expect(run.stderr.contains("link: not a plain file or directory (a symlink is not followed)"), "\(run.stderr)")
+        let order = server.allRequests.map { "\($0.method) \($0.uri)" }
+        for (directory, file) in [("/up/a%20b/", "/up/a%20b/inner.txt"), ("/up/a%20b/caf%C3%A9/", "/up/a%20b/caf%C3%A9/x.bin")] {
+            let made = try #require(order.firstIndex(of: "MKCOL \(directory)"), "\(order)")
+            let put = try #require(order.firstIndex(of: "PUT \(file)"), "\(order)")
+            #expect(made < put, "\(order)")
+        }
+        for (path, body) in files {
+            let uri = "/up/" + path.split(separator: "/").map { DirectoryListing.encodedSegment(String($0)) }.joined(separator: "/")
+            let puts = server.requests(uri).filter { $0.method == "PUT" }
+            #expect(puts.count == 1 && puts[0].bodySHA256 == sha256Hex(body), "\(uri)")
+        }
+
+        server.clearRequests()
+        server.route("/up/", Self.davListing("/up/", [("/up/top.txt", 4), ("/up/a%20b/", nil)]))
+        server.route("/up/a%20b/", Self.davListing("/up/a%20b/", [("/up/a%20b/inner.txt", 6), ("/up/a%20b/caf%C3%A9/", nil)]))
+        server.route("/up/a%20b/caf%C3%A9/", Self.davListing("/up/a%20b/caf%C3%A9/", [("/up/a%20b/caf%C3%A9/x.bin", 300_000)]))
+        let again = try await runFerry(["put", "-r", source, server.url("/up").absoluteString, "--no-tui"], stateDir: state)
+        #expect(again.status == 0, "\(again.stderr)")
+        #expect(again.stderr.contains("3 files: 0 to upload, 3 already there, 0 directories made, 1 left out"), "\(again.stderr)")
+        #expect(server.allRequests.allSatisfy { $0.method == "PROPFIND" }, "\(server.allRequests.map { "\($0.method) \($0.uri)" })")
+    }
+
+    @Test func aServerWithoutWebDAVIsRefusedBeforeAnythingIsSent() async throws {
+        let source = dir.path + "/src"
+        try FileManager.default.createDirectory(atPath: source + "/sub", withIntermediateDirectories: true)
+        try Data("x".utf8).write(to: URL(fileURLWithPath: source + "/sub/x.txt"))
+        server.route("/plain/", .status(405))
+        let run = try await runFerry(["put", "-r", source, server.url("/plain/").absoluteString, "--no-tui"], stateDir: state)
+        #expect(run.status == 2, "\(run.stderr)")
+        #expect(run.stderr.contains("does not take directories: a WebDAV PROPFIND answered 405"), "\(run.stderr)")
+        #expect(server.allRequests.map(\.method) == ["PROPFIND"])
     }
 }

@@ -142,6 +142,18 @@ public enum InputValidation {
         return url.path
     }
 
+    /// A directory whose tree is to be read (`put -r`), made absolute; a missing one or a file is named.
+    public static func readableDirectory(_ path: String, relativeTo cwd: String) throws(UsageError) -> String {
+        let absolute = URL(fileURLWithPath: path.hasPrefix("/") ? path : cwd + "/" + path).standardizedFileURL.path
+        var isDirectory: ObjCBool = false
+        guard FileManager.default.fileExists(atPath: absolute, isDirectory: &isDirectory) else {
+            throw UsageError("no such directory: \(TerminalSafe.sanitize(absolute))")
+        }
+        guard isDirectory.boolValue else { throw UsageError("-r uploads a directory's tree; \(TerminalSafe.sanitize(absolute)) is a file") }
+        guard access(absolute, R_OK | X_OK) == 0 else { throw UsageError("directory is not readable: \(TerminalSafe.sanitize(absolute))") }
+        return absolute
+    }
+
     /// A file's bytes, or a message naming it and the system's reason (a missing file, a directory, no permission).
     public static func contents(of path: String, what: String) throws(UsageError) -> Data {
         let fd = open(path, O_RDONLY | O_CLOEXEC)

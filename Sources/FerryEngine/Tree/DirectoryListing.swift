@@ -29,6 +29,9 @@ public enum DirectoryListing {
     /// The entries of a listing fetched from `page` (its final URL, after redirects).
     public static func entries(_ body: Data, contentType: String?, page: URL) -> [ListingEntry] {
         let type = contentType?.lowercased() ?? ""
+        if type.contains("xml"), !type.contains("html") {
+            return webdav(body, page: page)
+        }
         if type.contains("json") || (type.isEmpty && body.first == UInt8(ascii: "[")) {
             return json(body, page: page) ?? []
         }
@@ -52,7 +55,7 @@ public enum DirectoryListing {
     }
 
     /// A name as one path segment: everything but RFC 3986's unreserved characters percent-encoded.
-    static func encodedSegment(_ name: String) -> String {
+    public static func encodedSegment(_ name: String) -> String {
         var out = ""
         for byte in name.utf8 {
             switch byte {
@@ -64,6 +67,74 @@ public enum DirectoryListing {
             }
         }
         return out
+    }
+
+    // MARK: WebDAV
+
+    /// A PROPFIND's `207 Multi-Status` (RFC 4918): one `response` per resource, the directory itself among them,
+    /// each with its `href` (a path or a URL) and the properties a `200` propstat gives: `resourcetype`
+    /// (`collection` for a directory), `getcontentlength`, `getlastmodified`. Elements are matched by local name
+    /// (servers pick their own prefix for `DAV:`). Parsed without entities or network (no XXE).
+    public static func webdav(_ body: Data, page: URL) -> [ListingEntry] {
+        _ = parserReady
+        let options = Int32(XML_PARSE_NONET.rawValue | XML_PARSE_NOERROR.rawValue | XML_PARSE_NOWARNING.rawValue | XML_PARSE_NOCDATA.rawValue)
+        let document = body.withUnsafeBytes { raw -> xmlDocPtr? in
+            guard let base = raw.baseAddress, raw.count > 0 else { return nil }
+            return xmlReadMemory(base.assumingMemoryBound(to: CChar.self), Int32(clamping: raw.count), page.absoluteString, nil, options)
+        }
+        guard let document else { return [] }
+        defer { xmlFreeDoc(document) }
+        guard let root = xmlDocGetRootElement(document), localName(root) == "multistatus" else { return [] }
+        var entries: [ListingEntry] = []
+        for response in elements(root) where localName(response) == "response" {
+            guard let href = elements(response).first(where: { localName($0) == "href" }).flatMap(text) else { continue }
+            var isCollection = false, size: Int64?, modified: Date?
+            for propstat in elements(response) where localName(propstat) == "propstat" {
+                let status = elements(propstat).first { localName($0) == "status" }.flatMap(text)
+                if let status, !status.contains(" 200") { continue }
+                for prop in elements(propstat) where localName(prop) == "prop" {
+                    for property in elements(prop) {
+                        switch localName(property) {
+                        case "resourcetype": isCollection = isCollection || elements(property).contains { localName($0) == "collection" }
+                        case "getcontentlength": size = text(property).flatMap { Int64($0.trimmingCharacters(in: .whitespacesAndNewlines)) }
+                        case "getlastmodified": modified = text(property).flatMap { HTTPDate.parse($0.trimmingCharacters(in: .whitespacesAndNewlines)) }
+                        default: break
+                        }
+                    }
+                }
+            }
+            var link = href.trimmingCharacters(in: .whitespacesAndNewlines)
+            // A collection's href without its "/" still names a directory.
+            if isCollection, !link.hasSuffix("/") { link += "/" }
+            guard let url = URL(string: link, relativeTo: page)?.absoluteURL else { continue }
+            entries.append(ListingEntry(url: url, isDirectory: isCollection || link.hasSuffix("/"),
+                                        size: isCollection ? nil : size.flatMap { $0 >= 0 ? $0 : nil }, modified: modified))
+        }
+        return entries
+    }
+
+    /// An element's name without its namespace prefix; nil for any other node.
+    static func localName(_ node: xmlNodePtr) -> String? {
+        guard node.pointee.type == XML_ELEMENT_NODE, let name = node.pointee.name else { return nil }
+        return String(cString: name)
+    }
+
+    /// The element children of `node`, in order.
+    static func elements(_ node: xmlNodePtr) -> [xmlNodePtr] {
+        var out: [xmlNodePtr] = []
+        var child = node.pointee.children
+        while let c = child {
+            if c.pointee.type == XML_ELEMENT_NODE { out.append(c) }
+            child = c.pointee.next
+        }
+        return out
+    }
+
+    /// The text inside `node`.
+    static func text(_ node: xmlNodePtr) -> String? {
+        guard let content = xmlNodeGetContent(node) else { return nil }
+        defer { ferry_xml_free(content) }
+        return String(cString: content)
     }
 
     // MARK: HTML

@@ -30,6 +30,8 @@ public struct TreeWalk: Sendable {
         public var netrcFile: String?
         public var userAgent = EngineConfiguration().userAgent
         public var timeout: TimeInterval = 30
+        /// How directories are listed; nil: a WebDAV PROPFIND when the start directory answers one, else a GET.
+        public var listing: ListingMethod?
         /// Listings fetched at once.
         public var parallel = 4
         /// Times a failed listing is asked again, and the wait before the first (doubled each time).
@@ -39,8 +41,15 @@ public struct TreeWalk: Sendable {
         public init() {}
     }
 
+    /// How a tree's directories are listed: a GET of each (an HTML or JSON index), or a WebDAV PROPFIND.
+    public enum ListingMethod: Sendable {
+        case index, webdav
+    }
+
     /// What a walk found.
     public struct Outcome: Sendable {
+        /// How the directories were listed.
+        public var method = ListingMethod.index
         /// In the order found: each directory's files as its listing gave them, directories breadth first.
         public var files: [TreeFile] = []
         /// Directories listed (the start one included).
@@ -53,15 +62,13 @@ public struct TreeWalk: Sendable {
 
     public let scope: TreeScope
     public let options: Options
-    private let session: URLSession
+    /// Its listings' and HEADs' requests (a tree's upload makes its own through the same).
+    public let requests: TreeRequests
 
     public init(scope: TreeScope, options: Options) {
         self.scope = scope
         self.options = options
-        let configuration = URLSessionConfiguration.keepingNothing
-        configuration.protocolClasses = [FerryURLProtocol.self]
-        configuration.timeoutIntervalForRequest = options.timeout
-        session = URLSession(configuration: configuration)
+        requests = TreeRequests(headers: options.headers, netrcFile: options.netrcFile, userAgent: options.userAgent, timeout: options.timeout)
     }
 
     /// A directory to list: where it is, and the listings of the directories above it (to see a loop).
@@ -73,34 +80,41 @@ public struct TreeWalk: Sendable {
 
     /// Ends the walk's session (its connections); call once done with `walk` and `remoteSize`.
     public func close() {
-        session.finishTasksAndInvalidate()
+        requests.close()
     }
 
     /// What a HEAD of a file says its size is (a 200's Content-Length), for a listing that gives none.
     public func remoteSize(_ url: URL) async -> Int64? {
-        var spec = TransferSpec(download: url, directory: "/")
-        spec.headers = options.headers
-        let request = RequestHeaders.request(for: spec, method: "HEAD", userAgent: options.userAgent, timeout: options.timeout,
-                                             credentials: HostCredentials(netrc: options.netrcFile.flatMap(NetrcFiles().netrc(at:))))
-        let response: URLResponse? = await withCheckedContinuation { continuation in
-            session.dataTask(with: request) { _, response, _ in continuation.resume(returning: response) }.resume()
-        }
-        guard let http = response as? HTTPURLResponse, http.statusCode == 200, http.expectedContentLength >= 0 else { return nil }
-        return http.expectedContentLength
+        guard case let .success(answer) = await requests.send(url, method: "HEAD"), answer.status == 200,
+              answer.response.expectedContentLength >= 0 else { return nil }
+        return answer.response.expectedContentLength
     }
 
     public func walk() async -> Outcome {
         var outcome = Outcome()
         var seen: Set<String> = [Self.key(scope.root)]
         var pending = [Pending(url: scope.root, path: [], ancestors: [])]
-        let netrc = options.netrcFile.flatMap(NetrcFiles().netrc(at:))
+        // A WebDAV server answers a PROPFIND of the start directory with 207: the tree is listed so (every file's
+        // size and time). Any other answer (nginx's 405, Python's 501, an index page) means indexes are read.
+        var method = options.listing ?? .index
+        var probed: Result<(URL, [ListingEntry]), ListingFailure>?
+        if options.listing == nil, case let .success(listing) = await fetch(scope.root, method: .webdav) {
+            method = .webdav
+            probed = .success(listing)
+        }
+        outcome.method = method
+        let (listing, first) = (method, probed)
         await withTaskGroup(of: (Pending, Result<(URL, [ListingEntry]), ListingFailure>).self) { group in
             var running = 0
             while true {
                 while running < max(1, options.parallel), !pending.isEmpty {
                     let directory = pending.removeFirst()
                     running += 1
-                    group.addTask { (directory, await list(directory.url, netrc: netrc)) }
+                    if directory.path.isEmpty, let first {
+                        group.addTask { (directory, first) }
+                    } else {
+                        group.addTask { (directory, await list(directory.url, method: listing)) }
+                    }
                 }
                 guard let (directory, result) = await group.next() else { break }
                 running -= 1
@@ -150,11 +164,11 @@ public struct TreeWalk: Sendable {
 
     /// One directory's listing, asked again after a failure (a connection error, a 5xx, a 429) up to `retries`
     /// times. The page's final URL (after redirects) is what its links are resolved against.
-    func list(_ url: URL, netrc: Netrc?) async -> Result<(URL, [ListingEntry]), ListingFailure> {
+    func list(_ url: URL, method: ListingMethod) async -> Result<(URL, [ListingEntry]), ListingFailure> {
         var delay = options.retryDelay
         var attempt = 0
         while true {
-            let result = await fetch(url, netrc: netrc)
+            let result = await fetch(url, method: method)
             attempt += 1
             switch result {
             case let .success(value): return .success(value)
@@ -172,32 +186,24 @@ public struct TreeWalk: Sendable {
         var retryable: Bool
     }
 
-    private func fetch(_ url: URL, netrc: Netrc?) async -> Result<(URL, [ListingEntry]), FetchFailure> {
-        var spec = TransferSpec(download: url, directory: "/")
-        spec.headers = options.headers
-        let request = RequestHeaders.request(for: spec, method: "GET", userAgent: options.userAgent, timeout: options.timeout,
-                                             credentials: HostCredentials(netrc: netrc))
-        let answer: (Data?, URLResponse?, Error?) = await withCheckedContinuation { continuation in
-            session.dataTask(with: request) { data, response, error in
-                continuation.resume(returning: (data, response, error))
-            }.resume()
+    private func fetch(_ url: URL, method: ListingMethod) async -> Result<(URL, [ListingEntry]), FetchFailure> {
+        // A PROPFIND without a body asks for every property (RFC 4918, 9.1); Depth 1: the directory and its entries.
+        let answer: TreeRequests.Answer
+        switch await requests.send(url, method: method == .webdav ? "PROPFIND" : "GET", extra: method == .webdav ? ["Depth": "1"] : [:]) {
+        case let .failure(failure): return .failure(FetchFailure(reason: failure.reason, retryable: true))
+        case let .success(got): answer = got
         }
-        if let error = answer.2 {
-            return .failure(FetchFailure(reason: error.localizedDescription, retryable: true))
-        }
-        guard let response = answer.1 as? HTTPURLResponse else {
-            return .failure(FetchFailure(reason: "no HTTP answer", retryable: true))
-        }
-        guard response.statusCode == 200 else {
-            let status = response.statusCode
+        guard answer.status == (method == .webdav ? 207 : 200) else {
+            let status = answer.status
             return .failure(FetchFailure(reason: "the listing answered \(status)", retryable: status >= 500 || status == 429 || status == 408))
         }
-        let page = response.url ?? url
+        let page = answer.response.url ?? url
         // A redirect out of the tree is not followed into it.
         guard page == url || scope.place(of: page) != nil || Self.key(page) == Self.key(scope.root) else {
             return .failure(FetchFailure(reason: "redirected out of the tree, to \(TerminalSafe.sanitize(page.absoluteString))", retryable: false))
         }
-        let type = response.value(forHTTPHeaderField: "Content-Type")
-        return .success((page, DirectoryListing.entries(answer.0 ?? Data(), contentType: type, page: page)))
+        let type = answer.response.value(forHTTPHeaderField: "Content-Type")
+        return .success((page, method == .webdav ? DirectoryListing.webdav(answer.body, page: page)
+                                                 : DirectoryListing.entries(answer.body, contentType: type, page: page)))
     }
 }
