@@ -22,6 +22,20 @@ public enum TransferScheme: String, Sendable, CaseIterable {
     /// (sftp, ftp: RemoteAppendRun); scp cannot write at an offset.
     public var appendsUploads: Bool { self == .sftp || self == .ftp }
 
+    /// A directory can be listed, so a tree walked (`get -r`): sftp and ftp by their `ls -l` lines; http(s) by
+    /// its index pages or WebDAV. scp has no listing.
+    public var listsDirectories: Bool { self != .scp }
+
+    /// The port a URL without one connects to.
+    public var defaultPort: Int {
+        switch self {
+        case .http: 80
+        case .https: 443
+        case .sftp, .scp: 22
+        case .ftp: 21
+        }
+    }
+
     /// How the detail view names it.
     public var protocolName: String {
         switch self {

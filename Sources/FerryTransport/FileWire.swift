@@ -24,6 +24,9 @@ final class FileWire {
         case get(from: Int64, end: Int64?, ifRange: String?)
         case head
         case put(from: Int64)
+        /// A directory's listing (`LIST` of a path ending in "/"; a tree's walk asks it): `ls -l` lines, as sftp
+        /// servers and most ftp servers write them.
+        case list
         /// A method a file protocol has no meaning for (POST, DELETE, ...).
         case unsupported(String)
     }
@@ -63,11 +66,14 @@ final class FileWire {
         case "GET":
             let asked = header("Range").flatMap(Self.byteRange)
             ask = .get(from: asked?.from ?? 0, end: asked?.end, ifRange: header("If-Range"))
+        case "LIST" where url.hasDirectoryPath && scheme.listsDirectories:
+            ask = .list
         default:
             ask = .unsupported(method)
         }
         switch ask {
         case .head: step = .stat
+        case .list: step = .transfer
         case let .get(from, end, _) where part.offersRanges && (from > 0 || end != nil): step = .stat
         case .get where !part.knowsTheFileWhenTheBodyStarts: step = .stat
         default: step = .transfer
@@ -110,7 +116,8 @@ final class FileWire {
     /// Why the request cannot go out at all (a method a file protocol has no meaning for, a directory); nil when it can.
     var refusal: (FailureKind, String)? {
         if case let .unsupported(method) = ask {
-            return (.badURL, "\(scheme.rawValue) cannot \(TerminalSafe.sanitize(method)): it reads (GET), writes (PUT) or looks at (HEAD) a file")
+            return (.badURL, "\(scheme.rawValue) cannot \(TerminalSafe.sanitize(method)): it reads (GET), writes (PUT) or looks at (HEAD) a file,"
+                    + " or lists a directory (LIST, sftp and ftp)")
         }
         // A path ending in / names a directory (libcurl would hand over its listing as if it were the file).
         if case .get = ask, url.hasDirectoryPath {
@@ -179,7 +186,7 @@ final class FileWire {
             switch ask {
             case .put:
                 return .done(takeAnswer(status: 201, headers: ["Content-Length": "0"]))
-            case .get, .head, .unsupported:
+            case .get, .head, .list, .unsupported:
                 return .done(answerBeforeBody(easy))
             }
         }
@@ -213,6 +220,7 @@ final class FileWire {
     /// by then libcurl has the file's size and time. Nil once handed over.
     func answerBeforeBody(_ easy: UnsafeMutableRawPointer) -> HTTPURLResponse? {
         guard !answered else { return nil }
+        if case .list = ask { return takeAnswer(status: 200, headers: ["Content-Type": DirectoryLines.contentType]) }
         let found = remoteFile(easy)
         return takeAnswer(status: 200, headers: headers(size: found.size, mtime: found.mtime, ranges: part.offersRanges))
     }

@@ -30,7 +30,7 @@ struct Get: AsyncParsableCommand {
     @Option(name: .customLong("segments"), help: ArgumentHelp("Fetch a large file in N parallel ranges when the server allows (default 1, or [transfers] segments).", valueName: "n"))
     var segments: Int?
 
-    @Flag(name: [.customShort("r"), .customLong("recursive")], help: "Download the tree under URL (an HTTP directory listing) into -o DIR, keeping its layout. Again: only what is missing; a file already there is never replaced.")
+    @Flag(name: [.customShort("r"), .customLong("recursive")], help: "Download the tree under URL (an http(s) index or WebDAV, sftp or ftp directory) into -o DIR, keeping its layout. Again: only what is missing; a file already there is never replaced.")
     var recursive = false
 
     @Option(name: .customLong("depth"), help: ArgumentHelp("With -r: list N levels of directories (1: the start one alone).", valueName: "n"))
@@ -90,7 +90,7 @@ struct Get: AsyncParsableCommand {
         if let depth, depth < 1 { throw UsageError("--depth takes 1 or more, got \(depth)") }
         let url = try InputValidation.url(urls[0])
         guard let scope = TreeScope(root: url) else {
-            throw UsageError("-r reads HTTP directory listings; \(TransferScheme(url)?.protocolName ?? "this") directories are not walked yet")
+            throw UsageError("-r walks http(s), sftp and ftp directories; \(TerminalSafe.sanitize(url.scheme ?? "this")) has no listing (scp: use sftp://)")
         }
         var extraHeaders: [HTTPHeader] = []
         for text in headers { extraHeaders.append(try InputValidation.header(text)) }
@@ -102,7 +102,7 @@ struct Get: AsyncParsableCommand {
         options.headers = extraHeaders
         options.netrcFile = netrcFile
         options.userAgent = config.userAgent
-        printError("listing \(TerminalSafe.sanitize(scope.root.absoluteString))")
+        printError("listing \(TerminalSafe.redactedURL(scope.root))")
         let plan = await TreeGet.plan(scope, into: root, options: options) { url, directory, name in
             TransferSpec(download: url, directory: directory, fileName: name, headers: extraHeaders)
         }

@@ -90,7 +90,6 @@ struct Put: AsyncParsableCommand {
         let rate = try limit.rate()
         let netrcFile = try netrc.file()
         let requests = TreeRequests(headers: extraHeaders, netrcFile: netrcFile, userAgent: config.userAgent, timeout: 30)
-        defer { requests.close() }
         let resumable: ResumableProtocol? = noResumable ? nil : .ietf
         let plan = try await TreePut.plan(source, to: target, requests: requests) { path, url in
             let (upload, destination) = try UploadSpec.to(url, try InputValidation.uploadSource(path), contentType: contentType, form: nil,

@@ -38,6 +38,27 @@ import TestHTTPServer
         #expect(server.transfers.last?.bytes == Int64(body.count) - kept, "\(server.transfers), kept \(kept)")
     }
 
+    /// `get -r` over ftp: the tree walked by its `LIST` lines, fetched keeping its layout; again, nothing is sent.
+    @Test func aTreeIsWalkedOverFTPAndARerunFetchesNoFile() async throws {
+        let server = try TestFTPServer()
+        let files = ["top.txt": Data("top\n".utf8), "a b/inner é.txt": Data("inner\n".utf8),
+                     "deep/l1/x.bin": Resource.randomBytes(count: 300_000, seed: 52)]
+        for (path, body) in files { try server.put(body, at: "tree/" + path) }
+        let out = dir.path + "/out"
+        let url = server.url("tree").absoluteString + "/"
+        let first = try await runFerry(["get", "-r", "--no-tui", "-o", out, url])
+        #expect(first.status == 0, "\(first.stderr)")
+        #expect(first.stderr.contains("3 files in 4 directories: 3 to download, 0 already here, 0 left alone"), "\(first.stderr)")
+        // The login in the URL is never printed.
+        #expect(!first.stderr.contains(server.password), "\(first.stderr)")
+        for (path, body) in files { #expect(FileManager.default.contents(atPath: out + "/" + path) == body, "\(path)") }
+        try await eventually("the server logged the three") { server.transfers.filter { $0.what == "RETR" }.count >= 3 }
+        let again = try await runFerry(["get", "-r", "--no-tui", "-o", out, url])
+        #expect(again.status == 0, "\(again.stderr)")
+        #expect(again.stderr.contains("3 files in 4 directories: 0 to download, 3 already here, 0 left alone"), "\(again.stderr)")
+        #expect(server.transfers.filter { $0.what == "RETR" }.count == 3, "\(server.transfers)")
+    }
+
     @Test func aPausedFTPUploadAppendsOnlyTheRestOnceTheServersBytesCheckOut() async throws {
         let server = try TestFTPServer()
         let body = Resource.randomBytes(count: 8 << 20, seed: 51)

@@ -315,6 +315,33 @@ import FerryRPC
         #expect(FileManager.default.contents(atPath: out + "/alias.bin") == body)
     }
 
+    /// `get -r` over sftp: the tree walked by its `ls -l` listings (a symlink on the server not followed), the files
+    /// fetched over sftp keeping its layout; again, no file is opened on the server.
+    @Test func aTreeIsWalkedOverSFTPAndARerunOpensNoFile() async throws {
+        let files = ["top.txt": Data("top\n".utf8), "a b/inner é.txt": Data("inner\n".utf8),
+                     "deep/l1/x.bin": Resource.randomBytes(count: 300_000, seed: 434)]
+        for (path, body) in files { try server.put(body, at: "tree/" + path) }
+        try FileManager.default.createSymbolicLink(atPath: server.path("tree/link"), withDestinationPath: "/etc")
+        let home = dir.path + "/home"
+        try FileManager.default.createDirectory(atPath: home + "/.ssh", withIntermediateDirectories: true)
+        try FileManager.default.copyItem(atPath: server.knownHosts, toPath: home + "/.ssh/known_hosts")
+        try "Host box\n  HostName 127.0.0.1\n  Port \(server.port)\n  User \(server.user)\n  IdentityFile \(server.userKey)\n"
+            .write(toFile: home + "/.ssh/config", atomically: true, encoding: .utf8)
+        let out = dir.path + "/out"
+        let url = "sftp://box" + server.url("tree").path + "/"
+        let first = try await runFerry(["get", "-r", "--no-tui", "-o", out, url], environment: ["HOME": home])
+        #expect(first.status == 0, "\(first.stderr)")
+        #expect(first.stderr.contains("3 files in 4 directories: 3 to download, 0 already here, 0 left alone"), "\(first.stderr)")
+        for (path, body) in files { #expect(FileManager.default.contents(atPath: out + "/" + path) == body, "\(path)") }
+        #expect(!FileManager.default.fileExists(atPath: out + "/link"))
+        let read = server.sftpTransfers.count
+        #expect(read == 3, "\(server.sftpTransfers)")
+        let again = try await runFerry(["get", "-r", "--no-tui", "-o", out, url], environment: ["HOME": home])
+        #expect(again.status == 0, "\(again.stderr)")
+        #expect(again.stderr.contains("3 files in 4 directories: 0 to download, 3 already here, 0 left alone"), "\(again.stderr)")
+        #expect(server.sftpTransfers.count == read, "\(server.sftpTransfers)")
+    }
+
     /// A password from the user's .netrc is offered (and a wrong one refused by sshd), and shown nowhere.
     @Test func aWrongNetrcPasswordIsRefusedAndNeverShown() async throws {
         let server = try TestSSHServer(passwords: true)

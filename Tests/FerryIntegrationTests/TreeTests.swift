@@ -103,6 +103,20 @@ import TestHTTPServer
         for file in Self.files { #expect(server.headRequests(file.path).isEmpty) }
     }
 
+    /// A listing that arrives in pieces (here in slices every 25 ms, as rclone's chunked PROPFIND answers and a
+    /// slow link send them) is read whole: corelibs' URLSession hands a completion handler the last piece alone.
+    @Test func aListingSentInPiecesIsReadWhole() async throws {
+        let fixtures = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+            .appendingPathComponent("Fixtures/listings/nginx-html")
+        let page = try Data(contentsOf: fixtures.appendingPathComponent("_pub_.body"))
+        var options = ServeOptions(bytesPerSecond: 8 << 10)
+        options.sendContentLength = false
+        server.route("/pub/", .serve(Resource(body: page, contentType: "text/html"), options))
+        let run = try await get("/pub/", ["--depth", "1"])
+        #expect(run.status == 0, "\(run.stderr)")
+        #expect(run.stderr.contains("4 files in 1 directory: 4 to download"), "\(run.stderr)")
+    }
+
     /// Python's http.server lists no sizes: a file already here is asked its size (HEAD), and no file is fetched again.
     @Test func aListingWithoutSizesAsksTheFilesAlreadyHereByHEAD() async throws {
         try serveListings(of: "python")

@@ -29,7 +29,6 @@ public enum TreeGet {
     public static func plan(_ scope: TreeScope, into directory: String, options: TreeWalk.Options,
                             spec: (URL, String, String) -> TransferSpec) async -> TreePlan {
         let walk = TreeWalk(scope: scope, options: options)
-        defer { walk.close() }
         let outcome = await walk.walk()
         var plan = TreePlan()
         plan.found = outcome.files.count
@@ -43,7 +42,7 @@ public enum TreeGet {
             }
         }
         for (url, reason) in outcome.failed {
-            plan.trouble.append("cannot list \(TerminalSafe.sanitize(url.absoluteString)): \(reason)")
+            plan.trouble.append("cannot list \(TerminalSafe.redactedURL(url)): \(reason)")
         }
         plan.incomplete = !outcome.failed.isEmpty
         for loop in outcome.loops {

@@ -94,22 +94,25 @@ public enum TreePut {
     static func remoteListing(_ url: URL, path: [String], scope: TreeScope, requests: TreeRequests) async throws(UsageError) -> [String: ListingEntry]? {
         let answer: TreeRequests.Answer
         switch await requests.send(url, method: "PROPFIND", extra: ["Depth": "1"]) {
-        case let .failure(failure): throw UsageError("cannot reach \(TerminalSafe.sanitize(url.absoluteString)): \(failure.reason)")
+        case let .failure(failure): throw UsageError("cannot reach \(TerminalSafe.redactedURL(url)): \(failure.reason)")
         case let .success(got): answer = got
         }
         switch answer.status {
         case 207:
+            // A multistatus names at least the directory itself: one that names nothing was not read.
+            let listed = DirectoryListing.webdav(answer.body, page: url)
+            guard !listed.isEmpty else { throw UsageError("the WebDAV listing of \(TerminalSafe.redactedURL(url)) could not be read") }
             var entries: [String: ListingEntry] = [:]
-            for (place, entry) in scope.children(of: path, in: DirectoryListing.webdav(answer.body, page: url)) {
+            for (place, entry) in scope.children(of: path, in: listed) {
                 entries[place.path.last!] = entry
             }
             return entries
         case 404:
             return nil
         case 401, 403:
-            throw UsageError("\(TerminalSafe.sanitize(url.absoluteString)) refused the listing (\(answer.status)): check the login")
+            throw UsageError("\(TerminalSafe.redactedURL(url)) refused the listing (\(answer.status)): check the login")
         default:
-            throw UsageError("\(TerminalSafe.sanitize(url.absoluteString)) does not take directories: a WebDAV PROPFIND answered \(answer.status) "
+            throw UsageError("\(TerminalSafe.redactedURL(url)) does not take directories: a WebDAV PROPFIND answered \(answer.status) "
                              + "(put -r uploads to WebDAV servers); nothing was sent")
         }
     }
@@ -118,11 +121,11 @@ public enum TreePut {
     static func makeDirectory(_ url: URL, requests: TreeRequests) async throws(UsageError) {
         switch await requests.send(url, method: "MKCOL") {
         case let .failure(failure):
-            throw UsageError("cannot make \(TerminalSafe.sanitize(url.absoluteString)): \(failure.reason)")
+            throw UsageError("cannot make \(TerminalSafe.redactedURL(url)): \(failure.reason)")
         case let .success(answer) where answer.status == 201 || answer.status == 405:
             return
         case let .success(answer):
-            throw UsageError("cannot make \(TerminalSafe.sanitize(url.absoluteString)): MKCOL answered \(answer.status)")
+            throw UsageError("cannot make \(TerminalSafe.redactedURL(url)): MKCOL answered \(answer.status)")
         }
     }
 }

@@ -29,6 +29,12 @@ public enum DirectoryListing {
     /// The entries of a listing fetched from `page` (its final URL, after redirects).
     public static func entries(_ body: Data, contentType: String?, page: URL) -> [ListingEntry] {
         let type = contentType?.lowercased() ?? ""
+        if type.hasPrefix(DirectoryLines.contentType) {
+            return DirectoryLines.entries(body).compactMap { line in
+                URL(string: encodedSegment(line.name) + (line.isDirectory ? "/" : ""), relativeTo: page)
+                    .map { ListingEntry(url: $0.absoluteURL, isDirectory: line.isDirectory, size: line.size) }
+            }
+        }
         if type.contains("xml"), !type.contains("html") {
             return webdav(body, page: page)
         }

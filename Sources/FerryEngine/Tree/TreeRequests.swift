@@ -1,6 +1,7 @@
 import FerryModel
 import FerryTransport
 import Foundation
+import Synchronization
 #if canImport(FoundationNetworking)
 import FoundationNetworking
 #endif
@@ -19,17 +20,45 @@ public struct TreeRequests: Sendable {
     let userAgent: String
     let timeout: TimeInterval
     let netrc: Netrc?
-    private let session: URLSession
 
     public init(headers: [HTTPHeader], netrcFile: String?, userAgent: String, timeout: TimeInterval) {
         self.headers = headers
         self.userAgent = userAgent
         self.timeout = timeout
         netrc = netrcFile.flatMap(NetrcFiles().netrc(at:))
+    }
+
+    /// One session for the process's tree requests, never released: each request's timeout is its own. Its
+    /// delegate gathers each task's body piece by piece. Not a completion handler: corelibs' protocol client
+    /// keeps only the last piece a URLProtocol hands over for one (`properties[.responseData] = data`), and a
+    /// listing sent in pieces (rclone's chunked PROPFIND answers, an sftp listing line by line) came back as its
+    /// last piece alone. Not a session per walk: corelibs' URLSession with a delegate, released after its tasks
+    /// ended, crashed the process now and then (a release of freed memory as `put -r` ended).
+    private static let shared: (session: URLSession, gatherer: Gatherer) = {
         let configuration = URLSessionConfiguration.keepingNothing
         configuration.protocolClasses = [FerryURLProtocol.self]
-        configuration.timeoutIntervalForRequest = timeout
-        session = URLSession(configuration: configuration)
+        let gatherer = Gatherer()
+        let queue = OperationQueue()
+        queue.maxConcurrentOperationCount = 1
+        return (URLSession(configuration: configuration, delegate: gatherer, delegateQueue: queue), gatherer)
+    }()
+
+    final class Gatherer: NSObject, URLSessionDataDelegate, @unchecked Sendable {
+        private let tasks = Mutex<[Int: (body: Data, done: CheckedContinuation<(Data, URLResponse?, Error?), Never>)]>([:])
+
+        func start(_ task: URLSessionTask, _ done: CheckedContinuation<(Data, URLResponse?, Error?), Never>) {
+            tasks.withLock { $0[task.taskIdentifier] = (Data(), done) }
+            task.resume()
+        }
+
+        func urlSession(_ session: URLSession, dataTask: URLSessionDataTask, didReceive data: Data) {
+            tasks.withLock { $0[dataTask.taskIdentifier]?.body.append(data) }
+        }
+
+        func urlSession(_ session: URLSession, task: URLSessionTask, didCompleteWithError error: Error?) {
+            guard let (body, done) = tasks.withLock({ $0.removeValue(forKey: task.taskIdentifier) }) else { return }
+            done.resume(returning: (body, task.response, error))
+        }
     }
 
     /// `method` of `url` with no body; `extra` headers beside the items' own. The answer, or why there is none
@@ -41,18 +70,11 @@ public struct TreeRequests: Sendable {
                                              credentials: HostCredentials(netrc: netrc))
         for (name, value) in extra { request.setValue(value, forHTTPHeaderField: name) }
         let answer: (Data?, URLResponse?, Error?) = await withCheckedContinuation { continuation in
-            session.dataTask(with: request) { data, response, error in
-                continuation.resume(returning: (data, response, error))
-            }.resume()
+            Self.shared.gatherer.start(Self.shared.session.dataTask(with: request), continuation)
         }
         if let error = answer.2 { return .failure(TreeRequestFailure(reason: error.localizedDescription)) }
         guard let response = answer.1 as? HTTPURLResponse else { return .failure(TreeRequestFailure(reason: "no HTTP answer")) }
         return .success(Answer(status: response.statusCode, response: response, body: answer.0 ?? Data()))
-    }
-
-    /// Ends the session (its connections); once done with it.
-    public func close() {
-        session.finishTasksAndInvalidate()
     }
 }
 

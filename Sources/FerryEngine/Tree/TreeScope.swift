@@ -21,9 +21,9 @@ public struct TreeScope: Sendable {
         public var relative: String { path.joined(separator: "/") }
     }
 
-    /// nil when `root` is no http(s) URL with a host.
+    /// nil when `root` is no URL with a host of a scheme whose directories can be listed (http, https, sftp, ftp).
     public init?(root: URL) {
-        guard let scheme = root.scheme?.lowercased(), scheme == "http" || scheme == "https", root.host() != nil else { return nil }
+        guard TransferScheme(root)?.listsDirectories == true, root.host() != nil else { return nil }
         var text = root.absoluteString
         if let hash = text.firstIndex(of: "#") { text = String(text[..<hash]) }
         if let question = text.firstIndex(of: "?") { text = String(text[..<question]) }
@@ -38,7 +38,7 @@ public struct TreeScope: Sendable {
     /// a "/" or NUL that was encoded, nothing left once made safe).
     public func place(of url: URL) -> Place? {
         guard url.scheme?.lowercased() == root.scheme?.lowercased(),
-              url.host()?.lowercased() == root.host()?.lowercased(),
+              url.host()?.lowercased() == root.host()?.lowercased(), url.user == root.user,
               Self.port(of: url) == Self.port(of: root),
               url.query == nil, url.fragment == nil,
               let segments = Self.segments(of: url),
@@ -73,6 +73,6 @@ public struct TreeScope: Sendable {
     }
 
     static func port(of url: URL) -> Int {
-        url.port ?? (url.scheme?.lowercased() == "https" ? 443 : 80)
+        url.port ?? TransferScheme(url)?.defaultPort ?? 0
     }
 }

@@ -44,6 +44,8 @@ public struct TreeWalk: Sendable {
     /// How a tree's directories are listed: a GET of each (an HTML or JSON index), or a WebDAV PROPFIND.
     public enum ListingMethod: Sendable {
         case index, webdav
+        /// sftp and ftp: a `LIST` of the directory, `ls -l` lines (DirectoryLines).
+        case lines
     }
 
     /// What a walk found.
@@ -78,11 +80,6 @@ public struct TreeWalk: Sendable {
         var ancestors: [Set<String>]
     }
 
-    /// Ends the walk's session (its connections); call once done with `walk` and `remoteSize`.
-    public func close() {
-        requests.close()
-    }
-
     /// What a HEAD of a file says its size is (a 200's Content-Length), for a listing that gives none.
     public func remoteSize(_ url: URL) async -> Int64? {
         guard case let .success(answer) = await requests.send(url, method: "HEAD"), answer.status == 200,
@@ -96,9 +93,9 @@ public struct TreeWalk: Sendable {
         var pending = [Pending(url: scope.root, path: [], ancestors: [])]
         // A WebDAV server answers a PROPFIND of the start directory with 207: the tree is listed so (every file's
         // size and time). Any other answer (nginx's 405, Python's 501, an index page) means indexes are read.
-        var method = options.listing ?? .index
+        var method = options.listing ?? (TransferScheme(scope.root)?.isHTTP == false ? .lines : .index)
         var probed: Result<(URL, [ListingEntry]), ListingFailure>?
-        if options.listing == nil, case let .success(listing) = await fetch(scope.root, method: .webdav) {
+        if options.listing == nil, method == .index, case let .success(listing) = await fetch(scope.root, method: .webdav) {
             method = .webdav
             probed = .success(listing)
         }
@@ -189,7 +186,8 @@ public struct TreeWalk: Sendable {
     private func fetch(_ url: URL, method: ListingMethod) async -> Result<(URL, [ListingEntry]), FetchFailure> {
         // A PROPFIND without a body asks for every property (RFC 4918, 9.1); Depth 1: the directory and its entries.
         let answer: TreeRequests.Answer
-        switch await requests.send(url, method: method == .webdav ? "PROPFIND" : "GET", extra: method == .webdav ? ["Depth": "1"] : [:]) {
+        let verb = switch method { case .index: "GET"; case .webdav: "PROPFIND"; case .lines: "LIST" }
+        switch await requests.send(url, method: verb, extra: method == .webdav ? ["Depth": "1"] : [:]) {
         case let .failure(failure): return .failure(FetchFailure(reason: failure.reason, retryable: true))
         case let .success(got): answer = got
         }
@@ -200,10 +198,15 @@ public struct TreeWalk: Sendable {
         let page = answer.response.url ?? url
         // A redirect out of the tree is not followed into it.
         guard page == url || scope.place(of: page) != nil || Self.key(page) == Self.key(scope.root) else {
-            return .failure(FetchFailure(reason: "redirected out of the tree, to \(TerminalSafe.sanitize(page.absoluteString))", retryable: false))
+            return .failure(FetchFailure(reason: "redirected out of the tree, to \(TerminalSafe.redactedURL(page))", retryable: false))
         }
         let type = answer.response.value(forHTTPHeaderField: "Content-Type")
-        return .success((page, method == .webdav ? DirectoryListing.webdav(answer.body, page: page)
-                                                 : DirectoryListing.entries(answer.body, contentType: type, page: page)))
+        if method == .webdav {
+            // A multistatus names at least the directory itself: one that names nothing was not read (cut short).
+            let entries = DirectoryListing.webdav(answer.body, page: page)
+            guard !entries.isEmpty else { return .failure(FetchFailure(reason: "the WebDAV listing could not be read", retryable: true)) }
+            return .success((page, entries))
+        }
+        return .success((page, DirectoryListing.entries(answer.body, contentType: type, page: page)))
     }
 }
