@@ -88,7 +88,7 @@ public enum TerminalSafe {
     }
 
     /// Removes the userinfo part ("user:password@") of the authority of a URL string, if any.
-    static func removingUserInfo(_ s: String) -> String {
+    public static func removingUserInfo(_ s: String) -> String {
         // No "@": no userinfo (the usual case, and a search here costs more than the check).
         guard s.utf8.contains(UInt8(ascii: "@")) else { return s }
         guard let schemeEnd = s.range(of: "://") else { return s }

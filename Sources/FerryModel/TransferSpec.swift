@@ -168,6 +168,21 @@ public struct TransferSpec: Sendable, Codable, Equatable {
     /// The path only: the secret stays in the user's file, out of the queue's store.
     public var netrcFile: String?
 
+    /// Downloads of a tree (`get -r`): the server's file as its listing described it. The copy is the server's
+    /// (FileFinisher): it takes the server's modification time, is marked as ferry's with the URL it came from
+    /// (`user.xdg.origin.url`, as wget --xattr marks it), and replaces ferry's own earlier copy of the file,
+    /// never another file. A server file that changed is another transfer (`identity`).
+    public var mirror: MirrorOf?
+
+    public struct MirrorOf: Sendable, Codable, Equatable {
+        public var size: Int64?
+        public var modified: Date?
+        public init(size: Int64?, modified: Date?) {
+            self.size = size
+            self.modified = modified
+        }
+    }
+
     public init(download url: URL, directory: String, fileName: String? = nil, sha256: String? = nil, headers: [HTTPHeader] = [],
                 segments: Int? = nil) {
         self.direction = .download
@@ -266,7 +281,10 @@ extension TransferSpec {
     public var identity: String? {
         switch direction {
         case .download:
-            return ["get", url.absoluteString, directory, fileName ?? ""].joined(separator: "\u{1F}")
+            var words = ["get", url.absoluteString, directory, fileName ?? ""]
+            // A tree's file that changed on the server is fetched again, not found done.
+            if let mirror { words.append("\(mirror.size ?? -1) \(mirror.modified.map { Int64($0.timeIntervalSince1970) } ?? -1)") }
+            return words.joined(separator: "\u{1F}")
         case .upload:
             guard let upload, upload.isRepeatable else { return nil }
             var words = ["put", upload.method, url.absoluteString]

@@ -22,7 +22,9 @@ public final class NameClaims: Sendable {
     /// Returns the chosen base name and the open descriptor of the new `.part` file.
     /// `beforeCreating` learns each candidate just before its `.part` file is created (so the queue can
     /// record the name first: a crash can then never leave a `.part` file the queue does not know).
-    package func claim(directory: String, name: String,
+    /// With `replacingCopyOf`, the name of a file that is ferry's own copy of that URL (FileOrigin) is free for it:
+    /// the copy is replaced when the new one is published.
+    package func claim(directory: String, name: String, replacingCopyOf url: URL? = nil,
                beforeCreating: (String) -> Void = { _ in }) throws(TransferFailure) -> (name: String, fd: Int32) {
         let dir = resolved.withLock { $0[directory] } ?? FileNaming.resolvedDirectory(directory)
         if let dir { resolved.withLock { $0[directory] = dir } }
@@ -37,7 +39,8 @@ public final class NameClaims: Sendable {
             if taken { continue }
             // Asked once the name is held here: another transfer of this process releases a name only after its
             // file has it, so a name asked about now is never one being published meanwhile.
-            let entry = dir.map { FileNaming.entry(resolvedDirectory: $0, name: candidate) } ?? .refused
+            var entry = dir.map { FileNaming.entry(resolvedDirectory: $0, name: candidate) } ?? .refused
+            if entry == .taken, n == 0, let url, FileOrigin.isCopy(at: finalPath, of: url) { entry = .free }
             guard entry == .free else {
                 release(directory: directory, name: candidate)
                 if entry == .taken { continue }
@@ -78,8 +81,14 @@ public final class NameClaims: Sendable {
 
     /// Moves a finished `.part` file to its final name without ever replacing a file; when the name was
     /// taken meanwhile (by another program), the next free numbered name is used. Returns the base name used.
-    package func publish(directory: String, name: String) throws(TransferFailure) -> String {
+    /// With `replacingCopyOf`, a file already under the name that is ferry's own copy of that URL (FileOrigin) is
+    /// replaced (renamed over, at once); any other file keeps its name and this one takes the next free one.
+    package func publish(directory: String, name: String, replacingCopyOf url: URL? = nil) throws(TransferFailure) -> String {
         let partPath = PartialFile.path(directory: directory, name: name)
+        if let url, FileOrigin.isCopy(at: directory + "/" + name, of: url), rename(partPath, directory + "/" + name) == 0 {
+            Self.syncDirectory(directory)
+            return name
+        }
         for n in 0..<Self.maxAttempts {
             let candidate = n == 0 ? name : FileNaming.numbered(name, n)
             if n > 0 {

@@ -1,3 +1,4 @@
+@testable import FerryStorage
 import FerryCore
 import Foundation
 import Testing
@@ -139,7 +140,7 @@ import TestHTTPServer
         let run = try await get("/pub/")
         #expect(run.status == 0, "\(run.stderr)")
         #expect(FileManager.default.contents(atPath: out + "/top.txt") == Data("mine\n".utf8))
-        #expect(run.stderr.contains("top.txt: here with 5 bytes, the server's has 4: ferry does not replace a file it finds"), "\(run.stderr)")
+        #expect(run.stderr.contains("top.txt: here with 5 bytes, the server's has 4: ferry does not replace a file it did not write"), "\(run.stderr)")
         #expect(run.stderr.contains("is not a directory (a symlink is not followed)"), "\(run.stderr)")
         #expect(try FileManager.default.contentsOfDirectory(atPath: outside.path).isEmpty)
         #expect(run.stderr.contains("10 files in 9 directories: 7 to download, 0 already here, 3 left alone"), "\(run.stderr)")
@@ -174,6 +175,41 @@ import TestHTTPServer
     }
 
     // MARK: put -r
+
+    /// nginx's JSON listing of files (name, size, time).
+    static func jsonListing(_ files: [(name: String, size: Int, modified: String)]) -> Behavior {
+        let items = files.map { "{ \"name\":\"\($0.name)\", \"type\":\"file\", \"mtime\":\"\($0.modified)\", \"size\":\($0.size) }" }
+        return .serve(Resource(body: Data(("[\n" + items.joined(separator: ",\n") + "\n]").utf8), contentType: "application/json"))
+    }
+
+    /// A re-run after the server's files changed: ferry's own copies are fetched again and replaced in place (a
+    /// change of size, or of time alone), with the server's time; a file ferry did not write is left alone.
+    @Test func aChangedServerFileReplacesFerrysOwnCopyAndNoOtherFile() async throws {
+        let (t1, t2) = ("Fri, 27 Nov 2026 10:00:00 GMT", "Sat, 28 Nov 2026 09:30:15 GMT")
+        server.route("/m/", Self.jsonListing([("a.txt", 3, t1), ("c.txt", 3, t1)]))
+        server.route("/m/a.txt", .serve(Resource(body: Data("v1\n".utf8), lastModified: t1)))
+        server.route("/m/c.txt", .serve(Resource(body: Data("c1\n".utf8), lastModified: t1)))
+        let first = try await get("/m/")
+        #expect(first.status == 0, "\(first.stderr)")
+        let a = out + "/a.txt"
+        #expect(FileOrigin.url(at: a) == server.url("/m/a.txt").absoluteString)
+        #expect((try FileManager.default.attributesOfItem(atPath: a)[.modificationDate] as? Date) == HTTPDate.parse(t1))
+
+        try Data("mine\n".utf8).write(to: URL(fileURLWithPath: out + "/b.txt"))
+        server.route("/m/", Self.jsonListing([("a.txt", 5, t2), ("b.txt", 2, t2), ("c.txt", 3, t2)]))
+        server.route("/m/a.txt", .serve(Resource(body: Data("v2-a\n".utf8), lastModified: t2)))
+        server.route("/m/b.txt", .serve(Resource(body: Data("b\n".utf8), lastModified: t2)))
+        server.route("/m/c.txt", .serve(Resource(body: Data("c2\n".utf8), lastModified: t2)))
+        let again = try await get("/m/")
+        #expect(again.status == 0, "\(again.stderr)")
+        #expect(again.stderr.contains("3 files in 1 directory: 2 to download (2 changed on the server), 0 already here, 1 left alone"), "\(again.stderr)")
+        #expect(again.stderr.contains("b.txt: here with 5 bytes, the server's has 2: ferry does not replace a file it did not write"), "\(again.stderr)")
+        #expect(FileManager.default.contents(atPath: a) == Data("v2-a\n".utf8))
+        #expect(FileManager.default.contents(atPath: out + "/c.txt") == Data("c2\n".utf8))
+        #expect(FileManager.default.contents(atPath: out + "/b.txt") == Data("mine\n".utf8))
+        #expect((try FileManager.default.attributesOfItem(atPath: a)[.modificationDate] as? Date) == HTTPDate.parse(t2))
+        #expect(Set(try FileManager.default.contentsOfDirectory(atPath: out)) == ["a.txt", "b.txt", "c.txt"], "\(again.stderr)")
+    }
 
     /// A WebDAV answer listing `directory` and its entries (nil size: a collection).
     static func multistatus(_ directory: String, _ entries: [(href: String, size: Int?)]) -> Data {

@@ -7,8 +7,10 @@ public struct TreePlan: Sendable {
     public var specs: [TransferSpec] = []
     public var found = 0
     public var listed = 0
-    /// Files already in DIR with the server's size.
+    /// Files already in DIR with the server's size and time.
     public var present = 0
+    /// Of `specs`, those that replace ferry's own older copy (the server's file changed).
+    public var replacing = 0
     /// Files left as they are, and why (one line each).
     public var leftAlone: [String] = []
     /// Listings that failed after their retries, and loops not walked (one line each).
@@ -19,7 +21,8 @@ public struct TreePlan: Sendable {
     /// "12 files in 4 directories: 3 to download, 9 already here, 0 left alone".
     public var summary: String {
         "\(found) \(found == 1 ? "file" : "files") in \(listed) \(listed == 1 ? "directory" : "directories"): "
-            + "\(specs.count) to download, \(present) already here, \(leftAlone.count) left alone"
+            + "\(specs.count) to download\(replacing > 0 ? " (\(replacing) changed on the server)" : ""), \(present) already here, "
+            + "\(leftAlone.count) left alone"
     }
 }
 
@@ -35,8 +38,12 @@ public enum TreeGet {
         plan.listed = outcome.listed
         let sync = TreeSync(directory: directory)
         for file in outcome.files {
-            switch await sync.decide(file, remoteSize: walk.remoteSize) {
-            case let .fetch(into, name): plan.specs.append(spec(file.place.url, into, name))
+            switch await sync.decide(file, facts: walk.remoteFacts) {
+            case let .fetch(into, name, mirror, replaces):
+                var made = spec(file.place.url, into, name)
+                made.mirror = mirror
+                plan.specs.append(made)
+                if replaces { plan.replacing += 1 }
             case .present: plan.present += 1
             case let .leftAlone(reason): plan.leftAlone.append("\(TerminalSafe.sanitize(file.place.relative)): \(reason)")
             }

@@ -248,7 +248,8 @@ final class RangeRun: TaskRun {
         let validators = Validators(etag: http.value(forHTTPHeaderField: "ETag"),
                                     lastModified: http.value(forHTTPHeaderField: "Last-Modified"), totalLength: total)
         do throws(TransferFailure) {
-            return .success(try names.claim(directory: start.spec.directory, name: name) { candidate in
+            return .success(try names.claim(directory: start.spec.directory, name: name,
+                                            replacingCopyOf: start.spec.mirror == nil ? nil : start.spec.url) { candidate in
                 claiming?(candidate, validators)
             })
         } catch {

@@ -86,9 +86,10 @@ extension TransferManager {
             case let .finish(handover, token):
                 let spec = transfer.spec
                 let file = handover ?? segmentsHandover(transfer)
+                let modified = transfer.validators.lastModified.flatMap(HTTPDate.parse)
                 out.append { [finishQueue, names] in
                     finishQueue.async {
-                        let result = FileFinisher.finish(file, spec: spec, names: names)
+                        let result = FileFinisher.finish(file, spec: spec, names: names, modified: modified)
                         self.event(id) { $0.finished(token: token, result) }
                     }
                 }

@@ -13,6 +13,8 @@ public struct ListingEntry: Sendable, Equatable {
     public var size: Int64?
     /// When the listing says it (to the minute in nginx's HTML, to the second in its JSON).
     public var modified: Date?
+    /// Seconds `modified` is given to: 60 for a listing that writes minutes.
+    public var precision: TimeInterval = 1
 
     public init(url: URL, isDirectory: Bool, size: Int64? = nil, modified: Date? = nil) {
         self.url = url
@@ -178,7 +180,10 @@ public enum DirectoryListing {
                           let url = URL(string: href.trimmingCharacters(in: .whitespacesAndNewlines), relativeTo: base)?.absoluteURL {
                     let isDirectory = url.path(percentEncoded: true).hasSuffix("/")
                     var entry = ListingEntry(url: url, isDirectory: isDirectory)
-                    if let (modified, size) = nginxFigures(after: node) ?? rowFigures(of: node) {
+                    if let (modified, size) = nginxFigures(after: node) {
+                        (entry.modified, entry.precision) = (modified, 60)
+                        if !isDirectory { entry.size = size }
+                    } else if let (modified, size) = rowFigures(of: node) {
                         entry.modified = modified
                         if !isDirectory { entry.size = size }
                     }

@@ -1,13 +1,15 @@
 import FerryModel
+import FerryStorage
 import Foundation
 
 /// What a tree's walk becomes on disk (`ferry get -r URL -o DIR`): the files to download, each into the
 /// directory its place in the tree names under DIR, and what is left as it is.
 ///
-/// A re-run is a sync: a file already in DIR with the server's size (from the listing, or a HEAD when the
-/// listing gives none) is not requested again. A file in DIR that differs, and anything in DIR that is not a
-/// plain file or directory (a symlink is never followed, out of DIR or anywhere), is left alone and said: ferry
-/// does not replace a file it finds.
+/// A re-run is a sync: a file already in DIR with the server's size and time (from the listing, or a HEAD when the
+/// listing gives no size) is not requested again. One that differs is fetched again when it is ferry's own copy
+/// of that URL (FileOrigin: marked when it was downloaded), and replaces it; any other file that differs, and
+/// anything in DIR that is not a plain file or directory (a symlink is never followed, out of DIR or anywhere),
+/// is left alone and said: ferry does not replace a file it did not write.
 public struct TreeSync: Sendable {
     /// Where the tree goes (absolute, resolved).
     public let directory: String
@@ -17,17 +19,18 @@ public struct TreeSync: Sendable {
     }
 
     public enum Decision: Sendable, Equatable {
-        /// Download it into `directory` (made under DIR) as `name`.
-        case fetch(directory: String, name: String)
-        /// Already here with the server's size.
+        /// Download it into `directory` (made under DIR) as `name`: the server's file as the walk saw it
+        /// (`TransferSpec.mirror`). `replaces`: ferry's own older copy is there.
+        case fetch(directory: String, name: String, mirror: TransferSpec.MirrorOf, replaces: Bool)
+        /// Already here with the server's size and time.
         case present
         /// Not touched, and why.
         case leftAlone(String)
     }
 
-    /// What to do with `file`. `remoteSize` is asked (a HEAD) only for a file that is already here and whose
-    /// listing gave no size.
-    public func decide(_ file: TreeFile, remoteSize: (URL) async -> Int64?) async -> Decision {
+    /// What to do with `file`. `facts` (a HEAD) is asked only for a file that is already here and whose listing
+    /// gave no size.
+    public func decide(_ file: TreeFile, facts: (URL) async -> (size: Int64?, modified: Date?)) async -> Decision {
         let names = file.place.path
         guard let name = names.last else { return .leftAlone("no name") }
         let parent: String
@@ -38,15 +41,25 @@ public struct TreeSync: Sendable {
         let path = parent + "/" + name
         var info = stat()
         guard lstat(path, &info) == 0 else {
-            return errno == ENOENT ? .fetch(directory: parent, name: name) : .leftAlone(String(cString: strerror(errno)))
+            guard errno == ENOENT else { return .leftAlone(String(cString: strerror(errno))) }
+            return .fetch(directory: parent, name: name, mirror: .init(size: file.size, modified: file.modified), replaces: false)
         }
         guard info.st_mode & S_IFMT == S_IFREG else { return .leftAlone("here, and not a plain file") }
-        let here = Int64(info.st_size)
-        guard let there = await file.size.asyncOr({ await remoteSize(file.place.url) }) else {
-            return .leftAlone("the server does not say its size, so it is not known to be the same")
+        var (size, modified, precision) = (file.size, file.modified, file.precision)
+        if size == nil {
+            (size, modified) = await facts(file.place.url)
+            precision = 1
         }
-        return here == there ? .present
-            : .leftAlone("here with \(here) bytes, the server's has \(there): ferry does not replace a file it finds")
+        guard let size else { return .leftAlone("the server does not say its size, so it is not known to be the same") }
+        let here = Int64(info.st_size)
+        let hereTime = TimeInterval(info.st_mtim.tv_sec)
+        let sameTime = modified.map { floor(hereTime / precision) == floor($0.timeIntervalSince1970.rounded(.down) / precision) } ?? true
+        if here == size, sameTime { return .present }
+        if FileOrigin.isCopy(at: path, of: file.place.url) {
+            return .fetch(directory: parent, name: name, mirror: .init(size: size, modified: modified), replaces: true)
+        }
+        let differs = here != size ? "here with \(here) bytes, the server's has \(size)" : "here with another modification time than the server's"
+        return .leftAlone("\(differs): ferry does not replace a file it did not write")
     }
 
     /// The directory at `path` below DIR, made where missing (each level a plain directory: a symlink or a file
@@ -75,9 +88,3 @@ struct Refusal: Error {
     var reason: String
 }
 
-private extension Optional where Wrapped == Int64 {
-    func asyncOr(_ fallback: () async -> Int64?) async -> Int64? {
-        if let self { return self }
-        return await fallback()
-    }
-}

@@ -10,6 +10,8 @@ public struct TreeFile: Sendable, Equatable {
     public var place: TreeScope.Place
     public var size: Int64?
     public var modified: Date?
+    /// Seconds `modified` is given to (60: a listing that writes minutes).
+    public var precision: TimeInterval = 1
 }
 
 /// Walks a tree of directory listings under a start URL (`ferry get -r`): each directory's listing is fetched
@@ -80,11 +82,11 @@ public struct TreeWalk: Sendable {
         var ancestors: [Set<String>]
     }
 
-    /// What a HEAD of a file says its size is (a 200's Content-Length), for a listing that gives none.
-    public func remoteSize(_ url: URL) async -> Int64? {
-        guard case let .success(answer) = await requests.send(url, method: "HEAD"), answer.status == 200,
-              answer.response.expectedContentLength >= 0 else { return nil }
-        return answer.response.expectedContentLength
+    /// What a HEAD of a file says of it (a 200's Content-Length and Last-Modified), for a listing that gives no size.
+    public func remoteFacts(_ url: URL) async -> (size: Int64?, modified: Date?) {
+        guard case let .success(answer) = await requests.send(url, method: "HEAD"), answer.status == 200 else { return (nil, nil) }
+        let length = answer.response.expectedContentLength
+        return (length >= 0 ? length : nil, answer.response.value(forHTTPHeaderField: "Last-Modified").flatMap(HTTPDate.parse))
     }
 
     public func walk() async -> Outcome {
@@ -131,7 +133,7 @@ public struct TreeWalk: Sendable {
                             if let depth = options.depth, place.path.count >= depth { continue }
                             pending.append(Pending(url: place.url, path: place.path, ancestors: directory.ancestors + [signature]))
                         } else if wanted(place.relative) {
-                            outcome.files.append(TreeFile(place: place, size: entry.size, modified: entry.modified))
+                            outcome.files.append(TreeFile(place: place, size: entry.size, modified: entry.modified, precision: entry.precision))
                         }
                     }
                 }

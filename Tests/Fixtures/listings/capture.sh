@@ -128,39 +128,10 @@ http {
 CONF
 
 M=/usr/lib/apache2/modules
-cat > "$WORK/apache/apache2.conf" <<CONF
-ServerRoot /etc/apache2
-DefaultRuntimeDir $WORK/apache
-PidFile $WORK/apache/apache2.pid
-Mutex file:$WORK/apache default
-ErrorLog $WORK/apache/error.log
-Listen 127.0.0.1:${PORT[apache]}
-ServerName 127.0.0.1
-User www-data
-Group www-data
-LoadModule mpm_event_module $M/mod_mpm_event.so
-LoadModule authz_core_module $M/mod_authz_core.so
-LoadModule mime_module $M/mod_mime.so
-LoadModule dir_module $M/mod_dir.so
-LoadModule autoindex_module $M/mod_autoindex.so
-LoadModule alias_module $M/mod_alias.so
-# Debian's stock module/conf files, unchanged
-Include /etc/apache2/mods-available/mime.conf
-Include /etc/apache2/mods-available/dir.conf
-Include /etc/apache2/mods-available/autoindex.conf
-Include /etc/apache2/mods-available/alias.conf
-Include /etc/apache2/conf-available/security.conf
-DocumentRoot $TREE
-<Directory $TREE>
-    Options Indexes FollowSymLinks
-    AllowOverride None
-    Require all granted
-</Directory>
-CONF
-
-# mod_dav + mod_dav_fs: the listing setup above plus Dav On (config dir, port, root)
-dav_apache_conf() {
-  local d="$WORK/$1"; mkdir -p "$d/run" "$d/lock"; chown www-data:www-data "$d/lock"
+# Apache from Debian's stock module/conf files, unchanged: apache_conf NAME PORT ROOT [dav] writes
+# $WORK/NAME/apache2.conf (mod_autoindex listings; with "dav", mod_dav + mod_dav_fs and Dav On as well).
+apache_conf() {
+  local d="$WORK/$1" dav=${4:-}; mkdir -p "$d/run" "$d/lock"; chown www-data:www-data "$d/lock"
   cat > "$d/apache2.conf" <<CONF
 ServerRoot /etc/apache2
 DefaultRuntimeDir $d/run
@@ -177,25 +148,24 @@ LoadModule mime_module $M/mod_mime.so
 LoadModule dir_module $M/mod_dir.so
 LoadModule autoindex_module $M/mod_autoindex.so
 LoadModule alias_module $M/mod_alias.so
-LoadModule dav_module $M/mod_dav.so
-LoadModule dav_fs_module $M/mod_dav_fs.so
+$([ -n "$dav" ] && printf 'LoadModule dav_module %s/mod_dav.so\nLoadModule dav_fs_module %s/mod_dav_fs.so\nDavLockDB %s/lock/DavLock' "$M" "$M" "$d")
 Include /etc/apache2/mods-available/mime.conf
 Include /etc/apache2/mods-available/dir.conf
 Include /etc/apache2/mods-available/autoindex.conf
 Include /etc/apache2/mods-available/alias.conf
 Include /etc/apache2/conf-available/security.conf
-DavLockDB $d/lock/DavLock
 DocumentRoot $3
 <Directory $3>
     Options Indexes FollowSymLinks
     AllowOverride None
     Require all granted
-    Dav On
+    $([ -n "$dav" ] && echo "Dav On")
 </Directory>
 CONF
 }
-dav_apache_conf apache-dav "${DAV_PORT[webdav-apache]}" "$TREE"
-dav_apache_conf apache-dav-scratch "${SCRATCH_PORT[webdav-apache]}" "$WORK/dav-scratch/webdav-apache"
+apache_conf apache "${PORT[apache]}" "$TREE"
+apache_conf apache-dav "${DAV_PORT[webdav-apache]}" "$TREE" dav
+apache_conf apache-dav-scratch "${SCRATCH_PORT[webdav-apache]}" "$WORK/dav-scratch/webdav-apache" dav
 
 cat > "$WORK/lighttpd/lighttpd.conf" <<CONF
 server.modules = ( "mod_indexfile", "mod_access", "mod_alias", "mod_redirect" )

@@ -1,0 +1,2 @@
+// Extended attributes (libc's, no library to link): which files are ferry's copies (FileOrigin).
+#include <sys/xattr.h>
