@@ -27,6 +27,10 @@ final class FileWire {
         /// A directory's listing (`LIST` of a path ending in "/"; a tree's walk asks it): `ls -l` lines, as sftp
         /// servers and most ftp servers write them.
         case list
+        /// A directory made (`MKCOL` of a path ending in "/", as WebDAV asks it; a tree's upload asks it): sftp's
+        /// `mkdir`, ftp's `MKD` (libcurl's, as it walks into it). Answered 201, or 405 when the server refused it (there already, or not allowed:
+        /// the uploads into it then say which).
+        case makeDirectory
         /// A method a file protocol has no meaning for (POST, DELETE, ...).
         case unsupported(String)
     }
@@ -68,12 +72,14 @@ final class FileWire {
             ask = .get(from: asked?.from ?? 0, end: asked?.end, ifRange: header("If-Range"))
         case "LIST" where url.hasDirectoryPath && scheme.listsDirectories:
             ask = .list
+        case "MKCOL" where url.hasDirectoryPath && scheme.listsDirectories:
+            ask = .makeDirectory
         default:
             ask = .unsupported(method)
         }
         switch ask {
         case .head: step = .stat
-        case .list: step = .transfer
+        case .list, .makeDirectory: step = .transfer
         case let .get(from, end, _) where part.offersRanges && (from > 0 || end != nil): step = .stat
         case .get where !part.knowsTheFileWhenTheBodyStarts: step = .stat
         default: step = .transfer
@@ -117,7 +123,11 @@ final class FileWire {
     var refusal: (FailureKind, String)? {
         if case let .unsupported(method) = ask {
             return (.badURL, "\(scheme.rawValue) cannot \(TerminalSafe.sanitize(method)): it reads (GET), writes (PUT) or looks at (HEAD) a file,"
-                    + " or lists a directory (LIST, sftp and ftp)")
+                    + " or lists or makes a directory (LIST, MKCOL; sftp and ftp)")
+        }
+        // A directory's name goes into a protocol command line: a line break in it would end the command.
+        if case .makeDirectory = ask, url.path(percentEncoded: false).unicodeScalars.contains(where: { $0.value < 0x20 || $0.value == 0x7F }) {
+            return (.badURL, "cannot make a directory whose name holds a control character: \(TerminalSafe.redactedURL(url))")
         }
         // A path ending in / names a directory (libcurl would hand over its listing as if it were the file).
         if case .get = ask, url.hasDirectoryPath {
@@ -136,6 +146,16 @@ final class FileWire {
         switch (step, ask) {
         case (.stat, _):
             set(FERRY_CURLOPT_NOBODY, 1)
+        case (.transfer, .makeDirectory):
+            set(FERRY_CURLOPT_NOBODY, 1)
+            if scheme.overSSH {
+                quote = ferry_curl_slist_append(nil, makeDirectoryCommand)
+                _ = ferry_curl_easy_setopt_pointer(easy, FERRY_CURLOPT_QUOTE, quote)
+            } else {
+                // ftp: libcurl walks into the directory (CWD by CWD) and makes what is missing (MKD), relative to
+                // where the login starts even on a connection a listing left elsewhere (a quoted MKD is not).
+                set(FERRY_CURLOPT_FTP_CREATE_MISSING_DIRS, 1)
+            }
         case let (.transfer, .put(from)):
             set(FERRY_CURLOPT_UPLOAD, 1)
             _ = ferry_curl_easy_setopt_offset(easy, FERRY_CURLOPT_INFILESIZE_LARGE, bodyLength.map { from + $0 } ?? -1)
@@ -153,6 +173,22 @@ final class FileWire {
         }
     }
 
+    /// The command list a directory's making sends (freed with the wire).
+    private var quote: UnsafeMutableRawPointer?
+
+    deinit {
+        if let quote { ferry_curl_slist_free_all(quote) }
+    }
+
+    /// sftp: `mkdir "PATH"` (libcurl's quoting: a backslash and `"` escaped; a `/~/` path is the home's).
+    private var makeDirectoryCommand: String {
+        var path = url.path(percentEncoded: false)
+        while path.count > 1, path.hasSuffix("/") { path.removeLast() }
+        if path.hasPrefix("/~/") { path = String(path.dropFirst(3)) }
+        let quoted = path.replacingOccurrences(of: "\\", with: "\\\\").replacingOccurrences(of: "\"", with: "\\\"")
+        return "mkdir \"\(quoted)\""
+    }
+
     /// What a step's end leads to.
     enum Next {
         /// The next step, on a new handle (the answer, if any, is handed over first).
@@ -164,6 +200,9 @@ final class FileWire {
 
     /// The step ended with libcurl's `result`.
     func ended(_ easy: UnsafeMutableRawPointer, result: Int, curlMessage: String, osError: Int32, idleTimeout: TimeInterval) -> Next {
+        if case .makeDirectory = ask, result == FERRY_CURLE_OK || result == FERRY_CURLE_QUOTE_ERROR {
+            return .done(takeAnswer(status: result == FERRY_CURLE_OK ? 201 : 405, headers: ["Content-Length": "0"]))
+        }
         guard result == FERRY_CURLE_OK else {
             if case .head = ask, result == FERRY_CURLE_REMOTE_FILE_NOT_FOUND {
                 // Asked whether the file is there: it is not (an upload then starts at 0).
@@ -186,7 +225,7 @@ final class FileWire {
             switch ask {
             case .put:
                 return .done(takeAnswer(status: 201, headers: ["Content-Length": "0"]))
-            case .get, .head, .list, .unsupported:
+            case .get, .head, .list, .makeDirectory, .unsupported:
                 return .done(answerBeforeBody(easy))
             }
         }

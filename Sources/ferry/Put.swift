@@ -44,7 +44,7 @@ struct Put: AsyncParsableCommand {
     @Flag(name: .customLong("no-resumable"), help: "Do not offer the IETF resumable-upload protocol: a cut sends the file again whole.")
     var noResumable = false
 
-    @Flag(name: [.customShort("r"), .customLong("recursive")], help: "Upload the tree under the directory FILE to a WebDAV server's URL/, keeping its layout (MKCOL, then a PUT per file). Again: only what the server lacks.")
+    @Flag(name: [.customShort("r"), .customLong("recursive")], help: "Upload the tree under the directory FILE to URL/ (a WebDAV server, sftp or ftp), keeping its layout (each directory made, then a file per item). Again: only what the server lacks.")
     var recursive = false
 
     @OptionGroup var limit: RateLimitOption
@@ -81,8 +81,8 @@ struct Put: AsyncParsableCommand {
         var text = url
         if !text.hasSuffix("/") { text += "/" }
         let target = try InputValidation.url(text)
-        guard TransferScheme(target)?.isHTTP == true else {
-            throw UsageError("put -r uploads to WebDAV servers over http(s); \(TransferScheme(target)?.protocolName ?? "this") directories are not written yet")
+        guard TransferScheme(target)?.listsDirectories == true else {
+            throw UsageError("put -r uploads to WebDAV servers over http(s), and over sftp and ftp; scp cannot list a directory (use sftp://)")
         }
         let source = try InputValidation.readableDirectory(file, relativeTo: FileManager.default.currentDirectoryPath)
         var extraHeaders: [HTTPHeader] = []

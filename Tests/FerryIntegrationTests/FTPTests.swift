@@ -59,6 +59,30 @@ import TestHTTPServer
         #expect(server.transfers.filter { $0.what == "RETR" }.count == 3, "\(server.transfers)")
     }
 
+    /// `put -r` over ftp: each directory made (`MKD`), each file stored; again, nothing is stored.
+    @Test func aTreeGoesUpOverFTPAndARerunStoresNothing() async throws {
+        let server = try TestFTPServer()
+        let source = dir.path + "/src"
+        let files = ["top.txt": Data("top\n".utf8), "a b/inner é.txt": Data("inner\n".utf8),
+                     "deep/l1/x.bin": Resource.randomBytes(count: 300_000, seed: 53)]
+        for (path, body) in files {
+            let url = URL(fileURLWithPath: source + "/" + path)
+            try FileManager.default.createDirectory(at: url.deletingLastPathComponent(), withIntermediateDirectories: true)
+            try body.write(to: url)
+        }
+        try FileManager.default.createDirectory(atPath: server.path("up"), withIntermediateDirectories: true)
+        let url = server.url("up").absoluteString + "/"
+        let first = try await runFerry(["put", "-r", "--no-tui", source, url])
+        #expect(first.status == 0, "\(first.stderr)")
+        #expect(first.stderr.contains("3 files: 3 to upload, 0 already there, 3 directories made, 0 left out"), "\(first.stderr)")
+        for (path, body) in files { #expect(FileManager.default.contents(atPath: server.path("up/" + path)) == body, "\(path)") }
+        try await eventually("the server logged the three") { server.transfers.filter { $0.what == "STOR" }.count >= 3 }
+        let again = try await runFerry(["put", "-r", "--no-tui", source, url])
+        #expect(again.status == 0, "\(again.stderr)")
+        #expect(again.stderr.contains("3 files: 0 to upload, 3 already there, 0 directories made, 0 left out"), "\(again.stderr)")
+        #expect(server.transfers.filter { $0.what == "STOR" }.count == 3, "\(server.transfers)")
+    }
+
     @Test func aPausedFTPUploadAppendsOnlyTheRestOnceTheServersBytesCheckOut() async throws {
         let server = try TestFTPServer()
         let body = Resource.randomBytes(count: 8 << 20, seed: 51)

@@ -342,6 +342,35 @@ import FerryRPC
         #expect(server.sftpTransfers.count == read, "\(server.sftpTransfers)")
     }
 
+    /// `put -r` over sftp: each directory made on the server (`mkdir`), each file written whole, blanks and
+    /// non-ASCII kept; again, nothing is written.
+    @Test func aTreeGoesUpOverSFTPAndARerunWritesNothing() async throws {
+        let source = dir.path + "/src"
+        let files = ["top.txt": Data("top\n".utf8), "a b/inner é.txt": Data("inner\n".utf8),
+                     "deep/l1/x.bin": Resource.randomBytes(count: 300_000, seed: 435)]
+        for (path, body) in files {
+            let url = URL(fileURLWithPath: source + "/" + path)
+            try FileManager.default.createDirectory(at: url.deletingLastPathComponent(), withIntermediateDirectories: true)
+            try body.write(to: url)
+        }
+        let home = dir.path + "/home"
+        try FileManager.default.createDirectory(atPath: home + "/.ssh", withIntermediateDirectories: true)
+        try FileManager.default.copyItem(atPath: server.knownHosts, toPath: home + "/.ssh/known_hosts")
+        try "Host box\n  HostName 127.0.0.1\n  Port \(server.port)\n  User \(server.user)\n  IdentityFile \(server.userKey)\n"
+            .write(toFile: home + "/.ssh/config", atomically: true, encoding: .utf8)
+        let url = "sftp://box" + server.url("up").path + "/"
+        let first = try await runFerry(["put", "-r", "--no-tui", source, url], environment: ["HOME": home])
+        #expect(first.status == 0, "\(first.stderr)")
+        #expect(first.stderr.contains("3 files: 3 to upload, 0 already there, 4 directories made, 0 left out"), "\(first.stderr)")
+        for (path, body) in files { #expect(FileManager.default.contents(atPath: server.path("up/" + path)) == body, "\(path)") }
+        let written = server.sftpTransfers.filter { $0.written > 0 }.count
+        #expect(written == 3, "\(server.sftpTransfers)")
+        let again = try await runFerry(["put", "-r", "--no-tui", source, url], environment: ["HOME": home])
+        #expect(again.status == 0, "\(again.stderr)")
+        #expect(again.stderr.contains("3 files: 0 to upload, 3 already there, 0 directories made, 0 left out"), "\(again.stderr)")
+        #expect(server.sftpTransfers.filter { $0.written > 0 }.count == written, "\(server.sftpTransfers)")
+    }
+
     /// A password from the user's .netrc is offered (and a wrong one refused by sshd), and shown nowhere.
     @Test func aWrongNetrcPasswordIsRefusedAndNeverShown() async throws {
         let server = try TestSSHServer(passwords: true)

@@ -27,7 +27,7 @@ public enum TreePut {
     /// directories the server lacks, and gives the files' uploads. `spec` makes one file's upload to its URL.
     public static func plan(_ source: String, to root: URL, requests: TreeRequests,
                             spec: (String, URL) throws -> TransferSpec) async throws -> TreeUploadPlan {
-        guard let scope = TreeScope(root: root) else { throw UsageError("put -r uploads to http(s) WebDAV servers") }
+        guard let scope = TreeScope(root: root) else { throw UsageError("put -r uploads to WebDAV servers over http(s), and over sftp and ftp") }
         var plan = TreeUploadPlan()
         // The server must speak WebDAV, and the start directory must be there or be made, before anything is sent.
         var rootListing: [String: ListingEntry]
@@ -92,10 +92,21 @@ public enum TreePut {
     /// The server's entries of the directory at `url`, by name; nil when it is not there (404). Anything but a
     /// listing or a 404 is a refusal naming the answer: a server without WebDAV answers 405 or 501.
     static func remoteListing(_ url: URL, path: [String], scope: TreeScope, requests: TreeRequests) async throws(UsageError) -> [String: ListingEntry]? {
+        let webdav = TransferScheme(url)?.isHTTP == true
         let answer: TreeRequests.Answer
-        switch await requests.send(url, method: "PROPFIND", extra: ["Depth": "1"]) {
+        // sftp and ftp: the directory's `ls -l` lines (FileWire's LIST); a missing one is an error there, not a 404.
+        switch await requests.send(url, method: webdav ? "PROPFIND" : "LIST", extra: webdav ? ["Depth": "1"] : [:]) {
+        case let .failure(failure) where failure.missing: return nil
         case let .failure(failure): throw UsageError("cannot reach \(TerminalSafe.redactedURL(url)): \(failure.reason)")
         case let .success(got): answer = got
+        }
+        if !webdav {
+            var entries: [String: ListingEntry] = [:]
+            let type = answer.response.value(forHTTPHeaderField: "Content-Type")
+            for (place, entry) in scope.children(of: path, in: DirectoryListing.entries(answer.body, contentType: type, page: url)) {
+                entries[place.path.last!] = entry
+            }
+            return entries
         }
         switch answer.status {
         case 207:
@@ -117,7 +128,8 @@ public enum TreePut {
         }
     }
 
-    /// MKCOL: 201 made; 405 means it is there already (RFC 4918, 9.3.1).
+    /// MKCOL: 201 made; 405 means it is there already (RFC 4918, 9.3.1). Over sftp and ftp FileWire makes it
+    /// (`mkdir`, `MKD`) and answers the same way.
     static func makeDirectory(_ url: URL, requests: TreeRequests) async throws(UsageError) {
         switch await requests.send(url, method: "MKCOL") {
         case let .failure(failure):

@@ -72,7 +72,9 @@ public struct TreeRequests: Sendable {
         let answer: (Data?, URLResponse?, Error?) = await withCheckedContinuation { continuation in
             Self.shared.gatherer.start(Self.shared.session.dataTask(with: request), continuation)
         }
-        if let error = answer.2 { return .failure(TreeRequestFailure(reason: error.localizedDescription)) }
+        if let error = answer.2 {
+            return .failure(TreeRequestFailure(reason: error.localizedDescription, missing: (error as? URLError)?.code == .fileDoesNotExist))
+        }
         guard let response = answer.1 as? HTTPURLResponse else { return .failure(TreeRequestFailure(reason: "no HTTP answer")) }
         return .success(Answer(status: response.statusCode, response: response, body: answer.0 ?? Data()))
     }
@@ -80,4 +82,6 @@ public struct TreeRequests: Sendable {
 
 public struct TreeRequestFailure: Error, Sendable {
     public var reason: String
+    /// The server says there is no such file or directory (sftp, ftp: their answers are errors, not statuses).
+    public var missing = false
 }
