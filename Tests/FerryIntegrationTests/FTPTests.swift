@@ -65,11 +65,7 @@ import TestHTTPServer
         let source = dir.path + "/src"
         let files = ["top.txt": Data("top\n".utf8), "a b/inner é.txt": Data("inner\n".utf8),
                      "deep/l1/x.bin": Resource.randomBytes(count: 300_000, seed: 53)]
-        for (path, body) in files {
-            let url = URL(fileURLWithPath: source + "/" + path)
-            try FileManager.default.createDirectory(at: url.deletingLastPathComponent(), withIntermediateDirectories: true)
-            try body.write(to: url)
-        }
+        try writeFiles(files, under: source)
         try FileManager.default.createDirectory(atPath: server.path("up"), withIntermediateDirectories: true)
         let url = server.url("up").absoluteString + "/"
         let first = try await runFerry(["put", "-r", "--no-tui", source, url])

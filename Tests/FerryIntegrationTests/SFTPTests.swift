@@ -25,6 +25,17 @@ import FerryRPC
         return configuration
     }
 
+    /// A HOME whose ssh config names the test server `box` (its port, user and key) and whose known_hosts
+    /// trusts it, as a user's would: for the real binary, which reads them as ssh does.
+    func homeWithHostAlias() throws -> String {
+        let home = dir.path + "/home"
+        try FileManager.default.createDirectory(atPath: home + "/.ssh", withIntermediateDirectories: true)
+        try FileManager.default.copyItem(atPath: server.knownHosts, toPath: home + "/.ssh/known_hosts")
+        try "Host box\n  HostName 127.0.0.1\n  Port \(server.port)\n  User \(server.user)\n  IdentityFile \(server.userKey)\n"
+            .write(toFile: home + "/.ssh/config", atomically: true, encoding: .utf8)
+        return home
+    }
+
     func download(_ url: URL, _ manager: TransferManager, segments: Int = 1, limit: Int64? = nil) -> TransferID {
         var spec = TransferSpec(download: url, directory: dir.path, segments: segments)
         spec.rateLimit = limit
@@ -297,17 +308,7 @@ import FerryRPC
     @Test func aHostAliasOfTheSSHConfigReachesItsHostAsSSHWould() async throws {
         let body = Resource.randomBytes(count: 1 << 20, seed: 32)
         try server.put(body, at: "alias.bin")
-        let home = dir.path + "/home"
-        try FileManager.default.createDirectory(atPath: home + "/.ssh", withIntermediateDirectories: true)
-        try FileManager.default.copyItem(atPath: server.knownHosts, toPath: home + "/.ssh/known_hosts")
-        try """
-        Host box
-          HostName 127.0.0.1
-          Port \(server.port)
-          User \(server.user)
-          IdentityFile \(server.userKey)
-
-        """.write(toFile: home + "/.ssh/config", atomically: true, encoding: .utf8)
+        let home = try homeWithHostAlias()
         let out = dir.path + "/out"
         let url = "sftp://box" + server.url("alias.bin").path
         let result = try await runFerry(["get", "--no-tui", "-o", out, url], environment: ["HOME": home, "USER": "nobody-here"])
@@ -322,11 +323,7 @@ import FerryRPC
                      "deep/l1/x.bin": Resource.randomBytes(count: 300_000, seed: 434)]
         for (path, body) in files { try server.put(body, at: "tree/" + path) }
         try FileManager.default.createSymbolicLink(atPath: server.path("tree/link"), withDestinationPath: "/etc")
-        let home = dir.path + "/home"
-        try FileManager.default.createDirectory(atPath: home + "/.ssh", withIntermediateDirectories: true)
-        try FileManager.default.copyItem(atPath: server.knownHosts, toPath: home + "/.ssh/known_hosts")
-        try "Host box\n  HostName 127.0.0.1\n  Port \(server.port)\n  User \(server.user)\n  IdentityFile \(server.userKey)\n"
-            .write(toFile: home + "/.ssh/config", atomically: true, encoding: .utf8)
+        let home = try homeWithHostAlias()
         let out = dir.path + "/out"
         let url = "sftp://box" + server.url("tree").path + "/"
         let first = try await runFerry(["get", "-r", "--no-tui", "-o", out, url], environment: ["HOME": home])
@@ -348,16 +345,8 @@ import FerryRPC
         let source = dir.path + "/src"
         let files = ["top.txt": Data("top\n".utf8), "a b/inner é.txt": Data("inner\n".utf8),
                      "deep/l1/x.bin": Resource.randomBytes(count: 300_000, seed: 435)]
-        for (path, body) in files {
-            let url = URL(fileURLWithPath: source + "/" + path)
-            try FileManager.default.createDirectory(at: url.deletingLastPathComponent(), withIntermediateDirectories: true)
-            try body.write(to: url)
-        }
-        let home = dir.path + "/home"
-        try FileManager.default.createDirectory(atPath: home + "/.ssh", withIntermediateDirectories: true)
-        try FileManager.default.copyItem(atPath: server.knownHosts, toPath: home + "/.ssh/known_hosts")
-        try "Host box\n  HostName 127.0.0.1\n  Port \(server.port)\n  User \(server.user)\n  IdentityFile \(server.userKey)\n"
-            .write(toFile: home + "/.ssh/config", atomically: true, encoding: .utf8)
+        try writeFiles(files, under: source)
+        let home = try homeWithHostAlias()
         let url = "sftp://box" + server.url("up").path + "/"
         let first = try await runFerry(["put", "-r", "--no-tui", source, url], environment: ["HOME": home])
         #expect(first.status == 0, "\(first.stderr)")

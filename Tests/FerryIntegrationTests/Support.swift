@@ -265,3 +265,12 @@ func runProgram(_ path: String, _ arguments: [String]) async throws -> String {
     try output.close()
     return (try? String(contentsOfFile: outputPath, encoding: .utf8)) ?? ""
 }
+
+/// Writes each file under `root` at its relative path, its directories made: a local tree for `put -r`.
+func writeFiles(_ files: [String: Data], under root: String) throws {
+    for (path, body) in files {
+        let url = URL(fileURLWithPath: root + "/" + path)
+        try FileManager.default.createDirectory(at: url.deletingLastPathComponent(), withIntermediateDirectories: true)
+        try body.write(to: url)
+    }
+}

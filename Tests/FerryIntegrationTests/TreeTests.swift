@@ -230,13 +230,9 @@ import TestHTTPServer
     /// byte for byte, a symlink left out; again, nothing is sent that the server has.
     @Test func aTreeGoesUpToWebDAVAndAgainSendsNothingTheServerHas() async throws {
         let source = dir.path + "/src"
-        let files = [("top.txt", Data("top\n".utf8)), ("a b/inner.txt", Data("inner\n".utf8)),
-                     ("a b/café/x.bin", Resource.randomBytes(count: 300_000, seed: 433))]
-        for (path, body) in files {
-            let url = URL(fileURLWithPath: source + "/" + path)
-            try FileManager.default.createDirectory(at: url.deletingLastPathComponent(), withIntermediateDirectories: true)
-            try body.write(to: url)
-        }
+        let files = ["top.txt": Data("top\n".utf8), "a b/inner.txt": Data("inner\n".utf8),
+                     "a b/café/x.bin": Resource.randomBytes(count: 300_000, seed: 433)]
+        try writeFiles(files, under: source)
         try FileManager.default.createSymbolicLink(atPath: source + "/link", withDestinationPath: "/etc/passwd")
         server.route("/up/", Self.davListing("/up/", []))
         server.route("/up/a%20b/", .status(201))
