@@ -32,19 +32,17 @@ public enum DirectoryLines {
     static func entry(_ line: String) -> Entry? {
         let type = line.first
         guard type == "-" || type == "d" else { return nil }
-        var fields = 0
+        // Eight fields and the blanks after each; the fifth is the size.
         var index = line.startIndex
-        // Skip eight fields and the blanks after each.
-        while fields < 8 {
+        var size: Int64?
+        for field in 0..<8 {
             guard let blank = line[index...].firstIndex(of: " ") else { return nil }
+            if field == 4 { size = Int64(line[index..<blank]) }
             index = line[blank...].firstIndex { $0 != " " } ?? line.endIndex
-            fields += 1
         }
         let name = String(line[index...])
         guard !name.isEmpty, name != ".", name != ".." else { return nil }
-        let parts = line.split(separator: " ", maxSplits: 5, omittingEmptySubsequences: true)
-        guard parts.count >= 5 else { return nil }
         let isDirectory = type == "d"
-        return Entry(name: name, isDirectory: isDirectory, size: isDirectory ? nil : Int64(parts[4]))
+        return Entry(name: name, isDirectory: isDirectory, size: isDirectory ? nil : size)
     }
 }

@@ -174,6 +174,9 @@ public struct TransferSpec: Sendable, Codable, Equatable {
     /// never another file. A server file that changed is another transfer (`identity`).
     public var mirror: MirrorOf?
 
+    /// The URL whose copy, made by ferry, this download takes the place of (a tree's); nil: it replaces nothing.
+    public var replacesCopyOf: URL? { mirror == nil ? nil : url }
+
     public struct MirrorOf: Sendable, Codable, Equatable {
         public var size: Int64?
         public var modified: Date?

@@ -72,14 +72,8 @@ struct Get: AsyncParsableCommand {
             guard TerminalUIRun.wanted(noTUI: common.noTUI) else { throw UsageError("--tui needs a terminal") }
             await TerminalUIRun.run(common, config: config, adding: specs, force: force.force, netrcFile: netrcFile)
         }
-        do {
-            try await submit(common, config: config, specs: specs, detach: detach.detach, force: force.force,
-                             readout: LiveReadout.wanted(noTUI: common.noTUI))
-        } catch let exit as ExitCode where incompleteTree && exit == .success {
-            // Every file found arrived, but a listing failed: the tree is not known whole.
-            throw ExitCode(1)
-        }
-        if incompleteTree { throw ExitCode(1) }
+        try await submit(common, config: config, specs: specs, detach: detach.detach, force: force.force,
+                         readout: LiveReadout.wanted(noTUI: common.noTUI), incomplete: incompleteTree)
     }
 
     /// `-r`: the tree's walk, said on stderr, and its files to download (TreeGet). A listing that failed makes
@@ -102,13 +96,12 @@ struct Get: AsyncParsableCommand {
         options.headers = extraHeaders
         options.netrcFile = netrcFile
         options.userAgent = config.userAgent
+        options.timeout = config.idleTimeout
         printError("listing \(TerminalSafe.redactedURL(scope.root))")
         let plan = await TreeGet.plan(scope, into: root, options: options) { url, directory, name in
             TransferSpec(download: url, directory: directory, fileName: name, headers: extraHeaders)
         }
-        printErrors(Array(plan.leftAlone.prefix(20)) + (plan.leftAlone.count > 20 ? ["and \(plan.leftAlone.count - 20) more left alone"] : []))
-        printErrors(plan.trouble)
-        printError(plan.summary)
+        printErrors(plan.report)
         return (plan.specs, plan.incomplete)
     }
 

@@ -89,7 +89,7 @@ struct Put: AsyncParsableCommand {
         for text in headers { extraHeaders.append(try InputValidation.header(text)) }
         let rate = try limit.rate()
         let netrcFile = try netrc.file()
-        let requests = TreeRequests(headers: extraHeaders, netrcFile: netrcFile, userAgent: config.userAgent, timeout: 30)
+        let requests = TreeRequests(headers: extraHeaders, netrcFile: netrcFile, userAgent: config.userAgent, timeout: config.idleTimeout)
         let resumable: ResumableProtocol? = noResumable ? nil : .ietf
         let plan = try await TreePut.plan(source, to: target, requests: requests) { path, url in
             let (upload, destination) = try UploadSpec.to(url, try InputValidation.uploadSource(path), contentType: contentType, form: nil,
@@ -99,20 +99,14 @@ struct Put: AsyncParsableCommand {
             spec.netrcFile = netrcFile
             return spec
         }
-        printErrors(Array(plan.leftOut.prefix(20)) + (plan.leftOut.count > 20 ? ["and \(plan.leftOut.count - 20) more left out"] : []))
-        printError(plan.summary)
+        printErrors(plan.report)
         if plan.specs.isEmpty { throw ExitCode(plan.incomplete ? 1 : 0) }
         if tui.tui, !detach.detach {
             guard TerminalUIRun.wanted(noTUI: common.noTUI) else { throw UsageError("--tui needs a terminal") }
             await TerminalUIRun.run(common, config: config, adding: plan.specs, force: force.force, netrcFile: netrcFile)
         }
-        do {
-            try await submit(common, config: config, specs: plan.specs, detach: detach.detach, force: force.force,
-                             readout: LiveReadout.wanted(noTUI: common.noTUI))
-        } catch let exit as ExitCode where plan.incomplete && exit == .success {
-            throw ExitCode(1)
-        }
-        if plan.incomplete { throw ExitCode(1) }
+        try await submit(common, config: config, specs: plan.specs, detach: detach.detach, force: force.force,
+                         readout: LiveReadout.wanted(noTUI: common.noTUI), incomplete: plan.incomplete)
     }
 
     func makeSpec() throws -> TransferSpec {

@@ -33,6 +33,18 @@ func typedCommand() -> String {
 /// Either way only this command's items run: the rest of the queue stays as it is. A transfer already in
 /// the queue is reused (one line says so) unless `force`.
 /// `readout`: progress as a readout redrawn in place in the terminal (LiveReadout.wanted), not lines.
+/// As `submit`, for a tree whose walk did not see all of it (`incomplete`: a listing or a directory failed): the
+/// command ends with 1 even when every item it queued succeeded.
+func submit(_ common: CommonOptions, config: Config, specs: [TransferSpec], detach: Bool, force: Bool, readout: Bool,
+            incomplete: Bool) async throws {
+    do {
+        try await submit(common, config: config, specs: specs, detach: detach, force: force, readout: readout)
+    } catch let exit as ExitCode where incomplete && exit == .success {
+        throw ExitCode(1)
+    }
+    if incomplete { throw ExitCode(1) }
+}
+
 func submit(_ common: CommonOptions, config: Config, specs: [TransferSpec], detach: Bool, force: Bool, readout: Bool = false) async throws {
     let readsStandardInput = specs.contains { $0.upload?.primarySource == .standardInput }
     if detach {

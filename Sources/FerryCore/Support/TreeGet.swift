@@ -18,6 +18,9 @@ public struct TreePlan: Sendable {
     /// Whether any listing failed: the tree is not known whole.
     public var incomplete = false
 
+    /// What the command says of the plan, in order: the first files left alone, the trouble, the summary.
+    public var report: [String] { TreeReport.capped(leftAlone, "left alone") + trouble + [summary] }
+
     /// "12 files in 4 directories: 3 to download, 9 already here, 0 left alone".
     public var summary: String {
         "\(found) \(found == 1 ? "file" : "files") in \(listed) \(listed == 1 ? "directory" : "directories"): "
@@ -36,7 +39,7 @@ public enum TreeGet {
         var plan = TreePlan()
         plan.found = outcome.files.count
         plan.listed = outcome.listed
-        let sync = TreeSync(directory: directory)
+        var sync = TreeSync(directory: directory)
         for file in outcome.files {
             switch await sync.decide(file, facts: walk.remoteFacts) {
             case let .fetch(into, name, mirror, replaces):
@@ -56,5 +59,14 @@ public enum TreeGet {
             plan.trouble.append("\(TerminalSafe.sanitize(loop))/ lists a directory above it again (a symlink loop): not walked")
         }
         return plan
+    }
+}
+
+/// How a tree's command names what it did not do: the first 20 lines, then how many more.
+enum TreeReport {
+    static let named = 20
+
+    static func capped(_ lines: [String], _ what: String) -> [String] {
+        Array(lines.prefix(named)) + (lines.count > named ? ["and \(lines.count - named) more \(what)"] : [])
     }
 }

@@ -16,6 +16,9 @@ public struct TreeUploadPlan: Sendable {
     public var incomplete = false
 
     /// "12 files: 3 to upload, 9 already there, 2 directories made, 0 left out".
+    /// What the command says of the plan: the first files left out, then the summary.
+    public var report: [String] { TreeReport.capped(leftOut, "left out") + [summary] }
+
     public var summary: String {
         "\(found) \(found == 1 ? "file" : "files"): \(specs.count) to upload, \(present) already there, "
             + "\(directoriesMade) \(directoriesMade == 1 ? "directory" : "directories") made, \(leftOut.count) left out"
@@ -92,27 +95,19 @@ public enum TreePut {
     /// The server's entries of the directory at `url`, by name; nil when it is not there (404). Anything but a
     /// listing or a 404 is a refusal naming the answer: a server without WebDAV answers 405 or 501.
     static func remoteListing(_ url: URL, path: [String], scope: TreeScope, requests: TreeRequests) async throws(UsageError) -> [String: ListingEntry]? {
-        let webdav = TransferScheme(url)?.isHTTP == true
-        let answer: TreeRequests.Answer
         // sftp and ftp: the directory's `ls -l` lines (FileWire's LIST); a missing one is an error there, not a 404.
-        switch await requests.send(url, method: webdav ? "PROPFIND" : "LIST", extra: webdav ? ["Depth": "1"] : [:]) {
+        let method: TreeWalk.ListingMethod = TransferScheme(url)?.isHTTP == true ? .webdav : .lines
+        let answer: TreeRequests.Answer
+        switch await requests.send(url, method: method.verb, extra: method.headers) {
         case let .failure(failure) where failure.missing: return nil
         case let .failure(failure): throw UsageError("cannot reach \(TerminalSafe.redactedURL(url)): \(failure.reason)")
         case let .success(got): answer = got
         }
-        if !webdav {
-            var entries: [String: ListingEntry] = [:]
-            let type = answer.response.value(forHTTPHeaderField: "Content-Type")
-            for (place, entry) in scope.children(of: path, in: DirectoryListing.entries(answer.body, contentType: type, page: url)) {
-                entries[place.path.last!] = entry
-            }
-            return entries
-        }
         switch answer.status {
-        case 207:
-            // A multistatus names at least the directory itself: one that names nothing was not read.
-            let listed = DirectoryListing.webdav(answer.body, page: url)
-            guard !listed.isEmpty else { throw UsageError("the WebDAV listing of \(TerminalSafe.redactedURL(url)) could not be read") }
+        case method.listed:
+            guard let listed = method.entries(answer, page: url) else {
+                throw UsageError("the WebDAV listing of \(TerminalSafe.redactedURL(url)) could not be read")
+            }
             var entries: [String: ListingEntry] = [:]
             for (place, entry) in scope.children(of: path, in: listed) {
                 entries[place.path.last!] = entry

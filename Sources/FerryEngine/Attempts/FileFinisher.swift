@@ -31,7 +31,7 @@ enum FileFinisher {
                 }
             }
             let finalName = try names.publish(directory: spec.directory, name: handover.fileName,
-                                              replacingCopyOf: spec.mirror == nil ? nil : spec.url)
+                                              replacingCopyOf: spec.replacesCopyOf)
             names.release(directory: spec.directory, name: handover.fileName)
             names.release(directory: spec.directory, name: finalName)
             return .success((finalName, size))

@@ -249,7 +249,7 @@ final class RangeRun: TaskRun {
                                     lastModified: http.value(forHTTPHeaderField: "Last-Modified"), totalLength: total)
         do throws(TransferFailure) {
             return .success(try names.claim(directory: start.spec.directory, name: name,
-                                            replacingCopyOf: start.spec.mirror == nil ? nil : start.spec.url) { candidate in
+                                            replacingCopyOf: start.spec.replacesCopyOf) { candidate in
                 claiming?(candidate, validators)
             })
         } catch {

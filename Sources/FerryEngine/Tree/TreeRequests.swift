@@ -11,9 +11,9 @@ import FoundationNetworking
 /// (`-H`), user agent and netrc login.
 public struct TreeRequests: Sendable {
     public struct Answer: Sendable {
-        public var status: Int
         public var response: HTTPURLResponse
         public var body: Data
+        public var status: Int { response.statusCode }
     }
 
     let headers: [HTTPHeader]
@@ -76,7 +76,7 @@ public struct TreeRequests: Sendable {
             return .failure(TreeRequestFailure(reason: error.localizedDescription, missing: (error as? URLError)?.code == .fileDoesNotExist))
         }
         guard let response = answer.1 as? HTTPURLResponse else { return .failure(TreeRequestFailure(reason: "no HTTP answer")) }
-        return .success(Answer(status: response.statusCode, response: response, body: answer.0 ?? Data()))
+        return .success(Answer(response: response, body: answer.0 ?? Data()))
     }
 }
 

@@ -13,6 +13,9 @@ import Foundation
 public struct TreeSync: Sendable {
     /// Where the tree goes (absolute, resolved).
     public let directory: String
+    /// The directories under DIR already made or refused, by their place in the tree: each is looked at once,
+    /// not once per file in it.
+    private var made: [[String]: Result<String, Refusal>] = [:]
 
     public init(directory: String) {
         self.directory = directory
@@ -30,11 +33,14 @@ public struct TreeSync: Sendable {
 
     /// What to do with `file`. `facts` (a HEAD) is asked only for a file that is already here and whose listing
     /// gave no size.
-    public func decide(_ file: TreeFile, facts: (URL) async -> (size: Int64?, modified: Date?)) async -> Decision {
+    public mutating func decide(_ file: TreeFile, facts: (URL) async -> (size: Int64?, modified: Date?)) async -> Decision {
         let names = file.place.path
         guard let name = names.last else { return .leftAlone("no name") }
         let parent: String
-        switch makeDirectory(Array(names.dropLast())) {
+        let place = Array(names.dropLast())
+        let directory = made[place] ?? makeDirectory(place)
+        made[place] = directory
+        switch directory {
         case let .success(path): parent = path
         case let .failure(refusal): return .leftAlone(refusal.reason)
         }

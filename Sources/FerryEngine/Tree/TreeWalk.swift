@@ -32,8 +32,6 @@ public struct TreeWalk: Sendable {
         public var netrcFile: String?
         public var userAgent = EngineConfiguration().userAgent
         public var timeout: TimeInterval = 30
-        /// How directories are listed; nil: a WebDAV PROPFIND when the start directory answers one, else a GET.
-        public var listing: ListingMethod?
         /// Listings fetched at once.
         public var parallel = 4
         /// Times a failed listing is asked again, and the wait before the first (doubled each time).
@@ -46,14 +44,35 @@ public struct TreeWalk: Sendable {
     /// How a tree's directories are listed: a GET of each (an HTML or JSON index), or a WebDAV PROPFIND.
     public enum ListingMethod: Sendable {
         case index, webdav
-        /// sftp and ftp: a `LIST` of the directory, `ls -l` lines (DirectoryLines).
+        /// sftp and ftp: a `LIST` of the directory, `ls -l` lines (DirectoryLines, FileWire).
         case lines
+
+        /// The request: a PROPFIND without a body asks for every property (RFC 4918, 9.1), Depth 1 for the
+        /// directory and its entries.
+        public var verb: String {
+            switch self {
+            case .index: "GET"
+            case .webdav: "PROPFIND"
+            case .lines: "LIST"
+            }
+        }
+        public var headers: [String: String] { self == .webdav ? ["Depth": "1"] : [:] }
+        /// The status of a listing.
+        public var listed: Int { self == .webdav ? 207 : 200 }
+
+        /// A listing's entries; nil for a WebDAV answer that names nothing (it names at least the directory
+        /// itself: one that names nothing was not read, cut short).
+        public func entries(_ answer: TreeRequests.Answer, page: URL) -> [ListingEntry]? {
+            guard self == .webdav else {
+                return DirectoryListing.entries(answer.body, contentType: answer.response.value(forHTTPHeaderField: "Content-Type"), page: page)
+            }
+            let entries = DirectoryListing.webdav(answer.body, page: page)
+            return entries.isEmpty ? nil : entries
+        }
     }
 
     /// What a walk found.
     public struct Outcome: Sendable {
-        /// How the directories were listed.
-        public var method = ListingMethod.index
         /// In the order found: each directory's files as its listing gave them, directories breadth first.
         public var files: [TreeFile] = []
         /// Directories listed (the start one included).
@@ -95,15 +114,14 @@ public struct TreeWalk: Sendable {
         var pending = [Pending(url: scope.root, path: [], ancestors: [])]
         // A WebDAV server answers a PROPFIND of the start directory with 207: the tree is listed so (every file's
         // size and time). Any other answer (nginx's 405, Python's 501, an index page) means indexes are read.
-        var method = options.listing ?? (TransferScheme(scope.root)?.isHTTP == false ? .lines : .index)
-        var probed: Result<(URL, [ListingEntry]), ListingFailure>?
-        if options.listing == nil, method == .index, case let .success(listing) = await fetch(scope.root, method: .webdav) {
+        var method = TransferScheme(scope.root)?.isHTTP == false ? ListingMethod.lines : .index
+        var probed: Result<[ListingEntry], ListingFailure>?
+        if method == .index, case let .success(listing) = await fetch(scope.root, method: .webdav) {
             method = .webdav
             probed = .success(listing)
         }
-        outcome.method = method
         let (listing, first) = (method, probed)
-        await withTaskGroup(of: (Pending, Result<(URL, [ListingEntry]), ListingFailure>).self) { group in
+        await withTaskGroup(of: (Pending, Result<[ListingEntry], ListingFailure>).self) { group in
             var running = 0
             while true {
                 while running < max(1, options.parallel), !pending.isEmpty {
@@ -121,7 +139,7 @@ public struct TreeWalk: Sendable {
                 switch result {
                 case let .failure(failure):
                     outcome.failed.append((directory.url, failure.reason))
-                case let .success((_, entries)):
+                case let .success(entries):
                     let inside = scope.children(of: directory.path, in: entries)
                     let signature = Set(inside.map { "\($0.place.path.last!)\($0.place.isDirectory ? "/" : "") \($0.entry.size ?? -1)" })
                     if !signature.isEmpty, directory.ancestors.contains(signature) {
@@ -159,56 +177,40 @@ public struct TreeWalk: Sendable {
 
     struct ListingFailure: Error {
         var reason: String
+        var retryable = true
     }
 
     /// One directory's listing, asked again after a failure (a connection error, a 5xx, a 429) up to `retries`
-    /// times. The page's final URL (after redirects) is what its links are resolved against.
-    func list(_ url: URL, method: ListingMethod) async -> Result<(URL, [ListingEntry]), ListingFailure> {
+    /// times.
+    func list(_ url: URL, method: ListingMethod) async -> Result<[ListingEntry], ListingFailure> {
         var delay = options.retryDelay
         var attempt = 0
         while true {
             let result = await fetch(url, method: method)
             attempt += 1
-            switch result {
-            case let .success(value): return .success(value)
-            case let .failure(failure) where failure.retryable && attempt <= options.retries:
-                try? await Task.sleep(for: delay)
-                delay *= 2
-            case let .failure(failure):
-                return .failure(ListingFailure(reason: failure.reason))
-            }
+            guard case let .failure(failure) = result, failure.retryable, attempt <= options.retries else { return result }
+            try? await Task.sleep(for: delay)
+            delay *= 2
         }
     }
 
-    private struct FetchFailure: Error {
-        var reason: String
-        var retryable: Bool
-    }
-
-    private func fetch(_ url: URL, method: ListingMethod) async -> Result<(URL, [ListingEntry]), FetchFailure> {
-        // A PROPFIND without a body asks for every property (RFC 4918, 9.1); Depth 1: the directory and its entries.
+    /// The page's final URL (after redirects) is what its links are resolved against.
+    private func fetch(_ url: URL, method: ListingMethod) async -> Result<[ListingEntry], ListingFailure> {
         let answer: TreeRequests.Answer
-        let verb = switch method { case .index: "GET"; case .webdav: "PROPFIND"; case .lines: "LIST" }
-        switch await requests.send(url, method: verb, extra: method == .webdav ? ["Depth": "1"] : [:]) {
-        case let .failure(failure): return .failure(FetchFailure(reason: failure.reason, retryable: true))
+        switch await requests.send(url, method: method.verb, extra: method.headers) {
+        case let .failure(failure): return .failure(ListingFailure(reason: failure.reason))
         case let .success(got): answer = got
         }
-        guard answer.status == (method == .webdav ? 207 : 200) else {
+        guard answer.status == method.listed else {
             let status = answer.status
-            return .failure(FetchFailure(reason: "the listing answered \(status)", retryable: status >= 500 || status == 429 || status == 408))
+            return .failure(ListingFailure(reason: "the listing answered \(status)", retryable: status >= 500 || status == 429 || status == 408))
         }
         let page = answer.response.url ?? url
         // A redirect out of the tree is not followed into it.
         guard page == url || scope.place(of: page) != nil || Self.key(page) == Self.key(scope.root) else {
-            return .failure(FetchFailure(reason: "redirected out of the tree, to \(TerminalSafe.redactedURL(page))", retryable: false))
+            return .failure(ListingFailure(reason: "redirected out of the tree, to \(TerminalSafe.redactedURL(page))", retryable: false))
         }
-        let type = answer.response.value(forHTTPHeaderField: "Content-Type")
-        if method == .webdav {
-            // A multistatus names at least the directory itself: one that names nothing was not read (cut short).
-            let entries = DirectoryListing.webdav(answer.body, page: page)
-            guard !entries.isEmpty else { return .failure(FetchFailure(reason: "the WebDAV listing could not be read", retryable: true)) }
-            return .success((page, entries))
-        }
-        return .success((page, DirectoryListing.entries(answer.body, contentType: type, page: page)))
+        guard let entries = method.entries(answer, page: page) else { return .failure(ListingFailure(reason: "the WebDAV listing could not be read")) }
+        return .success(entries)
     }
 }
