@@ -46,9 +46,12 @@ public enum QueueCommand: Sendable, Codable, Equatable {
         public var paused: Bool
         /// New items go to this place (aria2's addUri `position`); none starts before it is there.
         public var placement: Placement?
+        /// A new batch is a tree's, from here (Batch.tree): the UI shows it as one row.
+        public var tree: String?
 
         public init(specs: [TransferSpec], batch: Int64? = nil, typed: String = "", force: Bool = false, replaces: Bool = false,
-                    paused: Bool = false, placement: Placement? = nil) {
+                    paused: Bool = false, placement: Placement? = nil, tree: String? = nil) {
+            self.tree = tree
             self.specs = specs
             self.batch = batch
             self.typed = typed
@@ -60,7 +63,7 @@ public enum QueueCommand: Sendable, Codable, Equatable {
 
         // On the wire, specs that differ from the first only in their URL (the lines of one `-i` file) are the
         // first spec and every URL: a spec's JSON once, not a million times each way.
-        private enum CodingKeys: String, CodingKey { case specs, template, urls, batch, typed, force, replaces, paused, placement }
+        private enum CodingKeys: String, CodingKey { case specs, template, urls, batch, typed, force, replaces, paused, placement, tree }
 
         /// The specs differ from the first in their URL at most: they travel as one spec and the URLs.
         public static func travelAsURLs(_ specs: some Collection<TransferSpec>) -> Bool {
@@ -85,6 +88,7 @@ public enum QueueCommand: Sendable, Codable, Equatable {
             replaces = try container.decodeIfPresent(Bool.self, forKey: .replaces) ?? false
             paused = try container.decodeIfPresent(Bool.self, forKey: .paused) ?? false
             placement = try container.decodeIfPresent(Placement.self, forKey: .placement)
+            tree = try container.decodeIfPresent(String.self, forKey: .tree)
         }
 
         public func encode(to encoder: any Encoder) throws {
@@ -101,6 +105,7 @@ public enum QueueCommand: Sendable, Codable, Equatable {
             if replaces { try container.encode(replaces, forKey: .replaces) }
             if paused { try container.encode(paused, forKey: .paused) }
             try container.encodeIfPresent(placement, forKey: .placement)
+            try container.encodeIfPresent(tree, forKey: .tree)
         }
     }
 

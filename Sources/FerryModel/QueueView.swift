@@ -13,6 +13,9 @@ public struct QueueView: Sendable, Codable, Equatable, Hashable {
     public var ids: [Int64]?
     /// Only the items of this batch.
     public var batch: Int64?
+    /// Each tree (a batch `get -r`/`put -r` queued) is one row with its items' sums (TransferSnapshot.tree),
+    /// where its first item in the view would be (nil: false). A view of one batch shows its files.
+    public var treesAsRows: Bool?
     /// The first row of the window, counted in the view.
     public var offset: Int
     /// Rows of the window; nil: to the end of the view.
@@ -26,8 +29,9 @@ public struct QueueView: Sendable, Codable, Equatable, Hashable {
     public var around: Int64?
 
     public init(states: [TransferState]? = nil, filter: String? = nil, ids: [Int64]? = nil, batch: Int64? = nil,
-                offset: Int = 0, limit: Int? = nil, detail: Int64? = nil, sort: QueueSort? = nil) {
+                offset: Int = 0, limit: Int? = nil, detail: Int64? = nil, sort: QueueSort? = nil, treesAsRows: Bool = false) {
         self.detail = detail
+        self.treesAsRows = treesAsRows ? true : nil
         self.sort = sort == .queue ? nil : sort
         self.states = states
         self.filter = filter
@@ -100,8 +104,14 @@ public struct QueueView: Sendable, Codable, Equatable, Hashable {
         states == nil && (filter ?? "").trimmingCharacters(in: .whitespaces).isEmpty && ids == nil && batch == nil && sort == nil
     }
 
-    /// Which items the view shows (states, filter, ids, batch), without its order, window or detail.
-    public var conditions: QueueView { QueueView(states: states, filter: filter, ids: ids, batch: batch) }
+    /// Whether trees are rows of their own in this view (none are in a view of one batch or of named items).
+    public var groupsTrees: Bool { treesAsRows == true && batch == nil && ids == nil }
+
+    /// Which items the view shows (states, filter, ids, batch) and whether trees are rows, without its order,
+    /// window or detail.
+    public var conditions: QueueView {
+        QueueView(states: states, filter: filter, ids: ids, batch: batch, treesAsRows: treesAsRows == true)
+    }
 
     /// The rows of the window among `count` rows of the view.
     public func window(among count: Int) -> Range<Int> {
@@ -126,6 +136,9 @@ public struct QueueWindow: Sendable, Codable, Equatable {
     public var states: [TransferState]?
     public var filter: String?
     public var sort: QueueSort?
+    /// The view's batch, and whether its trees are rows (QueueView.treesAsRows).
+    public var batch: Int64?
+    public var treesAsRows: Bool?
     /// In a view of every item: the row of the first running item (where a screen opens on a long queue of
     /// finished files), nil when none runs.
     public var firstRunning: Int?
@@ -139,8 +152,13 @@ public struct QueueWindow: Sendable, Codable, Equatable {
         self.states = view?.states
         self.filter = view?.filter
         self.sort = view?.sort
+        self.batch = view?.batch
+        self.treesAsRows = view?.treesAsRows
     }
 
-    /// Whether these rows answer `view` (its states, filter and order; the window may sit elsewhere).
-    public func answers(_ view: QueueView) -> Bool { states == view.states && filter == view.filter && sort == view.sort }
+    /// Whether these rows answer `view` (its states, filter, batch, trees and order; the window may sit elsewhere).
+    public func answers(_ view: QueueView) -> Bool {
+        states == view.states && filter == view.filter && sort == view.sort && batch == view.batch
+            && (treesAsRows ?? false) == (view.treesAsRows ?? false)
+    }
 }

@@ -39,6 +39,9 @@ public struct TransferSnapshot: Sendable, Identifiable, Equatable, Codable {
     public var batch: Int64?
     /// A resumable upload's protocol, location, confirmed offset and resumptions.
     public var resumable: ResumableUpload?
+    /// This row is a whole tree (QueueView.treesAsRows): its bytes, rate, ETA and state are its files' sums
+    /// (TreeRow), its id and spec its first file's in the view.
+    public var tree: TreeRow?
 
     public init(
         id: TransferID, spec: TransferSpec, state: TransferState, bytesDone: Int64 = 0, bytesExpected: Int64? = nil,
@@ -130,6 +133,54 @@ public struct TransferSnapshot: Sendable, Identifiable, Equatable, Codable {
     /// The same from the URL and the known name (knownName), as the store keeps them.
     public static func displayName(url: URL, knownName: String?) -> String {
         knownName ?? FileNaming.filename(fromURL: url) ?? url.host ?? "?"
+    }
+}
+
+/// A tree (the batch one `get -r` or `put -r` queued) as one row: how many files it has and where they are.
+/// The row's bytes are the sums of its files' (those of unknown size are left out of the total and counted).
+public struct TreeRow: Sendable, Equatable, Codable {
+    public var batch: Int64
+    /// Where the tree is from: the start URL (no credentials) or the local directory sent.
+    public var label: String
+    /// Files in the batch, per state.
+    public var files: [TransferState: Int]
+    /// Files whose size is not known yet.
+    public var sizesUnknown: Int
+
+    public init(batch: Int64, label: String, files: [TransferState: Int], sizesUnknown: Int = 0) {
+        self.batch = batch
+        self.label = label
+        self.files = files
+        self.sizesUnknown = sizesUnknown
+    }
+
+    public var count: Int { files.values.reduce(0, +) }
+
+    /// The tree's name in a row: the last directory of where it is from, with a slash (`pub/`; a server's
+    /// root: its host). Outside text: sanitize before showing.
+    public var name: String {
+        if let url = URL(string: label), url.scheme != nil {
+            let last = url.lastPathComponent
+            return (last.isEmpty || last == "/" ? url.host ?? label : last) + "/"
+        }
+        let last = (label as NSString).lastPathComponent
+        return (last.isEmpty ? label : last) + (last == "/" ? "" : "/")
+    }
+    public var done: Int { files[.completed, default: 0] }
+
+    /// The tree's state, from its files': running while any runs, then waiting to retry, queued, paused; with
+    /// none of those left, failed if any failed, cancelled if any was, else completed. An action on the row acts
+    /// on the whole batch as on an item in this state (a pause pauses what has not finished).
+    public static func state(of files: [TransferState: Int]) -> TransferState {
+        let order: [TransferState] = [.running, .waiting, .queued, .paused, .failed, .cancelled, .completed]
+        return order.first { files[$0, default: 0] > 0 } ?? .completed
+    }
+
+    /// The files in words, for the row: `120/2,000 files`, `3 failed` when some did.
+    public var filesText: String {
+        var text = "\(done)/\(count) file\(count == 1 ? "" : "s")"
+        if let failed = files[.failed], failed > 0 { text += ", \(failed) failed" }
+        return text
     }
 }
 

@@ -371,11 +371,14 @@ public struct Batch: Sendable, Codable, Equatable {
     public var id: Int64
     public var createdAt: Date
     public var command: String
+    /// A tree's batch (`get -r`, `put -r`): where the tree is from (TreeRow.label); nil for other batches.
+    public var tree: String?
 
-    public init(id: Int64, createdAt: Date, command: String) {
+    public init(id: Int64, createdAt: Date, command: String, tree: String? = nil) {
         self.id = id
         self.createdAt = createdAt
         self.command = command
+        self.tree = tree
     }
 }
 

@@ -201,7 +201,11 @@ public protocol QueueStore: Sendable {
     /// (TransferSpec.identity): what a forced add replaces.
     func unfinished(sameAs identities: [String]) throws -> [(id: TransferID, identity: String)]
     /// A new batch for what the user typed.
-    func makeBatch(command: String) throws -> Batch
+    func makeBatch(command: String, tree: String?) throws -> Batch
+    /// The bytes done and expected of the items of `batch` but `excluding` (the loaded ones, whose live
+    /// figures the engine has), and how many of them have no known size (from an answer, or from the tree's
+    /// listing: TransferSpec.mirror).
+    func byteSums(batch: Int64, excluding: [TransferID]) throws -> (done: Int64, expected: Int64, unknown: Int)
     /// The batches, oldest first.
     func batches() throws -> [Batch]
     /// Updates an item's state and progress; its place in the queue is saveRanks' business.
@@ -225,6 +229,11 @@ public protocol QueueStore: Sendable {
     func remove(_ id: TransferID) throws
     /// Several removes at once (one transaction where the store has them).
     func remove(_ ids: [TransferID]) throws
+}
+
+extension QueueStore {
+    /// A new batch that is not a tree's.
+    public func makeBatch(command: String) throws -> Batch { try makeBatch(command: command, tree: nil) }
 }
 
 extension QueueStore {
@@ -340,9 +349,21 @@ public final class InMemoryQueueStore: QueueStore {
         }
     }
 
-    public func makeBatch(command: String) throws -> Batch {
+    public func byteSums(batch: Int64, excluding: [TransferID]) throws -> (done: Int64, expected: Int64, unknown: Int) {
         state.withLock { s in
-            let batch = Batch(id: Int64(s.batches.count + 1), createdAt: Date(), command: command)
+            let skip = Set(excluding)
+            var sums: (done: Int64, expected: Int64, unknown: Int) = (0, 0, 0)
+            for item in s.items.values where item.batch == batch && !skip.contains(item.id) {
+                sums.done += item.bytesDone
+                if let expected = item.bytesExpected ?? item.spec.mirror?.size { sums.expected += expected } else { sums.unknown += 1 }
+            }
+            return sums
+        }
+    }
+
+    public func makeBatch(command: String, tree: String?) throws -> Batch {
+        state.withLock { s in
+            let batch = Batch(id: Int64(s.batches.count + 1), createdAt: Date(), command: command, tree: tree)
             s.batches.append(batch)
             return batch
         }

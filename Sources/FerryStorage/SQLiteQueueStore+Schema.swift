@@ -88,6 +88,10 @@ extension SQLiteQueueStore {
             // The `.part` files of unfinished downloads taken off the queue with their files kept (Leftover).
             try db.execute(sql: "CREATE TABLE leftover (identity TEXT PRIMARY KEY, value TEXT NOT NULL)")
         }
+        migrator.registerMigration("v9: trees") { db in
+            // A tree's batch (get -r, put -r) says where the tree is from; the UI shows it as one row.
+            try db.execute(sql: "ALTER TABLE batch ADD COLUMN tree TEXT")
+        }
         return migrator
     }
 

@@ -130,18 +130,32 @@ extension SQLiteQueueStore {
         try pool.read { db in try Int64.fetchOne(db, sql: "SELECT COALESCE(MAX(id), 0) FROM transfer") ?? 0 }
     }
 
-    public func makeBatch(command: String) throws -> Batch {
+    public func makeBatch(command: String, tree: String?) throws -> Batch {
         try writing { db in
             let now = Date()
-            try db.execute(sql: "INSERT INTO batch (createdAt, command) VALUES (?, ?)", arguments: [now.timeIntervalSince1970, command])
-            return Batch(id: db.lastInsertedRowID, createdAt: now, command: command)
+            try db.execute(sql: "INSERT INTO batch (createdAt, command, tree) VALUES (?, ?, ?)", arguments: [now.timeIntervalSince1970, command, tree])
+            return Batch(id: db.lastInsertedRowID, createdAt: now, command: command, tree: tree)
+        }
+    }
+
+    public func byteSums(batch: Int64, excluding: [TransferID]) throws -> (done: Int64, expected: Int64, unknown: Int) {
+        // The ids are integers: written into the statement, as many as there are (the loaded items, a few).
+        let skip = excluding.isEmpty ? "" : " AND id NOT IN (\(excluding.map { String($0.rawValue) }.joined(separator: ",")))"
+        return try pool.read { db in
+            // A size not known from an answer yet is the listing's, where it gave one (TransferSpec.mirror).
+            let row = try Row.fetchOne(db, sql: """
+                SELECT COALESCE(SUM(bytesDone), 0), COALESCE(SUM(size), 0), COUNT(*) - COUNT(size) FROM (
+                    SELECT bytesDone, COALESCE(bytesExpected, json_extract(spec, '$.mirror.size')) AS size
+                    FROM transfer WHERE batch = ?\(skip))
+                """, arguments: [batch])
+            return (row?[0] ?? 0, row?[1] ?? 0, row?[2] ?? 0)
         }
     }
 
     public func batches() throws -> [Batch] {
         try pool.read { db in
             try Row.fetchAll(db, sql: "SELECT * FROM batch ORDER BY id").map { row in
-                Batch(id: row["id"], createdAt: Date(timeIntervalSince1970: row["createdAt"]), command: row["command"])
+                Batch(id: row["id"], createdAt: Date(timeIntervalSince1970: row["createdAt"]), command: row["command"], tree: row["tree"])
             }
         }
     }

@@ -54,8 +54,9 @@ struct Get: AsyncParsableCommand {
         let netrcFile = try netrc.file()
         var specs: [TransferSpec]
         var incompleteTree = false
+        var tree: String?
         if recursive {
-            (specs, incompleteTree) = try await treeSpecs(config: config, netrcFile: netrcFile)
+            (specs, incompleteTree, tree) = try await treeSpecs(config: config, netrcFile: netrcFile)
         } else {
             specs = try makeSpecs(defaultDirectory: config.downloadDirectory)
         }
@@ -70,15 +71,20 @@ struct Get: AsyncParsableCommand {
         if recursive, specs.isEmpty { throw ExitCode(incompleteTree ? 1 : 0) }
         if tui.tui, !detach.detach {
             guard TerminalUIRun.wanted(noTUI: common.noTUI) else { throw UsageError("--tui needs a terminal") }
-            await TerminalUIRun.run(common, config: config, adding: specs, force: force.force, netrcFile: netrcFile)
+            await TerminalUIRun.run(common, config: config, adding: specs, force: force.force, netrcFile: netrcFile, tree: tree)
         }
-        try await submit(common, config: config, specs: specs, detach: detach.detach, force: force.force,
-                         readout: LiveReadout.wanted(noTUI: common.noTUI), incomplete: incompleteTree)
+        if let tree {
+            try await submit(common, config: config, specs: specs, detach: detach.detach, force: force.force,
+                             readout: LiveReadout.wanted(noTUI: common.noTUI), incomplete: incompleteTree, tree: tree)
+        } else {
+            try await submit(common, config: config, specs: specs, detach: detach.detach, force: force.force,
+                             readout: LiveReadout.wanted(noTUI: common.noTUI))
+        }
     }
 
     /// `-r`: the tree's walk, said on stderr, and its files to download (TreeGet). A listing that failed makes
     /// the command's end a failure, after what was found is downloaded.
-    func treeSpecs(config: Config, netrcFile: String?) async throws -> (specs: [TransferSpec], incomplete: Bool) {
+    func treeSpecs(config: Config, netrcFile: String?) async throws -> (specs: [TransferSpec], incomplete: Bool, tree: String) {
         guard urls.count == 1, inputFile == nil else { throw UsageError("-r walks one URL's tree") }
         guard outputName == nil, sha256 == nil else { throw UsageError("-O and --sha256 name one file; -r downloads a tree") }
         if let depth, depth < 1 { throw UsageError("--depth takes 1 or more, got \(depth)") }
@@ -102,7 +108,7 @@ struct Get: AsyncParsableCommand {
             TransferSpec(download: url, directory: directory, fileName: name, headers: extraHeaders)
         }
         printErrors(plan.report)
-        return (plan.specs, plan.incomplete)
+        return (plan.specs, plan.incomplete, TerminalSafe.redactedURL(scope.root))
     }
 
     /// Every input is checked before anything is queued or created.

@@ -25,8 +25,9 @@ final class HeadlessRun: Sendable {
     /// it works through the whole queue. Returns the exit status: 0 when every waited-for item succeeded, 1
     /// otherwise. Without a directory (a private queue) no socket is served.
     /// With `readout`, progress is a readout redrawn in place in the terminal (LiveReadout), not lines.
+    /// `tree`: the specs are a tree's, from there (Batch.tree).
     func run(_ specs: [TransferSpec], store: any QueueStore, directory: StateDirectory?, lock: EngineLock?,
-             includeQueued: Bool = false, force: Bool = false, readout: Bool = false) async -> Int32 {
+             includeQueued: Bool = false, force: Bool = false, readout: Bool = false, tree: String? = nil) async -> Int32 {
         let reporter = Reporter(showsIDs: directory != nil, live: readout ? LiveReadout() : nil)
         let engine: EngineAssembly
         do {
@@ -71,7 +72,7 @@ final class HeadlessRun: Sendable {
                 own = []
             } else {
                 // The same add as through the socket: one batch, the same transfers reused unless forced.
-                let added = try manager.perform(.add(.init(specs: specs, typed: typedCommand(), force: force, replaces: force))).added ?? []
+                let added = try manager.perform(.add(.init(specs: specs, typed: typedCommand(), force: force, replaces: force, tree: tree))).added ?? []
                 reporter.added(added)
                 own = added.map(\.id)
                 reporter.live?.expect(own.count)

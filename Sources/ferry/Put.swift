@@ -103,10 +103,10 @@ struct Put: AsyncParsableCommand {
         if plan.specs.isEmpty { throw ExitCode(plan.incomplete ? 1 : 0) }
         if tui.tui, !detach.detach {
             guard TerminalUIRun.wanted(noTUI: common.noTUI) else { throw UsageError("--tui needs a terminal") }
-            await TerminalUIRun.run(common, config: config, adding: plan.specs, force: force.force, netrcFile: netrcFile)
+            await TerminalUIRun.run(common, config: config, adding: plan.specs, force: force.force, netrcFile: netrcFile, tree: source)
         }
         try await submit(common, config: config, specs: plan.specs, detach: detach.detach, force: force.force,
-                         readout: LiveReadout.wanted(noTUI: common.noTUI), incomplete: plan.incomplete)
+                         readout: LiveReadout.wanted(noTUI: common.noTUI), incomplete: plan.incomplete, tree: source)
     }
 
     func makeSpec() throws -> TransferSpec {

@@ -35,22 +35,24 @@ func typedCommand() -> String {
 /// `readout`: progress as a readout redrawn in place in the terminal (LiveReadout.wanted), not lines.
 /// As `submit`, for a tree whose walk did not see all of it (`incomplete`: a listing or a directory failed): the
 /// command ends with 1 even when every item it queued succeeded.
+/// `tree`: where the tree is from (its batch is shown as one row: Batch.tree).
 func submit(_ common: CommonOptions, config: Config, specs: [TransferSpec], detach: Bool, force: Bool, readout: Bool,
-            incomplete: Bool) async throws {
+            incomplete: Bool, tree: String) async throws {
     do {
-        try await submit(common, config: config, specs: specs, detach: detach, force: force, readout: readout)
+        try await submit(common, config: config, specs: specs, detach: detach, force: force, readout: readout, tree: tree)
     } catch let exit as ExitCode where incomplete && exit == .success {
         throw ExitCode(1)
     }
     if incomplete { throw ExitCode(1) }
 }
 
-func submit(_ common: CommonOptions, config: Config, specs: [TransferSpec], detach: Bool, force: Bool, readout: Bool = false) async throws {
+func submit(_ common: CommonOptions, config: Config, specs: [TransferSpec], detach: Bool, force: Bool, readout: Bool = false,
+            tree: String? = nil) async throws {
     let readsStandardInput = specs.contains { $0.upload?.primarySource == .standardInput }
     if detach {
         guard !readsStandardInput else { throw UsageError("--detach cannot hand over an upload from standard input: this process reads it") }
         let (client, started) = try EngineStartup.attaching(common)
-        let added = try add(specs, to: client, force: force)
+        let added = try add(specs, to: client, force: force, tree: tree)
         // An engine started for this command took -j; one already running keeps its own.
         if !started, let jobs = common.jobs { printError(jobsNotApplied(jobs)) }
         if !started, let retries = common.retries { printError(retriesNotApplied(retries)) }
@@ -61,7 +63,7 @@ func submit(_ common: CommonOptions, config: Config, specs: [TransferSpec], deta
     switch try EngineStartup.begin(common.stateDirectory) {
     case let .engine(lock, store):
         let status = await common.headlessRun(config)
-            .run(specs, store: store, directory: common.stateDirectory, lock: lock, force: force, readout: readout)
+            .run(specs, store: store, directory: common.stateDirectory, lock: lock, force: force, readout: readout, tree: tree)
         throw ExitCode(status)
     case let .running(client):
         if readsStandardInput {
@@ -72,7 +74,7 @@ func submit(_ common: CommonOptions, config: Config, specs: [TransferSpec], deta
             throw ExitCode(status)
         }
         let asked = Date()
-        let added = try add(specs, to: client, force: force)
+        let added = try add(specs, to: client, force: force, tree: tree)
         Reporter().added(added.items)
         // A download already done is said and its path printed; the engine has nothing to do for it.
         for item in added.items where item.how == .alreadyDone {
@@ -102,9 +104,9 @@ func retriesNotApplied(_ retries: Int) -> String {
 
 /// Queues `specs` with the engine behind `client` as one batch (in parts, whatever their number). An engine
 /// that went away part-way kept the parts it took: the message says where they are.
-func add(_ specs: [TransferSpec], to client: ControlClient, force: Bool = false) throws -> (batch: Int64, items: [AddedItem]) {
+func add(_ specs: [TransferSpec], to client: ControlClient, force: Bool = false, tree: String? = nil) throws -> (batch: Int64, items: [AddedItem]) {
     do {
-        return try QueueVerb.refusalIsUsage { try client.add(specs, command: typedCommand(), force: force) }
+        return try QueueVerb.refusalIsUsage { try client.add(specs, command: typedCommand(), force: force, tree: tree) }
     } catch let error as ControlError where !error.refused && specs.count > 1 && !force {
         throw ControlError(error.description + "; the items it took before are queued (ferry list shows them), "
                            + "and the same command again adds only the rest")

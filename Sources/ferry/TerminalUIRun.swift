@@ -15,8 +15,9 @@ enum TerminalUIRun {
     /// Opens the UI on the queue of the running engine (started in the background when none runs), after
     /// handing it `specs`.
     /// `netrcFile`: the netrc file items added in the UI use (the command line's choice).
+    /// `tree`: the specs are a tree's, from there (Batch.tree).
     static func run(_ common: CommonOptions, config: Config, adding specs: [TransferSpec], force: Bool = false,
-                    netrcFile: String?) async -> Never {
+                    netrcFile: String?, tree: String? = nil) async -> Never {
         let environment = ProcessInfo.processInfo.environment
         setlocale(LC_ALL, "")
         do {
@@ -31,7 +32,7 @@ enum TerminalUIRun {
         var ids: [TransferID] = []
         do {
             client = try EngineStartup.attach(common)
-            if !specs.isEmpty { ids = try add(specs, to: client, force: force).items.map(\.id) }
+            if !specs.isEmpty { ids = try add(specs, to: client, force: force, tree: tree).items.map(\.id) }
         } catch {
             printError(String(describing: error))
             exit(error is UsageError ? 2 : 1)

@@ -147,7 +147,7 @@ import Testing
         let added: [TransferID]
         do {
             let store = try SQLiteQueueStore(path: path)
-            batch = try store.makeBatch(command: "ferry get \u{E9}")
+            batch = try store.makeBatch(command: "ferry get \u{E9}", tree: nil)
             added = try store.add([download, upload, plain], batch: batch.id, reuse: true).map(\.item.id)
         }
         let reopened = try SQLiteQueueStore(path: path)

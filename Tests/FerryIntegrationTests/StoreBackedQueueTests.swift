@@ -437,7 +437,10 @@ final class LoadCountingStore: QueueStore {
     func keepLeftovers(_ leftovers: [Leftover]) throws { try base.keepLeftovers(leftovers) }
     func saveSpec(_ id: TransferID, _ spec: TransferSpec) throws { try base.saveSpec(id, spec) }
     func unfinished(sameAs identities: [String]) throws -> [(id: TransferID, identity: String)] { try base.unfinished(sameAs: identities) }
-    func makeBatch(command: String) throws -> Batch { try base.makeBatch(command: command) }
+    func makeBatch(command: String, tree: String?) throws -> Batch { try base.makeBatch(command: command, tree: tree) }
+    func byteSums(batch: Int64, excluding: [TransferID]) throws -> (done: Int64, expected: Int64, unknown: Int) {
+        try base.byteSums(batch: batch, excluding: excluding)
+    }
     func batches() throws -> [Batch] { try base.batches() }
     func save(_ item: StoredTransfer) throws { try base.save(item) }
     func save(_ items: [StoredTransfer]) throws { try base.save(items) }

@@ -197,7 +197,7 @@ import Testing
              Transfers                                 L         global rate limits
                Space p   pause or resume the item
                P         pause or resume everything  Screens
-               c         cancel the item               Enter     details of the item
+               c         cancel the item               Enter     details, or a tree's files
                r         retry failed or cancelled     Esc       back; clear marks, filter
                d Del     remove the item (asks)        /         filter (name, URL, #id)
                D         remove + delete .part file    s         next sort (name, rate...)

@@ -12,22 +12,22 @@ import Testing
         let items = (offset..<min(total, offset + count)).map { Fixtures.item(Int64($0 + 1), "f\($0 + 1).bin", .queued) }
         var snapshot = QueueSnapshot(version: 1, items: items, totals: QueueTotals(), maxConcurrent: 4, maxPerHost: 4)
         snapshot.totals.count[.queued] = total
-        snapshot.window = QueueWindow(offset: offset, total: total)
+        snapshot.window = QueueWindow(offset: offset, total: total, of: QueueView(treesAsRows: true))
         return snapshot
     }
 
     @Test func gOnAWindowSelectsTheLastRowOfTheViewAndAsksForItsWindow() {
         let state = Fixtures.state()  // 12 rows of list
         let first = window(offset: 0)
-        #expect(state.wantedView(state.rows(first)) == QueueView(offset: 0, limit: 36))
-        #expect(state.windowCovers(QueueView(offset: 0, limit: 36), state.rows(first)))
+        #expect(state.wantedView(state.rows(first)) == QueueView(offset: 0, limit: 36, treesAsRows: true))
+        #expect(state.windowCovers(QueueView(offset: 0, limit: 36, treesAsRows: true), state.rows(first)))
 
         let (jumped, _) = reduce(state, .character("G"), first)
         #expect(jumped.selectedIndex == 99_999)
         #expect(jumped.selectedID == nil)  // not held yet
-        #expect(!jumped.windowCovers(QueueView(offset: 0, limit: 36), jumped.rows(first)))
+        #expect(!jumped.windowCovers(QueueView(offset: 0, limit: 36, treesAsRows: true), jumped.rows(first)))
         let wanted = jumped.wantedView(jumped.rows(first))
-        #expect(wanted == QueueView(offset: 99_976, limit: 36))
+        #expect(wanted == QueueView(offset: 99_976, limit: 36, treesAsRows: true))
 
         // The window comes: the last row is selected and shown, with the rows above it.
         let last = window(offset: 99_976)
@@ -53,7 +53,7 @@ import Testing
         let wanted = state.wantedView(state.rows(window(offset: 0)))
         #expect(wanted.states == [.failed, .cancelled])
         #expect(wanted.filter == "host.example")
-        #expect(!state.windowCovers(QueueView(offset: 0, limit: 36), state.rows(window(offset: 0))))
+        #expect(!state.windowCovers(QueueView(offset: 0, limit: 36, treesAsRows: true), state.rows(window(offset: 0))))
     }
 
     @Test func rowsNotHeldYetAreBlankForAFrame() {
@@ -76,7 +76,7 @@ import Testing
     /// the new view's, so G means the end of the new view, found when its rows come.
     @Test func keysBeforeTheNewViewsRowsComeActOnTheNewView() {
         var failedView = window(offset: 0, count: 20, total: 20)
-        failedView.window = QueueWindow(offset: 0, total: 20, of: QueueView(states: ListView.failed.states))
+        failedView.window = QueueWindow(offset: 0, total: 20, of: QueueView(states: ListView.failed.states, treesAsRows: true))
         var state = Fixtures.state()
         state.view = .failed
         #expect(state.rows(failedView).total == 20)
@@ -97,7 +97,7 @@ import Testing
     @Test func theSelectionGoesToTheFirstRunningRowOnce() {
         var state = Fixtures.state()
         var snapshot = QueueSnapshot(version: 1, items: [], totals: QueueTotals(), maxConcurrent: 4, maxPerHost: 4)
-        snapshot.window = QueueWindow(offset: 0, total: 2_041)
+        snapshot.window = QueueWindow(offset: 0, total: 2_041, of: QueueView(treesAsRows: true))
         snapshot.window?.firstRunning = 511
         state.openOnActive(snapshot)
         #expect(state.selectedIndex == 511 && state.opened)

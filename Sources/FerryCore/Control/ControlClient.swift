@@ -45,7 +45,7 @@ public final class ControlClient: Sendable {
     /// unfinished one of the same transfer replaced, its `.part` deleted: `get --force`);
     /// otherwise a transfer already in the queue is reused. What became of each spec, in order, and the batch.
     /// A refusal (a full disk...) is a ControlError in the engine's words; parts sent before it stay queued.
-    public func add(_ specs: [TransferSpec], command: String, force: Bool) throws -> (batch: Int64, items: [AddedItem]) {
+    public func add(_ specs: [TransferSpec], command: String, force: Bool, tree: String? = nil) throws -> (batch: Int64, items: [AddedItem]) {
         var batch: Int64?
         var items: [AddedItem] = []
         items.reserveCapacity(specs.count)
@@ -63,7 +63,7 @@ public final class ControlClient: Sendable {
         }
         for part in Self.parts(of: specs) {
             let addition = QueueCommand.Addition(specs: Array(specs[part]), batch: batch, typed: batch == nil ? command : "", force: force,
-                                                 replaces: force)
+                                                 replaces: force, tree: batch == nil ? tree : nil)
             let command = QueueCommand.add(addition)
             sent.append((part.count, command, try connection.send(ControlRequest(id: 0, command: command))))
             if batch == nil || sent.count > 1 { try receive() }

@@ -110,9 +110,11 @@ extension TransferManager {
     }
 
     /// A new batch for what the user typed (the items of one command).
-    @_spi(Testing) public func makeBatch(command: String) throws(StateError) -> Batch {
+    @_spi(Testing) public func makeBatch(command: String, tree: String? = nil) throws(StateError) -> Batch {
         do {
-            return try store.makeBatch(command: command)
+            let batch = try store.makeBatch(command: command, tree: tree)
+            if let tree { core.withLock { $0.trees[batch.id] = tree } }
+            return batch
         } catch {
             throw Self.addRefused(error)
         }
@@ -352,7 +354,7 @@ extension TransferManager {
         case let .add(addition):
             guard !addition.specs.isEmpty else { throw UsageError("add needs at least one transfer") }
             var batch = addition.batch ?? 0
-            if addition.batch == nil { batch = try makeBatch(command: addition.typed).id }
+            if addition.batch == nil { batch = try makeBatch(command: addition.typed, tree: addition.tree).id }
             // Forced: an unfinished item of the same transfer goes, with its `.part` file, so that the new one
             // starts afresh under the same name (a completed one's file stays; the new copy gets a new name).
             var replaced: [String: TransferID] = [:]

@@ -14,6 +14,8 @@ extension TransferManager {
         var items: [TransferID: Transfer] = [:]
         /// Items kept loaded whatever their state (an add the store refused: they have no row to come back from).
         var pinned: Set<TransferID> = []
+        /// The batches that are trees (Batch.tree), with where each is from: a view may show each as one row.
+        var trees: [Int64: String] = [:]
         var nextID: Int64 = 1
         var caps: ConcurrencyCaps
         var version: UInt64 = 0

@@ -25,13 +25,29 @@ extension TransferManager {
                 totals.downloadBytesPerSecond = core.moved.downRate.bytesPerSecond ?? sum(.download)
                 totals.uploadBytesPerSecond = core.moved.upRate.bytesPerSecond ?? sum(.upload)
             }
-            let (rows, total, aroundRow) = window(view ?? .everything, &core)
+            let (rows, total, aroundRow, firstRunning) = window(view ?? .everything, &core)
             var items: [TransferSnapshot] = []
             items.reserveCapacity(rows.count)
             let stored = records(of: rows.filter { core.items[$0.id] == nil }.map(\.id))
+            // Trees as rows: each tree's row is its first file's, with the tree's sums.
+            var grouping = false
+            if let view { grouping = groups(in: view, core) }
+            var treeBatches: Set<Int64> = []
+            if grouping { for entry in rows { if let batch = entry.batch, core.trees[batch] != nil { treeBatches.insert(batch) } } }
+            let trees = treeSums(treeBatches, &core)
             for entry in rows {
                 var item: TransferSnapshot
-                if let transfer = core.items[entry.id] {
+                if let batch = entry.batch, let tree = trees[batch] {
+                    let first: TransferSnapshot
+                    if let transfer = core.items[entry.id] {
+                        first = transfer.snapshot()
+                    } else if let record = stored[entry.id] {
+                        first = snapshot(of: record, state: entry.state)
+                    } else {
+                        continue
+                    }
+                    item = tree.row(first)
+                } else if let transfer = core.items[entry.id] {
                     item = transfer.snapshot()
                 } else if let record = stored[entry.id] {
                     item = snapshot(of: record, state: entry.state)
@@ -50,7 +66,7 @@ extension TransferManager {
             snapshot.window = view.map { QueueWindow(offset: $0.offset, total: total, of: $0) }
             snapshot.window?.around = view?.around
             snapshot.window?.aroundRow = aroundRow
-            if let view, view.selectsAll { snapshot.window?.firstRunning = Self.firstRunning(core) }
+            if let view, view.selectsAll { snapshot.window?.firstRunning = grouping ? firstRunning : Self.firstRunning(core) }
             return snapshot
         }
     }
@@ -84,7 +100,7 @@ extension TransferManager {
     public func records(_ view: QueueView) -> (items: [StoredTransfer], total: Int) {
         storeWriter.flush()
         return core.withLock { core in
-            let (rows, total, _) = window(view, &core)
+            let (rows, total, _, _) = window(view, &core)
             let stored = records(of: rows.filter { core.items[$0.id] == nil }.map(\.id))
             let items = rows.compactMap { entry -> StoredTransfer? in
                 if let transfer = core.items[entry.id] { return transfer.record() }
@@ -100,7 +116,8 @@ extension TransferManager {
     /// The entries in `view`'s window, and how many rows the whole view has: a slice of the queue when the
     /// view has every item, else one walk over the queue's index (a filter's text is matched on what the
     /// store keeps of names and URLs: TextMatches).
-    private func window(_ view: QueueView, _ core: inout Core) -> (rows: [Entry], total: Int, aroundRow: Int?) {
+    /// With trees as rows in a view of every item, also the row of the first running item (its tree's).
+    private func window(_ view: QueueView, _ core: inout Core) -> (rows: [Entry], total: Int, aroundRow: Int?, firstRunning: Int?) {
         // A window in queue order: what was kept for a sort goes (made again if a sort is asked again), not held
         // for the engine's life.
         if view.sort == nil, core.sortedRows != nil || !core.storedSortKeys.isEmpty {
@@ -108,15 +125,19 @@ extension TransferManager {
             core.sortedRows = nil
         }
         let around = view.around.map(TransferID.init)
-        if view.selectsAll {
-            return (Array(core.queue[view.window(among: core.queue.count)]), core.queue.count, around.flatMap { core.position(of: $0) })
+        let grouping = groups(in: view, core)
+        if view.selectsAll, !grouping {
+            return (Array(core.queue[view.window(among: core.queue.count)]), core.queue.count, around.flatMap { core.position(of: $0) }, nil)
         }
+        // The `around` item's row, sorted: its own, or its tree's (the one row of its batch).
+        let aroundTree = grouping ? around.flatMap { core.position(of: $0) }.flatMap { core.queue[$0].batch }.flatMap { core.trees[$0] != nil ? $0 : nil } : nil
+        func isAround(_ entry: Entry) -> Bool { entry.id == around || (aroundTree != nil && entry.batch == aroundTree) }
         // A sorted view whose rows cannot have moved since they were sorted: its window is a slice of them. A
         // 100,000-row view sorted by name re-sorted at every sample while 2 items ran: 34 % of a core, 0.4 %
         // in queue order.
         if let sort = view.sort, let sorted = core.sortedRows, sorted.view == SortedRows.key(view), sorted.made == SortedRows.stamp(sort, core) {
             return (Array(sorted.rows[view.window(among: sorted.rows.count)]), sorted.total,
-                    around.flatMap { id in sorted.rows.firstIndex { $0.id == id } })
+                    around == nil ? nil : sorted.rows.firstIndex(where: isAround), nil)
         }
         var conditions = view
         conditions.filter = nil
@@ -126,18 +147,71 @@ extension TransferManager {
         var total = 0
         var aroundRow: Int?
         let sorted = view.sort != nil
+        // With trees as rows: the row each tree has (the first of its files in the view), by batch.
+        var treeRow: [Int64: Int] = [:]
+        var firstRunning: Int?
         for entry in core.queue {
             guard matcher.matches(id: entry.id, state: entry.state, batch: entry.batch, name: { nil }, url: { "" }) else { continue }
             if let text, !(core.items[entry.id].map(text.matches) ?? text.contains(entry.id)) { continue }
+            if firstRunning == nil, grouping, (core.items[entry.id]?.state ?? entry.state) == .running {
+                firstRunning = entry.batch.flatMap { treeRow[$0] } ?? total
+            }
+            if grouping, !sorted, let batch = entry.batch, core.trees[batch] != nil {
+                if let row = treeRow[batch] {
+                    if entry.id == around { aroundRow = row }
+                    continue
+                }
+                treeRow[batch] = total
+            }
             if sorted || view.windowContains(total) { rows.append(entry) }
             if entry.id == around { aroundRow = total }
             total += 1
         }
-        guard let sort = view.sort else { return (rows, total, aroundRow) }
+        guard let sort = view.sort else { return (rows, total, aroundRow, firstRunning) }
         let keys = sortKeys(of: rows, &core)
         rows = sort.sorted(rows) { keys[$0.id] ?? QueueSort.Key(id: $0.id, state: $0.state, name: "", progress: nil, rate: nil) }
+        if grouping {
+            // Sorted, a tree's row is where its first file sorts; an item of it named by `around` is on that row.
+            var first: [Int64: TransferID] = [:]
+            rows = rows.filter { entry in
+                guard let batch = entry.batch, core.trees[batch] != nil else { return true }
+                return first.updateValue(first[batch] ?? entry.id, forKey: batch) == nil
+            }
+            total = rows.count
+        }
         core.sortedRows = SortedRows(view: SortedRows.key(view), made: SortedRows.stamp(sort, core), rows: rows, total: total)
-        return (Array(rows[view.window(among: rows.count)]), total, around.flatMap { id in rows.firstIndex { $0.id == id } })
+        return (Array(rows[view.window(among: rows.count)]), total, around == nil ? nil : rows.firstIndex(where: isAround), nil)
+    }
+
+    /// Whether `view` shows trees as rows now (it asks, and the queue has trees).
+    func groups(in view: QueueView, _ core: Core) -> Bool { view.groupsTrees && !core.trees.isEmpty }
+
+    /// The sums of each tree in `batches`: files per state from the queue's index, bytes from the loaded items as
+    /// they are now and from the store for the rest (its pending writes first), the rate of those running.
+    func treeSums(_ batches: Set<Int64>, _ core: inout Core) -> [Int64: TreeSums] {
+        guard !batches.isEmpty else { return [:] }
+        var sums: [Int64: TreeSums] = [:]
+        for batch in batches { sums[batch] = TreeSums(row: TreeRow(batch: batch, label: core.trees[batch] ?? "", files: [:])) }
+        for entry in core.queue {
+            guard let batch = entry.batch, sums[batch] != nil else { continue }
+            sums[batch]!.row.files[core.items[entry.id]?.state ?? entry.state, default: 0] += 1
+        }
+        var loaded: [Int64: [TransferID]] = [:]
+        for (id, transfer) in core.items {
+            guard let batch = transfer.batch, sums[batch] != nil else { continue }
+            loaded[batch, default: []].append(id)
+            sums[batch]!.done += transfer.currentBytes
+            if let expected = transfer.bytesExpected ?? transfer.spec.mirror?.size { sums[batch]!.expected += expected } else { sums[batch]!.row.sizesUnknown += 1 }
+            if transfer.state == .running, let rate = transfer.rate.bytesPerSecond { sums[batch]!.rate += rate }
+        }
+        storeWriter.flush()
+        for batch in batches {
+            guard let stored = try? store.byteSums(batch: batch, excluding: loaded[batch] ?? []) else { continue }
+            sums[batch]!.done += stored.done
+            sums[batch]!.expected += stored.expected
+            sums[batch]!.row.sizesUnknown += stored.unknown
+        }
+        return sums
     }
 
     /// What a sort compares of each row: loaded items as they are now, the others as the store keeps them
@@ -323,6 +397,29 @@ extension TransferManager {
 /// A sorted view's rows, and when they were sorted: by name, state or time added the order changes only
 /// with a state, the order, a name or the queue's items (the engine's version less its byte samples); by
 /// progress or rate it also follows the bytes, re-sorted once a second of samples (5 of them).
+/// A tree's row as the engine makes it: its files' counts (TreeRow) and their bytes and rate.
+struct TreeSums {
+    var row: TreeRow
+    var done: Int64 = 0
+    var expected: Int64 = 0
+    var rate: Double = 0
+
+    /// The row: `first` (the tree's first file in the view) with the tree's state, bytes, rate and ETA. What is
+    /// a file's alone (its failure, retries, attempts, limit) is not the tree's.
+    func row(_ first: TransferSnapshot) -> TransferSnapshot {
+        // A total with sizes still unknown would be a part said as the whole: none until each is known.
+        var item = TransferSnapshot(id: first.id, spec: first.spec, state: TreeRow.state(of: row.files), bytesDone: done,
+                                    bytesExpected: row.sizesUnknown == 0 ? expected : nil)
+        item.batch = row.batch
+        item.tree = row
+        if item.state == .running, rate > 0 {
+            item.bytesPerSecond = rate
+            if row.sizesUnknown == 0 { item.eta = Double(max(0, expected - done)) / rate }
+        }
+        return item
+    }
+}
+
 struct SortedRows {
     let view: QueueView
     let made: Stamp

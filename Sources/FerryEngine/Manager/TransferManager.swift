@@ -105,6 +105,7 @@ public final class TransferManager: Sendable {
             if let claim = row.claim { names.adopt(directory: claim.directory, name: claim.name) }
             core.append(row)
         }
+        for batch in try store.batches() { if let tree = batch.tree { core.trees[batch.id] = tree } }
         self.core = Mutex(core)
         limits.setGlobal(download: configuration.downloadLimit, upload: configuration.uploadLimit)
         if let schedule = configuration.downloadSchedule { followSchedule(schedule) }

@@ -18,6 +18,8 @@ public struct AppState: Sendable, Equatable {
         /// The filter is applied as it is typed; Esc puts back `previous`.
         case filter(previous: String)
         case itemLimit(TransferID)
+        /// Each file of a tree (its batch), from the tree's row.
+        case treeLimit(batch: Int64, name: String)
         case globalDownloadLimit
         case globalUploadLimit(download: Int64?)
     }
@@ -45,6 +47,7 @@ public struct AppState: Sendable, Equatable {
             case let .uploadURL(_, shape): return "Upload to URL (\(shape.title); Tab: \(shape.next.title)): "
             case .filter: return "Filter: "
             case let .itemLimit(id): return "Limit of \(id) (e.g. 2M, 500K, off): "
+            case let .treeLimit(_, name): return "Limit of each file of \(name) (e.g. 2M, 500K, off): "
             case .globalDownloadLimit: return "Global download limit (e.g. 2M, off): "
             case .globalUploadLimit: return "Global upload limit (e.g. 1M, off): "
             }
@@ -55,6 +58,8 @@ public struct AppState: Sendable, Equatable {
         case remove(TransferID, name: String, deletePartial: Bool)
         /// The marked items (`count` of them).
         case removeMarked(Selection, count: Int, deletePartial: Bool)
+        /// A tree's whole batch (`count` files) from its row.
+        case removeTree(Selection, name: String, count: Int, deletePartial: Bool)
         /// The finished items of the view (`count` when known); their files stay.
         case clearFinished(Selection, count: Int?)
         case stopEngine(running: Int)
@@ -65,6 +70,8 @@ public struct AppState: Sendable, Equatable {
             case let .remove(id, name, true): return "Remove \(id) \(name) and delete its partial file? (y/n)"
             case let .removeMarked(_, count, deletePartial):
                 return "Remove the \(count) marked item\(count == 1 ? "" : "s") from the queue\(deletePartial ? " and delete their partial files" : "")? (y/n)"
+            case let .removeTree(_, name, count, deletePartial):
+                return "Remove the tree \(name) (\(count) file\(count == 1 ? "" : "s")) from the queue\(deletePartial ? " and delete their partial files" : "")? Files done stay. (y/n)"
             case let .clearFinished(_, count):
                 let what = count.map { "the \($0) finished item\($0 == 1 ? "" : "s")" } ?? "the finished items"
                 return "Clear \(what) of this view from the list? Their files stay. (y/n)"
@@ -85,6 +92,16 @@ public struct AppState: Sendable, Equatable {
     public var prompt: Prompt?
     public var confirmation: Confirmation?
     public var view: ListView = .all
+    /// The tree whose files the list shows (Enter on a tree's row; Esc goes back to its row), nil: trees are rows.
+    public var openTree: OpenTree?
+
+    public struct OpenTree: Sendable, Equatable {
+        public var batch: Int64
+        /// The tree's name (TreeRow.name), for the header.
+        public var name: String
+        /// The tree's row when it was opened: the selection goes back to it.
+        public var row: TransferID
+    }
     /// Case-insensitive substring of the item's name.
     public var filter = ""
     /// The rows' order (s cycles it); the queue's own order is not changed by it.
@@ -196,7 +213,8 @@ public struct AppState: Sendable, Equatable {
 
     /// What the list shows, as the engine is asked for it: the view's states and the filter.
     public var queueView: QueueView {
-        var queueView = QueueView(states: view.states, filter: filter.isEmpty ? nil : filter, sort: sort)
+        var queueView = QueueView(states: view.states, filter: filter.isEmpty ? nil : filter, batch: openTree?.batch, sort: sort,
+                                  treesAsRows: openTree == nil)
         if case let .detail(id) = screen { queueView.detail = id.rawValue }
         return queueView
     }
@@ -206,7 +224,7 @@ public struct AppState: Sendable, Equatable {
     public func viewSelection(in states: [TransferState]) -> Selection? {
         let shown = (queueView.states ?? TransferState.allCases).filter(states.contains)
         guard !shown.isEmpty else { return nil }
-        return Selection(states: shown, filter: queueView.filter)
+        return Selection(states: shown, batch: queueView.batch, filter: queueView.filter)
     }
 
     /// The view with the window the list needs now: the screenful at the selection, and a screenful either
@@ -224,7 +242,8 @@ public struct AppState: Sendable, Equatable {
     /// Whether `held` (the window the engine sends) covers the screenful `rows` needs for the view asked.
     public func windowCovers(_ held: QueueView, _ rows: ListRows) -> Bool {
         let asked = queueView
-        guard held.states == asked.states, held.filter == asked.filter, held.sort == asked.sort, held.detail == asked.detail else { return false }
+        guard held.states == asked.states, held.filter == asked.filter, held.sort == asked.sort, held.detail == asked.detail,
+              held.batch == asked.batch, held.treesAsRows == asked.treesAsRows else { return false }
         let first = firstRow(rows)
         let last = min(rows.total, first + listHeight)
         return held.windowContains(first) && (last == first || held.windowContains(last - 1))
@@ -268,6 +287,18 @@ public struct AppState: Sendable, Equatable {
         if case let .detail(id) = screen { return snapshot.items.first { $0.id == id } }
         let rows = rows(snapshot)
         return selectionIndex(in: rows).flatMap { rows[$0] }
+    }
+
+    /// Enter on a row: a tree's opens to its files (Esc comes back to it), an item's to its details.
+    public mutating func open(_ item: TransferSnapshot) {
+        if let tree = item.tree {
+            openTree = .init(batch: tree.batch, name: TerminalSafe.sanitize(tree.name), row: item.id)
+            selectedIndex = 0
+            selectedID = nil
+        } else {
+            screen = .detail(item.id)
+            detailScroll = 0
+        }
     }
 
     mutating func select(index: Int, in rows: ListRows) {

@@ -48,7 +48,7 @@ public struct Keymap: Sendable {
         Binding(keys: [.character("-")], action: .concurrencyDown, help: "one transfer fewer at once", footer: nil, section: .queue),
         Binding(keys: [.character("l")], action: .limitItem, help: "rate limit of the item", footer: nil, section: .queue),
         Binding(keys: [.character("L")], action: .limitGlobal, help: "global rate limits", footer: nil, section: .queue),
-        Binding(keys: [.enter], action: .openDetail, help: "details of the item", footer: "Detail", section: .screens),
+        Binding(keys: [.enter], action: .openDetail, help: "details, or a tree's files", footer: "Detail", section: .screens),
         Binding(keys: [.escape], action: .back, help: "back; clear marks, filter", footer: nil, section: .screens),
         Binding(keys: [.character("/")], action: .filter, help: "filter (name, URL, #id)", footer: "Filter", section: .screens),
         Binding(keys: [.character("s")], action: .cycleSort, help: "next sort (name, rate...)", footer: nil, section: .screens),

@@ -55,6 +55,10 @@ private func perform(_ action: Action, _ stateIn: AppState, _ snapshot: QueueSna
     let onMarks = inList && !state.marks.isEmpty
     let markedCount = state.marks.count
     let marked = "\(markedCount) marked"
+    // The selected row is a whole tree (TreeRow): what acts on a row acts on its batch.
+    let tree = inList && !onMarks ? selected?.tree : nil
+    let treeName = tree.map { TerminalSafe.sanitize($0.name) } ?? ""
+    let wholeTree = Selection(batch: tree?.batch)
 
     func note(_ text: String, error: Bool = false) { state.message = .init(text: text, isError: error) }
     func name(_ item: TransferSnapshot) -> String { TerminalSafe.sanitize(item.displayName) }
@@ -75,8 +79,7 @@ private func perform(_ action: Action, _ stateIn: AppState, _ snapshot: QueueSna
             if index != nil { state.openWhenHeld = true }
             break
         }
-        state.screen = .detail(selected.id)
-        state.detailScroll = 0
+        state.open(selected)
     case .back:
         if !inList {
             state.screen = .list
@@ -86,6 +89,10 @@ private func perform(_ action: Action, _ stateIn: AppState, _ snapshot: QueueSna
         } else if !state.filter.isEmpty {
             state.filter = ""
             note("filter cleared")
+        } else if let open = state.openTree {
+            // Back to the tree's row (the engine says where it is now: the view's `around`).
+            state.openTree = nil
+            state.selectedID = open.row
         }
 
     case .togglePause where onMarks:
@@ -107,6 +114,34 @@ private func perform(_ action: Action, _ stateIn: AppState, _ snapshot: QueueSna
         state.confirmation = .removeMarked(state.marks.selection, count: markedCount, deletePartial: action == .removeDeletingPartial)
     case .moveItemDown where onMarks, .moveItemUp where onMarks:
         return (state, [.queue(.move(state.marks.selection, action == .moveItemDown ? .down : .up))])
+
+    case .togglePause where tree != nil:
+        guard let tree else { break }
+        let files = TreeRow.state(of: tree.files)
+        if StateChange.pause.applies(to: files) { note("pausing \(treeName)"); return (state, [.queueSaying(.pause(wholeTree))]) }
+        if StateChange.resume.applies(to: files) { note("resuming \(treeName)"); return (state, [.queueSaying(.resume(wholeTree))]) }
+        note(tree.files[.failed, default: 0] + tree.files[.cancelled, default: 0] > 0 ? "\(treeName) is \(files.word): r retries what failed" : "\(treeName) is \(files.word)")
+    case .cancel where tree != nil:
+        guard let tree else { break }
+        guard StateChange.cancel.applies(to: TreeRow.state(of: tree.files)) else { note("\(treeName) has nothing left to cancel"); break }
+        note("cancelling \(treeName)")
+        return (state, [.queueSaying(.cancel(wholeTree))])
+    case .retry where tree != nil:
+        guard let tree else { break }
+        guard tree.files[.failed, default: 0] + tree.files[.cancelled, default: 0] > 0 else { note("nothing of \(treeName) failed or was cancelled"); break }
+        note("retrying what failed of \(treeName)")
+        return (state, [.queueSaying(.retry(wholeTree))])
+    case .remove where tree != nil, .removeDeletingPartial where tree != nil:
+        guard let tree else { break }
+        state.confirmation = .removeTree(wholeTree, name: DisplayWidth.truncate(treeName, to: 40), count: tree.count,
+                                         deletePartial: action == .removeDeletingPartial)
+    case .moveItemDown where tree != nil, .moveItemUp where tree != nil:
+        return (state, [.queue(.move(wholeTree, action == .moveItemDown ? .down : .up))])
+    case .limitItem where tree != nil:
+        guard let tree else { break }
+        state.prompt = .init(kind: .treeLimit(batch: tree.batch, name: DisplayWidth.truncate(treeName, to: 30)))
+    case .mark where tree != nil:
+        note("a tree's row acts on all its files: Enter opens it to mark some")
 
     case .mark:
         guard inList, let item = selected else { note("nothing selected"); break }
@@ -221,6 +256,10 @@ private func confirm(_ stateIn: AppState, _ key: Key) -> (AppState, [Command]) {
             state.message = .init(text: "removed \(id) \(name)", isError: false)
             if case .detail(id) = state.screen { state.screen = .list }
             return (state, [.remove(id, deletePartial: deletePartial)])
+        case let .removeTree(selection, name, _, deletePartial):
+            // The engine's answer says how many went.
+            state.message = .init(text: "removing \(name)", isError: false)
+            return (state, [.queueSaying(.remove(selection, deletePart: deletePartial))])
         case let .removeMarked(selection, count, deletePartial):
             state.message = .init(text: "removed \(count) marked", isError: false)
             state.marks.clear()
@@ -357,6 +396,12 @@ private func submit(_ stateIn: AppState, _ promptIn: AppState.Prompt, _ snapshot
             state.prompt = nil
             state.message = .init(text: rate == nil ? "\(id) no longer limited" : "\(id) limited to \(RateText.describe(rate))", isError: false)
             return (state, [.setItemLimit(id, rate)])
+        case let .treeLimit(batch, name):
+            let rate = try RateText.parse(text)
+            state.prompt = nil
+            state.message = .init(text: rate == nil ? "\(name): files no longer limited" : "\(name): each file limited to \(RateText.describe(rate))",
+                                  isError: false)
+            return (state, [.queueSaying(.setRateLimit(Selection(batch: batch), rate))])
         case .globalDownloadLimit:
             let rate = try RateText.parse(text)
             state.prompt = .init(kind: .globalUploadLimit(download: rate), editor: LineEditor(RateText.typed(snapshot.uploadLimit), selected: true))

@@ -208,10 +208,7 @@ public final class TerminalApp {
         if state.selectedID == nil, let index = state.selectionIndex(in: rows), let item = rows[index] {
             state.selectedIndex = index
             state.selectedID = item.id
-            if state.openWhenHeld, state.screen == .list {
-                state.screen = .detail(item.id)
-                state.detailScroll = 0
-            }
+            if state.openWhenHeld, state.screen == .list { state.open(item) }
         }
         if state.selectedID != nil { state.openWhenHeld = false }
         // The window is for the terminal's size now (the state takes it when the frame is drawn, which is how

@@ -24,6 +24,7 @@ enum FooterBar {
         var entries = context.keymap.footerEntries(onList: state.screen == .list, selected: selected?.state).map { (key: context.unicode ? $0.key.label : $0.key.asciiLabel, label: $0.label) }
         switch state.screen {
         case .list where !state.marks.isEmpty: entries.insert((key: "Esc", label: "Unmark"), at: 1)
+        case .list where state.openTree != nil: entries.insert((key: "Esc", label: "Up"), at: 0)
         case .list: break
         case .detail: entries.insert((key: "Esc", label: "Back"), at: 0)
         case .help: entries = [(key: "Esc", label: "Back"), (key: "j/k", label: "Scroll")]

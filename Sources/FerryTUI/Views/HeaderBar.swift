@@ -25,6 +25,7 @@ enum HeaderBar {
             let place = "\(index + 1)/\(listed.total)"
             shown += String(repeating: " ", count: max(0, 2 * "\(listed.total)".count + 1 - place.count)) + place + " "
         }
+        if let tree = state.openTree { shown += "in \(DisplayWidth.truncate(context.outside(tree.name), to: max(8, canvas.width / 4), ellipsis: context.ellipsis)) " }
         if state.view != .all { shown += "[\(state.view.title)] " }
         if state.sort != .queue { shown += "sort:\(state.sort.rawValue) " }
         if !state.marks.isEmpty { shown += "\(state.marks.count) marked " }

@@ -17,6 +17,12 @@ enum RowText {
         item.spec.direction == .upload && (item.state == .failed || item.state == .cancelled) && item.resumable?.location == nil
     }
 
+    /// The row's name: the item's, or a tree's with its files (`pub/ 120/2000 files`).
+    static func name(_ item: TransferSnapshot) -> String {
+        guard let tree = item.tree else { return item.displayName }
+        return "\(tree.name) \(tree.filesText)"
+    }
+
     static func percent(_ item: TransferSnapshot) -> String {
         if item.state == .completed { return "100%" }
         if keepsNothing(item) { return "" }
@@ -41,6 +47,8 @@ enum RowText {
     /// number), "HTTP 503, queued" (queued again after that failure), "refused" (why it failed),
     /// "done". The words of a failure come from its kind (TransferSnapshot.failureWords), never its message.
     static func status(_ item: TransferSnapshot, now: Date) -> String {
+        // A tree's files have each their own failure and retry (its row opens to them).
+        if item.tree != nil, item.state != .running { return item.state.label }
         switch item.state {
         case .running: return item.eta.map { ByteFormat.duration($0) } ?? "--"
         case .waiting:

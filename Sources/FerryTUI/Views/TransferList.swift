@@ -53,14 +53,14 @@ enum TransferList {
         struct Row { var item: TransferSnapshot; var id, name, percent, size, rate, status: String }
         // Items of the same name (index.html from two hosts) are told apart by where they come from.
         var named: [String: Int] = [:]
-        for item in shown.compactMap({ $0 }) { named[item.displayName, default: 0] += 1 }
+        for item in shown.compactMap({ $0 }) { named[RowText.name(item), default: 0] += 1 }
         // Ids take the width of the widest held (a window of three screenfuls, so it changes only at a power of
         // ten), at least that of #999: a shell verb can be typed from the row.
         let idWidth = max(4, items.items.map { DisplayWidth.of($0.id.description) }.max() ?? 0)
         let columns = layout(width: canvas.width - idWidth - 1)
         let texts = shown.map { item -> Row? in
             guard let item else { return nil }
-            let name = named[item.displayName, default: 0] > 1 ? "\(item.displayName) (\(RowText.origin(item)))" : item.displayName
+            let name = named[RowText.name(item), default: 0] > 1 ? "\(RowText.name(item)) (\(RowText.origin(item)))" : RowText.name(item)
             return
                 Row(item: item, id: item.id.description, name: context.outside(name), percent: RowText.percent(item),
                     size: RowText.size(item, width: columns.size), rate: RowText.rate(item), status: context.outside(RowText.status(item, now: context.now)))

@@ -1,0 +1,109 @@
+@_spi(Testing) import FerryEngine
+import FerryCore
+import Foundation
+import Testing
+import TestHTTPServer
+
+/// A tree (the batch a `get -r` queues) is one row in a view that asks for it: its files' sums, asked of the
+/// engine (counts from the queue's index, bytes from the loaded items and the store), in the place of its first
+/// file; a view of its batch shows the files. Real downloads, a real SQLite store, an engine started twice.
+@Suite struct TreeRowTests {
+    let server: TestHTTPServer
+    let dir: TempDir
+    var storePath: String { dir.path + "/queue.sqlite" }
+
+    init() throws {
+        server = try TestHTTPServer()
+        dir = try TempDir()
+    }
+
+    func engine() throws -> TransferManager {
+        var configuration = testConfiguration(maxConcurrent: 2)
+        // Few items kept loaded: most of a tree's figures come from the store.
+        configuration.loadedLimit = 2
+        return try TransferManager(configuration: configuration, store: SQLiteQueueStore(path: storePath))
+    }
+
+    func spec(_ path: String) -> TransferSpec { TransferSpec(download: server.url(path), directory: dir.path) }
+
+    @Test func aTreeIsOneRowWithItsFilesSumsAndItsBatchShowsTheFiles() async throws {
+        let sizes = [1_000, 20_000, 300_000, 4_000]
+        for (index, size) in sizes.enumerated() {
+            server.route("/pub/f\(index).bin", .serve(Resource(body: Resource.randomBytes(count: size, seed: UInt64(index)))))
+        }
+        server.route("/single.bin", .serve(Resource(body: Data(count: 10))))
+        var manager = try engine()
+        let first = try manager.perform(.add(.init(specs: [spec("/single.bin")], typed: "ferry get single", paused: true)))
+        let tree = try manager.perform(.add(.init(specs: sizes.indices.map { spec("/pub/f\($0).bin") }, typed: "ferry get -r",
+                                                   paused: true, tree: server.url("/pub/").absoluteString)))
+        let batch = try #require(tree.batch)
+        let files = try #require(tree.added).map(\.id)
+        let last = try manager.perform(.add(.init(specs: [spec("/single.bin?2")], typed: "ferry get single 2", paused: true)))
+
+        let grouped = QueueView(treesAsRows: true)
+        var rows = manager.snapshot(grouped)
+        #expect(rows.items.map(\.id) == [first.added![0].id, files[0], last.added![0].id])
+        #expect(rows.window?.total == 3)
+        let row = try #require(rows.items[1].tree)
+        #expect(row.batch == batch)
+        #expect(row.count == 4 && row.files[.paused] == 4)
+        #expect(row.name == "pub/")
+        #expect(rows.items[1].state == .paused)
+        #expect(rows.items[0].tree == nil && rows.items[2].tree == nil)
+        // Without asking, and in the view of its batch: the files, each a row.
+        #expect(manager.snapshot(QueueView()).items.count == 6)
+        #expect(manager.snapshot(QueueView(batch: batch, treesAsRows: true)).items.map(\.id) == files)
+        // A window past the tree's row, and the row of one of its files (`around`): the tree's.
+        var window = QueueView(offset: 2, limit: 5, treesAsRows: true)
+        window.around = files[2].rawValue
+        #expect(manager.snapshot(window).items.map(\.id) == [last.added![0].id])
+        #expect(manager.snapshot(window).window?.aroundRow == 1)
+
+        // The whole batch resumed from its row's selection: every file done, the row's bytes their sum (from the
+        // store: at most two items stay loaded).
+        _ = try manager.perform(.resume(Selection(batch: batch)))
+        await manager.waitUntilFinished(Set(files))
+        rows = manager.snapshot(grouped)
+        let done = rows.items[1]
+        #expect(done.state == .completed)
+        #expect(done.tree?.done == 4)
+        #expect(done.bytesDone == Int64(sizes.reduce(0, +)))
+        #expect(done.bytesExpected == Int64(sizes.reduce(0, +)))
+        #expect(rows.items[0].state == .paused && rows.items[2].state == .paused)
+
+        // The tree stays a tree for the next engine (the store keeps it).
+        manager.shutdown()
+        manager = try engine()
+        defer { manager.shutdown() }
+        rows = manager.snapshot(grouped)
+        #expect(rows.items.map(\.id) == [first.added![0].id, files[0], last.added![0].id])
+        #expect(rows.items[1].tree?.done == 4)
+        #expect(rows.items[1].bytesDone == Int64(sizes.reduce(0, +)))
+    }
+
+    /// While files run, the row says the bytes so far of every file (running ones live, finished ones stored,
+    /// queued ones none) and the sum of the running ones' rates; a filter shows the tree when a file matches.
+    @Test func aRunningTreesRowSumsLiveAndStoredFigures() async throws {
+        let stalled = Resource(body: Resource.randomBytes(count: 200_000, seed: 1))
+        server.route("/t/slow.bin", .serve(stalled, ServeOptions(stallAfter: 50_000)))
+        server.route("/t/done.bin", .serve(Resource(body: Data(count: 7_000))))
+        server.route("/t/later.bin", .serve(Resource(body: Data(count: 5))))
+        let manager = try engine()
+        defer { manager.shutdown() }
+        let tree = try manager.perform(.add(.init(specs: [spec("/t/done.bin"), spec("/t/slow.bin")], typed: "ferry get -r",
+                                                   tree: server.url("/t/").absoluteString)))
+        let ids = try #require(tree.added).map(\.id)
+        await manager.waitUntilFinished([ids[0]])
+        try await eventually("the slow file's first bytes") {
+            manager.snapshot(QueueView(treesAsRows: true)).items.first?.bytesDone == 57_000
+        }
+        let row = manager.snapshot(QueueView(treesAsRows: true)).items[0]
+        #expect(row.state == .running)
+        #expect(row.tree?.files[.running] == 1 && row.tree?.done == 1)
+        #expect(row.bytesExpected == 207_000)
+        #expect(manager.snapshot(QueueView(filter: "slow", treesAsRows: true)).items.map(\.tree?.batch) == [tree.batch])
+        #expect(manager.snapshot(QueueView(filter: "nothing-like-it", treesAsRows: true)).items.isEmpty)
+        _ = try manager.perform(.cancel(Selection(batch: tree.batch)))
+        #expect(manager.snapshot(QueueView(treesAsRows: true)).items[0].state == .cancelled)
+    }
+}
