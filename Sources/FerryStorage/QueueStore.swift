@@ -46,6 +46,8 @@ public struct StoredTransfer: Sendable, Codable, Equatable {
         self.rateLimit = spec.rateLimit
         self.validators = Validators()
         self.bytesDone = 0
+        // A tree's file: its size as its listing gave it, until an answer says (the tree's row sums it).
+        self.bytesExpected = spec.mirror?.size
         self.retries = 0
         self.attempts = []
     }
@@ -202,10 +204,9 @@ public protocol QueueStore: Sendable {
     func unfinished(sameAs identities: [String]) throws -> [(id: TransferID, identity: String)]
     /// A new batch for what the user typed.
     func makeBatch(command: String, tree: String?) throws -> Batch
-    /// The bytes done and expected of the items of `batch` but `excluding` (the loaded ones, whose live
-    /// figures the engine has), and how many of them have no known size (from an answer, or from the tree's
-    /// listing: TransferSpec.mirror).
-    func byteSums(batch: Int64, excluding: [TransferID]) throws -> (done: Int64, expected: Int64, unknown: Int)
+    /// The bytes done and expected of the items of `batch` (`only` those of them, when given), and how many
+    /// have no known size (from an answer, or a tree's listing).
+    func byteSums(batch: Int64, only ids: [TransferID]?) throws -> ByteSums
     /// The batches, oldest first.
     func batches() throws -> [Batch]
     /// Updates an item's state and progress; its place in the queue is saveRanks' business.
@@ -229,6 +230,23 @@ public protocol QueueStore: Sendable {
     func remove(_ id: TransferID) throws
     /// Several removes at once (one transaction where the store has them).
     func remove(_ ids: [TransferID]) throws
+}
+
+/// Bytes of some items summed (QueueStore.byteSums).
+public struct ByteSums: Sendable, Equatable {
+    public var done: Int64 = 0
+    public var expected: Int64 = 0
+    /// Items of no known size (left out of `expected`).
+    public var unknown = 0
+    public init(done: Int64 = 0, expected: Int64 = 0, unknown: Int = 0) {
+        self.done = done
+        self.expected = expected
+        self.unknown = unknown
+    }
+
+    public static func - (a: ByteSums, b: ByteSums) -> ByteSums {
+        ByteSums(done: a.done - b.done, expected: a.expected - b.expected, unknown: a.unknown - b.unknown)
+    }
 }
 
 extension QueueStore {
@@ -349,13 +367,13 @@ public final class InMemoryQueueStore: QueueStore {
         }
     }
 
-    public func byteSums(batch: Int64, excluding: [TransferID]) throws -> (done: Int64, expected: Int64, unknown: Int) {
+    public func byteSums(batch: Int64, only ids: [TransferID]?) throws -> ByteSums {
         state.withLock { s in
-            let skip = Set(excluding)
-            var sums: (done: Int64, expected: Int64, unknown: Int) = (0, 0, 0)
-            for item in s.items.values where item.batch == batch && !skip.contains(item.id) {
+            let only = ids.map(Set.init)
+            var sums = ByteSums()
+            for item in s.items.values where item.batch == batch && only?.contains(item.id) ?? true {
                 sums.done += item.bytesDone
-                if let expected = item.bytesExpected ?? item.spec.mirror?.size { sums.expected += expected } else { sums.unknown += 1 }
+                if let expected = item.bytesExpected { sums.expected += expected } else { sums.unknown += 1 }
             }
             return sums
         }

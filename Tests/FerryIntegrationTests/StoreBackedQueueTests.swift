@@ -438,9 +438,7 @@ final class LoadCountingStore: QueueStore {
     func saveSpec(_ id: TransferID, _ spec: TransferSpec) throws { try base.saveSpec(id, spec) }
     func unfinished(sameAs identities: [String]) throws -> [(id: TransferID, identity: String)] { try base.unfinished(sameAs: identities) }
     func makeBatch(command: String, tree: String?) throws -> Batch { try base.makeBatch(command: command, tree: tree) }
-    func byteSums(batch: Int64, excluding: [TransferID]) throws -> (done: Int64, expected: Int64, unknown: Int) {
-        try base.byteSums(batch: batch, excluding: excluding)
-    }
+    func byteSums(batch: Int64, only ids: [TransferID]?) throws -> ByteSums { try base.byteSums(batch: batch, only: ids) }
     func batches() throws -> [Batch] { try base.batches() }
     func save(_ item: StoredTransfer) throws { try base.save(item) }
     func save(_ items: [StoredTransfer]) throws { try base.save(items) }

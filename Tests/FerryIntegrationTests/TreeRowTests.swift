@@ -50,6 +50,8 @@ import TestHTTPServer
         #expect(row.name == "pub/")
         #expect(rows.items[1].state == .paused)
         #expect(rows.items[0].tree == nil && rows.items[2].tree == nil)
+        // No size known before an answer: no total (a part said as the whole would be a lie).
+        #expect(rows.items[1].bytesExpected == nil && row.sizesUnknown == 4)
         // Without asking, and in the view of its batch: the files, each a row.
         #expect(manager.snapshot(QueueView()).items.count == 6)
         #expect(manager.snapshot(QueueView(batch: batch, treesAsRows: true)).items.map(\.id) == files)
@@ -79,6 +81,21 @@ import TestHTTPServer
         #expect(rows.items.map(\.id) == [first.added![0].id, files[0], last.added![0].id])
         #expect(rows.items[1].tree?.done == 4)
         #expect(rows.items[1].bytesDone == Int64(sizes.reduce(0, +)))
+    }
+
+    /// A listing that gave the files' sizes (nginx's JSON, WebDAV) gives the tree its total before any file runs.
+    @Test func theListingsSizesAreTheTreesTotalBeforeAnyAnswer() async throws {
+        let manager = try engine()
+        defer { manager.shutdown() }
+        let specs = [1_000, 2_500, 40].enumerated().map { index, size in
+            var spec = spec("/listed/f\(index).bin")
+            spec.mirror = .init(size: Int64(size), modified: nil)
+            return spec
+        }
+        _ = try manager.perform(.add(.init(specs: specs, typed: "ferry get -r", paused: true, tree: server.url("/listed/").absoluteString)))
+        let row = manager.snapshot(QueueView(treesAsRows: true)).items[0]
+        #expect(row.bytesExpected == 3_540 && row.bytesDone == 0)
+        #expect(row.tree?.sizesUnknown == 0)
     }
 
     /// While files run, the row says the bytes so far of every file (running ones live, finished ones stored,

@@ -33,6 +33,8 @@ struct QueueIndex: RandomAccessCollection {
     /// over 100,000 hosts). The scheduler's walk stops once no host with queued items ahead can take one
     /// (Scheduler.pick's `waiting`).
     private(set) var queuedPerHost: [Int32: Int] = [:]
+    /// Items per state of each batch (a tree's row says its files' states without a walk over them).
+    private(set) var countsPerBatch: [Int64: [TransferState: Int]] = [:]
 
     var startIndex: Int { 0 }
     var endIndex: Int { entries.count }
@@ -69,10 +71,10 @@ struct QueueIndex: RandomAccessCollection {
 
     /// The entry at `position` takes `state` and `batch`, counted.
     mutating func set(_ state: TransferState, batch: Int64?, at position: Int) {
-        entries[position].batch = batch
-        guard entries[position].state != state else { return }
+        guard entries[position].state != state || entries[position].batch != batch else { return }
         count(entries[position], -1)
         entries[position].state = state
+        entries[position].batch = batch
         count(entries[position], +1)
     }
 
@@ -117,6 +119,11 @@ struct QueueIndex: RandomAccessCollection {
             let queued = queuedPerHost[entry.host, default: 0] + delta
             queuedPerHost[entry.host] = queued == 0 ? nil : queued
         }
+        if let batch = entry.batch {
+            let inBatch = countsPerBatch[batch, default: [:]][entry.state, default: 0] + delta
+            countsPerBatch[batch, default: [:]][entry.state] = inBatch == 0 ? nil : inBatch
+            if countsPerBatch[batch]?.isEmpty == true { countsPerBatch[batch] = nil }
+        }
     }
 
     /// What is out of step, counted afresh from the entries (empty: nothing): the order by rank and id, one
@@ -136,6 +143,9 @@ struct QueueIndex: RandomAccessCollection {
         if counted != counts { found.append("counts per state \(counts) are not the entries' \(counted)") }
         let queued = Dictionary(grouping: entries.filter { $0.state == .queued }, by: \.host).mapValues(\.count)
         if queued != queuedPerHost { found.append("queued per host \(queuedPerHost) is not the entries' \(queued)") }
+        var perBatch: [Int64: [TransferState: Int]] = [:]
+        for entry in entries { if let batch = entry.batch { perBatch[batch, default: [:]][entry.state, default: 0] += 1 } }
+        if perBatch != countsPerBatch { found.append("counts per batch \(countsPerBatch) are not the entries' \(perBatch)") }
         return found
     }
 }

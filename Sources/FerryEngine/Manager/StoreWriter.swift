@@ -25,6 +25,11 @@ final class StoreWriter: Sendable {
     private let queue = DispatchQueue(label: "ferry.store")
     private let pending = Mutex(Pending())
     private let failure = Mutex<(reason: String?, told: String?)>((nil, nil))
+    private let changes = Atomic<UInt64>(0)
+
+    /// Changes handed to the writer so far (records, byte counts, removals): what was read from the store after
+    /// a `flush` holds while this is the same.
+    var generation: UInt64 { changes.load(ordering: .relaxed) }
 
     /// Why the last write failed (the queue on disk is as last committed; the changes wait and are written
     /// again a second later); nil once a write succeeds.
@@ -46,6 +51,7 @@ final class StoreWriter: Sendable {
 
     /// Queues records (the newest of each item wins) and new ranks (a move's).
     func enqueue(_ records: [StoredTransfer], ranks: [TransferID: Int]) {
+        changes.add(1, ordering: .relaxed)
         let schedule = pending.withLock { pending -> Bool in
             for record in records {
                 if pending.records[record.id] == nil { pending.sequence.append(record.id) }
@@ -76,6 +82,7 @@ final class StoreWriter: Sendable {
     /// Byte counts of running single streams, once a second.
     func checkpoint(_ checkpoints: [(TransferID, Int64)]) {
         guard !checkpoints.isEmpty else { return }
+        changes.add(1, ordering: .relaxed)
         let store = self.store
         queue.async { try? store.checkpoint(checkpoints) }
     }
@@ -84,6 +91,7 @@ final class StoreWriter: Sendable {
     /// bring the item back).
     func remove(_ ids: [TransferID]) {
         guard !ids.isEmpty else { return }
+        changes.add(1, ordering: .relaxed)
         pending.withLock { pending in
             for id in ids {
                 pending.records[id] = nil

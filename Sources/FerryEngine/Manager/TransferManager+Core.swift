@@ -16,6 +16,9 @@ extension TransferManager {
         var pinned: Set<TransferID> = []
         /// The batches that are trees (Batch.tree), with where each is from: a view may show each as one row.
         var trees: [Int64: String] = [:]
+        /// What the store held of each tree's bytes when last read (TransferManager.treeSums), and when: the
+        /// store writer's generation and the tree's item count then.
+        var treeStored: [Int64: (generation: UInt64, items: Int, sums: ByteSums)] = [:]
         var nextID: Int64 = 1
         var caps: ConcurrencyCaps
         var version: UInt64 = 0
