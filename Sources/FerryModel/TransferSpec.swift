@@ -168,21 +168,37 @@ public struct TransferSpec: Sendable, Codable, Equatable {
     /// The path only: the secret stays in the user's file, out of the queue's store.
     public var netrcFile: String?
 
-    /// Downloads of a tree (`get -r`): the server's file as its listing described it. The copy is the server's
-    /// (FileFinisher): it takes the server's modification time, is marked as ferry's with the URL it came from
-    /// (`user.xdg.origin.url`, as wget --xattr marks it), and replaces ferry's own earlier copy of the file,
-    /// never another file. A server file that changed is another transfer (`identity`).
+    /// A tree's file as its walk saw it: a download's (`get -r`) the server's file as its listing described it,
+    /// an upload's (`put -r`) the local file. The download's copy is the server's (FileFinisher): it takes the
+    /// server's modification time, is marked as ferry's with the URL it came from (`user.xdg.origin.url`, as
+    /// wget --xattr marks it), and replaces ferry's own earlier copy of the file, never another file (unless
+    /// `replacesAnyFile`). A server file that changed is another transfer (`identity`). A tree's transfer done
+    /// before is done again when a tree asks for it (StoredTransfer.reusable): its walk found it missing or changed.
     public var mirror: MirrorOf?
 
-    /// The URL whose copy, made by ferry, this download takes the place of (a tree's); nil: it replaces nothing.
-    public var replacesCopyOf: URL? { mirror == nil ? nil : url }
+    /// Which file already under its name this download takes the place of (a tree's); nil: it replaces nothing.
+    public var replacing: Replacing? {
+        guard direction == .download, let mirror else { return nil }
+        return Replacing(url: url, anyFile: mirror.replacesAnyFile == true)
+    }
+
+    /// A tree's download replaces ferry's own copy of `url` (FileOrigin), or with `anyFile` (`get -r --replace`)
+    /// any plain file (never a symlink, a directory or anything else).
+    public struct Replacing: Sendable, Equatable {
+        public var url: URL
+        public var anyFile: Bool
+    }
 
     public struct MirrorOf: Sendable, Codable, Equatable {
         public var size: Int64?
         public var modified: Date?
-        public init(size: Int64?, modified: Date?) {
+        /// The user said a file here that is not ferry's copy may be replaced too (`get -r --replace`); not part
+        /// of the identity: the same file asked with and without it is one item.
+        public var replacesAnyFile: Bool?
+        public init(size: Int64?, modified: Date?, replacesAnyFile: Bool = false) {
             self.size = size
             self.modified = modified
+            self.replacesAnyFile = replacesAnyFile ? true : nil
         }
     }
 
@@ -373,6 +389,22 @@ public struct Batch: Sendable, Codable, Equatable {
     public var command: String
     /// A tree's batch (`get -r`, `put -r`): where the tree is from (TreeRow.label); nil for other batches.
     public var tree: String?
+
+    /// Where `spec` sits in the tree `tree` (Batch.tree) is from: its path below the tree's start URL (a
+    /// download) or local directory (an upload), `sub/a b.bin`; nil when it is not below it. Outside text.
+    public static func path(of spec: TransferSpec, inTree tree: String) -> String? {
+        let (item, root): (String, String)
+        if let source = spec.upload?.primarySource {
+            guard case let .file(path) = source else { return nil }
+            (item, root) = (path, tree)
+        } else {
+            guard let start = URL(string: tree) else { return nil }
+            (item, root) = (spec.url.path, start.path)
+        }
+        let prefix = root.hasSuffix("/") ? root : root + "/"
+        guard item.hasPrefix(prefix), item.count > prefix.count else { return nil }
+        return String(item.dropFirst(prefix.count))
+    }
 
     public init(id: Int64, createdAt: Date, command: String, tree: String? = nil) {
         self.id = id

@@ -31,6 +31,14 @@ package enum FileOrigin {
         return String(decoding: buffer[..<count], as: UTF8.self)
     }
 
+    /// Whether a download `replacing` may take the place of the file at `path`: a plain file (a symlink is not
+    /// followed), ferry's copy of its URL unless any file may go.
+    package static func mayReplace(at path: String, _ replacing: TransferSpec.Replacing) -> Bool {
+        var info = stat()
+        guard lstat(path, &info) == 0, info.st_mode & S_IFMT == S_IFREG else { return false }
+        return replacing.anyFile || isCopy(at: path, of: replacing.url)
+    }
+
     /// Whether the file at `path` is ferry's copy of `url`.
     package static func isCopy(at path: String, of url: URL) -> Bool {
         Self.url(at: path) == TerminalSafe.removingUserInfo(url.absoluteString)

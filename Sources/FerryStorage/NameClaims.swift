@@ -22,9 +22,9 @@ public final class NameClaims: Sendable {
     /// Returns the chosen base name and the open descriptor of the new `.part` file.
     /// `beforeCreating` learns each candidate just before its `.part` file is created (so the queue can
     /// record the name first: a crash can then never leave a `.part` file the queue does not know).
-    /// With `replacingCopyOf`, the name of a file that is ferry's own copy of that URL (FileOrigin) is free for it:
-    /// the copy is replaced when the new one is published.
-    package func claim(directory: String, name: String, replacingCopyOf url: URL? = nil,
+    /// With `replacing`, the name of a file it may replace (FileOrigin.mayReplace: ferry's own copy of its URL, or
+    /// any plain file when the user said so) is free for it: the file is replaced when the new one is published.
+    package func claim(directory: String, name: String, replacing: TransferSpec.Replacing? = nil,
                beforeCreating: (String) -> Void = { _ in }) throws(TransferFailure) -> (name: String, fd: Int32) {
         let dir = resolved.withLock { $0[directory] } ?? FileNaming.resolvedDirectory(directory)
         if let dir { resolved.withLock { $0[directory] = dir } }
@@ -40,7 +40,7 @@ public final class NameClaims: Sendable {
             // Asked once the name is held here: another transfer of this process releases a name only after its
             // file has it, so a name asked about now is never one being published meanwhile.
             var entry = dir.map { FileNaming.entry(resolvedDirectory: $0, name: candidate) } ?? .refused
-            if entry == .taken, n == 0, let url, FileOrigin.isCopy(at: finalPath, of: url) { entry = .free }
+            if entry == .taken, n == 0, let replacing, FileOrigin.mayReplace(at: finalPath, replacing) { entry = .free }
             guard entry == .free else {
                 release(directory: directory, name: candidate)
                 if entry == .taken { continue }
@@ -81,11 +81,11 @@ public final class NameClaims: Sendable {
 
     /// Moves a finished `.part` file to its final name without ever replacing a file; when the name was
     /// taken meanwhile (by another program), the next free numbered name is used. Returns the base name used.
-    /// With `replacingCopyOf`, a file already under the name that is ferry's own copy of that URL (FileOrigin) is
-    /// replaced (renamed over, at once); any other file keeps its name and this one takes the next free one.
-    package func publish(directory: String, name: String, replacingCopyOf url: URL? = nil) throws(TransferFailure) -> String {
+    /// With `replacing`, a file already under the name that it may replace (FileOrigin.mayReplace) is replaced
+    /// (renamed over, at once); any other file keeps its name and this one takes the next free one.
+    package func publish(directory: String, name: String, replacing: TransferSpec.Replacing? = nil) throws(TransferFailure) -> String {
         let partPath = PartialFile.path(directory: directory, name: name)
-        if let url, FileOrigin.isCopy(at: directory + "/" + name, of: url), rename(partPath, directory + "/" + name) == 0 {
+        if let replacing, FileOrigin.mayReplace(at: directory + "/" + name, replacing), rename(partPath, directory + "/" + name) == 0 {
             Self.syncDirectory(directory)
             return name
         }

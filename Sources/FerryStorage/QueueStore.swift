@@ -69,6 +69,9 @@ public struct StoredTransfer: Sendable, Codable, Equatable {
     public static func reusable(among same: [StoredTransfer]) -> StoredTransfer? {
         if let open = same.first(where: { $0.state != .completed }) { return open }
         return same.first { item in
+            // A tree's file is asked for only when the other side lacks it or has another copy (TreeSync, TreePut):
+            // done before, it is done again, not found done.
+            if item.spec.mirror != nil { return false }
             if item.spec.direction == .upload {
                 // Sent already, unless a file it sends changed since.
                 guard let sent = item.attempts.last?.endedAt else { return false }

@@ -111,6 +111,17 @@ struct Version: ParsableCommand {
 }
 
 /// Options every subcommand takes.
+/// `--include` and `--exclude` of `get -r` and `put -r`: which files of the tree are taken (TreeFilter).
+struct TreeFilterOptions: ParsableArguments {
+    @Option(name: .customLong("include"), help: ArgumentHelp("With -r: take only files matching GLOB (on the name, or on the path with a /). Repeatable.", valueName: "glob"))
+    var include: [String] = []
+
+    @Option(name: .customLong("exclude"), help: ArgumentHelp("With -r: leave files matching GLOB. Repeatable.", valueName: "glob"))
+    var exclude: [String] = []
+
+    var filter: TreeFilter { TreeFilter(include: include, exclude: exclude) }
+}
+
 /// `--limit-rate` of `get` and `put`: a bandwidth limit for each item they queue.
 struct RateLimitOption: ParsableArguments {
     // Whatever follows is the rate, `-1` included (refused in words, not taken for an option).

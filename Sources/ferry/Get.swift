@@ -30,17 +30,16 @@ struct Get: AsyncParsableCommand {
     @Option(name: .customLong("segments"), help: ArgumentHelp("Fetch a large file in N parallel ranges when the server allows (default 1, or [transfers] segments).", valueName: "n"))
     var segments: Int?
 
-    @Flag(name: [.customShort("r"), .customLong("recursive")], help: "Download the tree under URL (an http(s) index or WebDAV, sftp or ftp directory) into -o DIR, keeping its layout. Again: only what is missing; a file already there is never replaced.")
+    @Flag(name: [.customShort("r"), .customLong("recursive")], help: "Download the tree under URL (an http(s) index or WebDAV, sftp or ftp directory) into -o DIR, keeping its layout. Again: only what is missing or changed; ferry's own copies are updated, other files left alone (see --replace).")
     var recursive = false
 
     @Option(name: .customLong("depth"), help: ArgumentHelp("With -r: list N levels of directories (1: the start one alone).", valueName: "n"))
     var depth: Int?
 
-    @Option(name: .customLong("include"), help: ArgumentHelp("With -r: take only files matching GLOB (on the name, or on the path with a /). Repeatable.", valueName: "glob"))
-    var include: [String] = []
+    @OptionGroup var filter: TreeFilterOptions
 
-    @Option(name: .customLong("exclude"), help: ArgumentHelp("With -r: leave files matching GLOB. Repeatable.", valueName: "glob"))
-    var exclude: [String] = []
+    @Flag(name: .customLong("replace"), help: "With -r: a file in DIR that differs from the server's is replaced even when ferry did not download it (a symlink is still never followed).")
+    var replace = false
 
     @OptionGroup var limit: RateLimitOption
     @OptionGroup var netrc: NetrcOption
@@ -58,6 +57,10 @@ struct Get: AsyncParsableCommand {
         if recursive {
             (specs, incompleteTree, tree) = try await treeSpecs(config: config, netrcFile: netrcFile)
         } else {
+            // What only a tree's walk uses is refused without one, not ignored.
+            if depth != nil || !filter.filter.isEmpty || replace {
+                throw UsageError("--depth, --include, --exclude and --replace go with -r (a tree's download)")
+            }
             specs = try makeSpecs(defaultDirectory: config.downloadDirectory)
         }
         let count = segments ?? config.segments
@@ -97,14 +100,13 @@ struct Get: AsyncParsableCommand {
         let root = try InputValidation.writableDirectory(directory ?? config.downloadDirectory, relativeTo: FileManager.default.currentDirectoryPath)
         var options = TreeWalk.Options()
         options.depth = depth
-        options.include = include
-        options.exclude = exclude
+        options.filter = filter.filter
         options.headers = extraHeaders
         options.netrcFile = netrcFile
         options.userAgent = config.userAgent
         options.timeout = config.idleTimeout
         printError("listing \(TerminalSafe.redactedURL(scope.root))")
-        let plan = await TreeGet.plan(scope, into: root, options: options) { url, directory, name in
+        let plan = await TreeGet.plan(scope, into: root, options: options, replacesAnyFile: replace) { url, directory, name in
             TransferSpec(download: url, directory: directory, fileName: name, headers: extraHeaders)
         }
         printErrors(plan.report)

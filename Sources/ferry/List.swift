@@ -33,6 +33,7 @@ struct List: ParsableCommand {
                                          empty: empty) {
             Output.out($0)
         }
+        stream.trees = QueueListing.trees(in: directory)
         try QueueListing.items(of: view, in: directory, rates: { stream.rates = $0 }) { stream.add($0) }
         stream.finish()
     }

@@ -47,6 +47,8 @@ struct Put: AsyncParsableCommand {
     @Flag(name: [.customShort("r"), .customLong("recursive")], help: "Upload the tree under the directory FILE to URL/ (a WebDAV server, sftp or ftp), keeping its layout (each directory made, then a file per item). Again: only what the server lacks.")
     var recursive = false
 
+    @OptionGroup var filter: TreeFilterOptions
+
     @OptionGroup var limit: RateLimitOption
     @OptionGroup var netrc: NetrcOption
     @OptionGroup var detach: DetachOption
@@ -57,6 +59,7 @@ struct Put: AsyncParsableCommand {
     func run() async throws {
         let config = try common.loadConfig()
         if recursive { return try await runTree(config: config) }
+        guard filter.filter.isEmpty else { throw UsageError("--include and --exclude go with -r (a tree's upload)") }
         var spec = try makeSpec()
         spec.rateLimit = try limit.rate()
         let netrcFile = try netrc.file()
@@ -91,7 +94,7 @@ struct Put: AsyncParsableCommand {
         let netrcFile = try netrc.file()
         let requests = TreeRequests(headers: extraHeaders, netrcFile: netrcFile, userAgent: config.userAgent, timeout: config.idleTimeout)
         let resumable: ResumableProtocol? = noResumable ? nil : .ietf
-        let plan = try await TreePut.plan(source, to: target, requests: requests) { path, url in
+        let plan = try await TreePut.plan(source, to: target, requests: requests, filter: filter.filter) { path, url in
             let (upload, destination) = try UploadSpec.to(url, try InputValidation.uploadSource(path), contentType: contentType, form: nil,
                                                           field: field, method: nil, resumable: resumable)
             var spec = TransferSpec(upload: upload, to: destination, headers: extraHeaders)

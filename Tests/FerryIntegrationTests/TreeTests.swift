@@ -75,6 +75,10 @@ import TestHTTPServer
         }
         // Nothing was asked that is not in the tree: no parent, no sort link.
         #expect(server.allRequests.allSatisfy { $0.uri.hasPrefix("/pub/") && !$0.uri.contains("?") }, "\(server.allRequests.map(\.uri))")
+        // `list --json` gives each file its path in the tree.
+        let listed = try await runFerry(["list", "--json"], stateDir: state)
+        let entries = try #require(try JSONSerialization.jsonObject(with: Data(listed.stdout.utf8)) as? [[String: Any]])
+        #expect(Set(entries.compactMap { $0["path"] as? String }) == Set(Self.files.map(\.local)), "\(listed.stdout)")
 
         server.clearRequests()
         let again = try await get("/pub/")
@@ -144,6 +148,19 @@ import TestHTTPServer
         #expect(run.stderr.contains("is not a directory (a symlink is not followed)"), "\(run.stderr)")
         #expect(try FileManager.default.contentsOfDirectory(atPath: outside.path).isEmpty)
         #expect(run.stderr.contains("10 files in 9 directories: 7 to download, 0 already here, 3 left alone"), "\(run.stderr)")
+
+        // Said so (--replace), the user's file that differs is replaced by the server's; the symlink is still not
+        // followed, and nothing lands outside.
+        let replaced = try await get("/pub/", ["--replace"])
+        #expect(replaced.status == 0, "\(replaced.stderr)")
+        #expect(replaced.stderr.contains("10 files in 9 directories: 1 to download (1 replacing a different copy here), 7 already here, 2 left alone"),
+                "\(replaced.stderr)")
+        #expect(FileManager.default.contents(atPath: out + "/top.txt") == Self.files.first { $0.local == "top.txt" }?.body)
+        #expect(try FileManager.default.contentsOfDirectory(atPath: out).filter { $0.hasPrefix("top") } == ["top.txt"])
+        #expect(try FileManager.default.contentsOfDirectory(atPath: outside.path).isEmpty)
+        // Without -r it is refused, not ignored.
+        let single = try await runFerry(["get", "--replace", server.url("/pub/top.txt").absoluteString, "-o", out, "--no-tui"], stateDir: state)
+        #expect(single.status == 2 && single.stderr.contains("go with -r"), "\(single.stderr)")
     }
 
     /// A page of links a hostile server could write: out of the tree every way, and a listing that fails once.
@@ -202,13 +219,23 @@ import TestHTTPServer
         server.route("/m/c.txt", .serve(Resource(body: Data("c2\n".utf8), lastModified: t2)))
         let again = try await get("/m/")
         #expect(again.status == 0, "\(again.stderr)")
-        #expect(again.stderr.contains("3 files in 1 directory: 2 to download (2 changed on the server), 0 already here, 1 left alone"), "\(again.stderr)")
+        #expect(again.stderr.contains("3 files in 1 directory: 2 to download (2 replacing a different copy here), 0 already here, 1 left alone"), "\(again.stderr)")
         #expect(again.stderr.contains("b.txt: here with 5 bytes, the server's has 2: ferry does not replace a file it did not write"), "\(again.stderr)")
         #expect(FileManager.default.contents(atPath: a) == Data("v2-a\n".utf8))
         #expect(FileManager.default.contents(atPath: out + "/c.txt") == Data("c2\n".utf8))
         #expect(FileManager.default.contents(atPath: out + "/b.txt") == Data("mine\n".utf8))
         #expect((try FileManager.default.attributesOfItem(atPath: a)[.modificationDate] as? Date) == HTTPDate.parse(t2))
         #expect(Set(try FileManager.default.contentsOfDirectory(atPath: out)) == ["a.txt", "b.txt", "c.txt"], "\(again.stderr)")
+
+        // Ferry's copy changed here (the server's did not): fetched again though its transfer is done in the queue.
+        let handle = try FileHandle(forWritingTo: URL(fileURLWithPath: out + "/c.txt"))
+        try handle.seekToEnd()
+        try handle.write(contentsOf: Data("edited\n".utf8))
+        try handle.close()
+        let third = try await get("/m/")
+        #expect(third.status == 0, "\(third.stderr)")
+        #expect(third.stderr.contains("3 files in 1 directory: 1 to download (1 replacing a different copy here), 1 already here, 1 left alone"), "\(third.stderr)")
+        #expect(FileManager.default.contents(atPath: out + "/c.txt") == Data("c2\n".utf8))
     }
 
     /// A WebDAV answer listing `directory` and its entries (nil size: a collection).
@@ -262,6 +289,17 @@ import TestHTTPServer
         #expect(again.status == 0, "\(again.stderr)")
         #expect(again.stderr.contains("3 files: 0 to upload, 3 already there, 0 directories made, 1 left out"), "\(again.stderr)")
         #expect(server.allRequests.allSatisfy { $0.method == "PROPFIND" }, "\(server.allRequests.map { "\($0.method) \($0.uri)" })")
+
+        // Filtered (get -r's rule): only the .txt files outside `a b/` are taken; the server lacking them all.
+        server.clearRequests()
+        server.route("/up/", Self.davListing("/up/", []))
+        server.route("/up/a%20b/", .status(201))
+        server.route("/up/a%20b/caf%C3%A9/", .status(201))
+        let some = try await runFerry(["put", "-r", source, server.url("/up/").absoluteString, "--include", "*.txt", "--exclude", "a b/*",
+                                       "--no-tui"], stateDir: state)
+        #expect(some.status == 0, "\(some.stderr)")
+        #expect(some.stderr.contains("1 file: 1 to upload, 0 already there, 2 directories made, 1 left out"), "\(some.stderr)")
+        #expect(server.allRequests.filter { $0.method == "PUT" }.map(\.uri) == ["/up/top.txt"])
     }
 
     @Test func aServerWithoutWebDAVIsRefusedBeforeAnythingIsSent() async throws {

@@ -26,6 +26,8 @@ public enum QueueListing {
         var httpStatus: Int?
         var headers: [String]
         var batch: Int64?
+        /// An item of a tree (`get -r`, `put -r`): its path below the tree's start (Batch.path).
+        var path: String?
         /// A resumable upload: its protocol (ietf, tus), where the server keeps it (no credentials) and the
         /// offset the server last confirmed.
         var resumable: String?
@@ -33,7 +35,8 @@ public enum QueueListing {
         var confirmed: Int64?
     }
 
-    static func entry(_ item: StoredTransfer, rate: Double? = nil) -> Entry {
+    /// `tree`: where the item's tree is from, when its batch is a tree's.
+    static func entry(_ item: StoredTransfer, rate: Double? = nil, tree: String? = nil) -> Entry {
         let source: String? = item.spec.upload?.primarySource.map { source in
             if case let .file(path) = source { return path }
             return "-"
@@ -50,6 +53,7 @@ public enum QueueListing {
                      lastError: item.lastError.map { TerminalSafe.sanitize($0) },
                      errorKind: failure?.kind.rawValue, httpStatus: failure?.status,
                      headers: item.spec.headers.map { $0.name }, batch: item.batch,
+                     path: tree.flatMap { Batch.path(of: item.spec, inTree: $0) }.map { TerminalSafe.sanitize($0) },
                      resumable: item.resumable?.kind.rawValue, location: item.resumable?.displayLocation,
                      confirmed: item.resumable?.location == nil ? nil : item.resumable?.confirmedOffset)
     }
@@ -109,6 +113,7 @@ public enum QueueListing {
         if let lastError = entry.lastError { field("lastError", jsonString(lastError)) }
         if let location = entry.location { field("location", jsonString(location)) }
         if let method = entry.method { field("method", jsonString(method)) }
+        if let path = entry.path { field("path", jsonString(path)) }
         if let resumable = entry.resumable { field("resumable", jsonString(resumable)) }
         field("retries", String(entry.retries))
         if let source = entry.source { field("source", jsonString(source)) }
@@ -151,6 +156,8 @@ public enum QueueListing {
         private var count = 0
         /// The running items' rates (from the engine, before the rows come).
         public var rates: [TransferID: Double] = [:]
+        /// Where each tree is from, by batch (Batch.tree): its items are listed with their paths in it.
+        public var trees: [Int64: String] = [:]
 
         /// - Parameters:
         ///   - header: the table starts with a line naming its columns (when stdout is a terminal).
@@ -171,7 +178,7 @@ public enum QueueListing {
             for item in items {
                 if json {
                     out += count == 0 ? "[\n" : ",\n"
-                    out += QueueListing.json(entry(item, rate: item.state == .running ? rates[item.id] : nil))
+                    out += QueueListing.json(entry(item, rate: item.state == .running ? rates[item.id] : nil, tree: item.batch.flatMap { trees[$0] }))
                 } else {
                     if header {
                         out += table.header
@@ -195,6 +202,14 @@ public enum QueueListing {
 }
 
 extension QueueListing {
+    /// Where each tree of the queue of `directory` is from, by batch (Batch.tree).
+    public static func trees(in directory: StateDirectory) -> [Int64: String] {
+        guard FileManager.default.fileExists(atPath: directory.databasePath), let store = try? directory.openStore() else { return [:] }
+        var trees: [Int64: String] = [:]
+        for batch in (try? store.batches()) ?? [] { if let tree = batch.tree { trees[batch.id] = tree } }
+        return trees
+    }
+
     /// The highest id in the queue of `directory` (0 for none): the width of a table's id column.
     public static func lastID(in directory: StateDirectory) -> Int64 {
         guard FileManager.default.fileExists(atPath: directory.databasePath), let store = try? directory.openStore() else { return 0 }

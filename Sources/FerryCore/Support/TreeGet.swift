@@ -9,7 +9,7 @@ public struct TreePlan: Sendable {
     public var listed = 0
     /// Files already in DIR with the server's size and time.
     public var present = 0
-    /// Of `specs`, those that replace ferry's own older copy (the server's file changed).
+    /// Of `specs`, those that replace an older copy (the server's file changed).
     public var replacing = 0
     /// Files left as they are, and why (one line each).
     public var leftAlone: [String] = []
@@ -24,22 +24,22 @@ public struct TreePlan: Sendable {
     /// "12 files in 4 directories: 3 to download, 9 already here, 0 left alone".
     public var summary: String {
         "\(found) \(found == 1 ? "file" : "files") in \(listed) \(listed == 1 ? "directory" : "directories"): "
-            + "\(specs.count) to download\(replacing > 0 ? " (\(replacing) changed on the server)" : ""), \(present) already here, "
+            + "\(specs.count) to download\(replacing > 0 ? " (\(replacing) replacing a different copy here)" : ""), \(present) already here, "
             + "\(leftAlone.count) left alone"
     }
 }
 
 public enum TreeGet {
     /// Walks `scope`'s tree and decides each file against `directory` (absolute). `spec` makes a file's
-    /// download from its URL, the directory under DIR it goes to, and its name.
-    public static func plan(_ scope: TreeScope, into directory: String, options: TreeWalk.Options,
+    /// download from its URL, the directory under DIR it goes to, and its name. `replacesAnyFile`: TreeSync's.
+    public static func plan(_ scope: TreeScope, into directory: String, options: TreeWalk.Options, replacesAnyFile: Bool = false,
                             spec: (URL, String, String) -> TransferSpec) async -> TreePlan {
         let walk = TreeWalk(scope: scope, options: options)
         let outcome = await walk.walk()
         var plan = TreePlan()
         plan.found = outcome.files.count
         plan.listed = outcome.listed
-        var sync = TreeSync(directory: directory)
+        var sync = TreeSync(directory: directory, replacesAnyFile: replacesAnyFile)
         for file in outcome.files {
             switch await sync.decide(file, facts: walk.remoteFacts) {
             case let .fetch(into, name, mirror, replaces):

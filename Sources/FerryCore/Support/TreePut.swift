@@ -27,8 +27,9 @@ public struct TreeUploadPlan: Sendable {
 
 public enum TreePut {
     /// Walks `source` (absolute) and the server's tree under `root` (its path ending in "/"), makes the
-    /// directories the server lacks, and gives the files' uploads. `spec` makes one file's upload to its URL.
-    public static func plan(_ source: String, to root: URL, requests: TreeRequests,
+    /// directories the server lacks, and gives the files' uploads of those `filter` takes. `spec` makes one file's
+    /// upload to its URL.
+    public static func plan(_ source: String, to root: URL, requests: TreeRequests, filter: TreeFilter = TreeFilter(),
                             spec: (String, URL) throws -> TransferSpec) async throws -> TreeUploadPlan {
         guard let scope = TreeScope(root: root) else { throw UsageError("put -r uploads to WebDAV servers over http(s), and over sftp and ftp") }
         var plan = TreeUploadPlan()
@@ -78,12 +79,15 @@ public enum TreePut {
                     }
                     pending.append((local, directory.path + [name], child, remote ?? [:]))
                 case S_IFREG:
+                    guard filter.wants(relative) else { continue }
                     plan.found += 1
                     if let there = directory.remote?[name], !there.isDirectory, there.size == Int64(info.st_size) {
                         plan.present += 1
                         continue
                     }
-                    plan.specs.append(try spec(local, url))
+                    var made = try spec(local, url)
+                    made.mirror = .init(size: Int64(info.st_size), modified: Date(timeIntervalSince1970: TimeInterval(info.st_mtim.tv_sec)))
+                    plan.specs.append(made)
                 default:
                     plan.leftOut.append("\(TerminalSafe.sanitize(relative)): not a plain file or directory (a symlink is not followed)")
                 }

@@ -31,7 +31,7 @@ enum FileFinisher {
                 }
             }
             let finalName = try names.publish(directory: spec.directory, name: handover.fileName,
-                                              replacingCopyOf: spec.replacesCopyOf)
+                                              replacing: spec.replacing)
             names.release(directory: spec.directory, name: handover.fileName)
             names.release(directory: spec.directory, name: finalName)
             return .success((finalName, size))

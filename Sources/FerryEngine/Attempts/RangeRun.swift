@@ -249,7 +249,7 @@ final class RangeRun: TaskRun {
                                     lastModified: http.value(forHTTPHeaderField: "Last-Modified"), totalLength: total)
         do throws(TransferFailure) {
             return .success(try names.claim(directory: start.spec.directory, name: name,
-                                            replacingCopyOf: start.spec.replacesCopyOf) { candidate in
+                                            replacing: start.spec.replacing) { candidate in
                 claiming?(candidate, validators)
             })
         } catch {

@@ -9,21 +9,25 @@ import Foundation
 /// listing gives no size) is not requested again. One that differs is fetched again when it is ferry's own copy
 /// of that URL (FileOrigin: marked when it was downloaded), and replaces it; any other file that differs, and
 /// anything in DIR that is not a plain file or directory (a symlink is never followed, out of DIR or anywhere),
-/// is left alone and said: ferry does not replace a file it did not write.
+/// is left alone and said: ferry does not replace a file it did not write, unless the user says so
+/// (`replacesAnyFile`, `get -r --replace`: any plain file that differs is replaced; a symlink still is not followed).
 public struct TreeSync: Sendable {
     /// Where the tree goes (absolute, resolved).
     public let directory: String
     /// The directories under DIR already made or refused, by their place in the tree: each is looked at once,
     /// not once per file in it.
     private var made: [[String]: Result<String, Refusal>] = [:]
+    /// A plain file here that differs from the server's is replaced even when ferry did not write it.
+    public let replacesAnyFile: Bool
 
-    public init(directory: String) {
+    public init(directory: String, replacesAnyFile: Bool = false) {
         self.directory = directory
+        self.replacesAnyFile = replacesAnyFile
     }
 
     public enum Decision: Sendable, Equatable {
         /// Download it into `directory` (made under DIR) as `name`: the server's file as the walk saw it
-        /// (`TransferSpec.mirror`). `replaces`: ferry's own older copy is there.
+        /// (`TransferSpec.mirror`). `replaces`: an older copy is there (ferry's own, or any with `replacesAnyFile`).
         case fetch(directory: String, name: String, mirror: TransferSpec.MirrorOf, replaces: Bool)
         /// Already here with the server's size and time.
         case present
@@ -48,7 +52,8 @@ public struct TreeSync: Sendable {
         var info = stat()
         guard lstat(path, &info) == 0 else {
             guard errno == ENOENT else { return .leftAlone(String(cString: strerror(errno))) }
-            return .fetch(directory: parent, name: name, mirror: .init(size: file.size, modified: file.modified), replaces: false)
+            return .fetch(directory: parent, name: name, mirror: .init(size: file.size, modified: file.modified, replacesAnyFile: replacesAnyFile),
+                          replaces: false)
         }
         guard info.st_mode & S_IFMT == S_IFREG else { return .leftAlone("here, and not a plain file") }
         var (size, modified, precision) = (file.size, file.modified, file.precision)
@@ -61,11 +66,12 @@ public struct TreeSync: Sendable {
         let hereTime = TimeInterval(info.st_mtim.tv_sec)
         let sameTime = modified.map { floor(hereTime / precision) == floor($0.timeIntervalSince1970.rounded(.down) / precision) } ?? true
         if here == size, sameTime { return .present }
-        if FileOrigin.isCopy(at: path, of: file.place.url) {
-            return .fetch(directory: parent, name: name, mirror: .init(size: size, modified: modified), replaces: true)
+        if replacesAnyFile || FileOrigin.isCopy(at: path, of: file.place.url) {
+            return .fetch(directory: parent, name: name, mirror: .init(size: size, modified: modified, replacesAnyFile: replacesAnyFile),
+                          replaces: true)
         }
         let differs = here != size ? "here with \(here) bytes, the server's has \(size)" : "here with another modification time than the server's"
-        return .leftAlone("\(differs): ferry does not replace a file it did not write")
+        return .leftAlone("\(differs): ferry does not replace a file it did not write (--replace does)")
     }
 
     /// The directory at `path` below DIR, made where missing (each level a plain directory: a symlink or a file

@@ -23,10 +23,8 @@ public struct TreeWalk: Sendable {
     public struct Options: Sendable {
         /// Directory levels to list: 1 is the start directory alone (rclone's `--max-depth`); nil for all.
         public var depth: Int?
-        /// Globs on a file's relative path (`*.iso`, `docs/*`): a pattern without "/" matches the name in any
-        /// directory. A file is taken when it matches an include (or none is given) and no exclude.
-        public var include: [String] = []
-        public var exclude: [String] = []
+        /// Which files are taken.
+        public var filter = TreeFilter()
         /// The request's own headers (`-H`) and netrc file, as a download of the tree's files has them.
         public var headers: [HTTPHeader] = []
         public var netrcFile: String?
@@ -150,7 +148,7 @@ public struct TreeWalk: Sendable {
                         if place.isDirectory || entry.isDirectory {
                             if let depth = options.depth, place.path.count >= depth { continue }
                             pending.append(Pending(url: place.url, path: place.path, ancestors: directory.ancestors + [signature]))
-                        } else if wanted(place.relative) {
+                        } else if options.filter.wants(place.relative) {
                             outcome.files.append(TreeFile(place: place, size: entry.size, modified: entry.modified, precision: entry.precision))
                         }
                     }
@@ -163,16 +161,6 @@ public struct TreeWalk: Sendable {
     /// Links are compared decoded (`caf%C3%A9` and `caf%c3%a9` are one directory).
     static func key(_ url: URL) -> String {
         url.absoluteString.removingPercentEncoding ?? url.absoluteString
-    }
-
-    func wanted(_ relative: String) -> Bool {
-        func matches(_ pattern: String) -> Bool {
-            if pattern.contains("/") { return fnmatch(pattern, relative, FNM_PATHNAME) == 0 }
-            let name = relative.split(separator: "/").last.map(String.init) ?? relative
-            return fnmatch(pattern, name, 0) == 0
-        }
-        if !options.include.isEmpty, !options.include.contains(where: matches) { return false }
-        return !options.exclude.contains(where: matches)
     }
 
     struct ListingFailure: Error {
