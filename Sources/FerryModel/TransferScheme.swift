@@ -3,6 +3,10 @@ import Foundation
 /// The URL schemes ferry moves files over: the one list the command line, the screen, the RPC and the transport
 /// check a URL against.
 public enum TransferScheme: String, Sendable, CaseIterable {
+    /// The answer header in which ferry's file transport says the SSH host key it checked for the connection
+    /// (`ED25519 key SHA256:...`, as ssh shows it): an attempt keeps it (Attempt.hostKey), the detail view shows it.
+    public static let hostKeyHeader = "X-Ferry-Host-Key"
+
     case http, https, sftp, scp, ftp
 
     /// HTTP's (http, https): headers, statuses, forms, redirects, HTTP's resumable uploads. The others move a

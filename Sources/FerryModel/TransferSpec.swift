@@ -266,6 +266,8 @@ public struct Attempt: Sendable, Codable, Equatable {
     public var restartedFrom: Int64?
     public var status: Int?
     public var error: String?
+    /// Over SSH: the server's host key as checked against known_hosts (`ED25519 key SHA256:...`).
+    public var hostKey: String?
 
     public init(number: Int, startedAt: Date, endedAt: Date? = nil, fromOffset: Int64, status: Int? = nil, error: String? = nil) {
         self.number = number

@@ -18,6 +18,7 @@ final class FTPPart: FileProtocolPart {
 
     var offersRanges: Bool { true }
     var knowsTheFileWhenTheBodyStarts: Bool { false }
+    var peer: String? { nil }
 
     func configure(_ easy: UnsafeMutableRawPointer) {
         func set(_ option: Int, _ value: Int) { _ = ferry_curl_easy_setopt_long(easy, option, value) }

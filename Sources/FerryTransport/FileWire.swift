@@ -267,6 +267,8 @@ final class FileWire {
     private func takeAnswer(status: Int, headers: [String: String]) -> HTTPURLResponse? {
         guard !answered else { return nil }
         answered = true
+        var headers = headers
+        if let peer = part.peer { headers[TransferScheme.hostKeyHeader] = peer }
         return HTTPURLResponse(url: url, statusCode: status, httpVersion: nil, headerFields: headers)
     }
 
@@ -326,6 +328,8 @@ protocol FileProtocolPart: AnyObject {
     var knowsTheFileWhenTheBodyStarts: Bool { get }
     /// Sets the connection's options on a step's handle: the protocols allowed, where to connect, the login, trust.
     func configure(_ easy: UnsafeMutableRawPointer)
+    /// The server's identity as checked for this connection (an SSH host key's fingerprint); nil: none checked.
+    var peer: String? { get }
     /// A failure in the protocol's own words; nil for one every file protocol has (FileWire says those).
     func describe(_ result: Int, detail: String, ask: FileWire.Ask) -> (URLError.Code, FailureKind, String)?
 }

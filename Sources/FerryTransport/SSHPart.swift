@@ -1,6 +1,7 @@
 import CCurl
 import FerryModel
 import Foundation
+import Synchronization
 #if canImport(FoundationNetworking)
 import FoundationNetworking
 #endif
@@ -33,6 +34,21 @@ final class SSHPart: FileProtocolPart {
 
     var offersRanges: Bool { scheme == .sftp }
     var knowsTheFileWhenTheBodyStarts: Bool { true }
+
+    /// The host keys found known this process, by host and port: a connection libcurl takes from its cache is
+    /// not checked again (its key was, when it was made), and is said with the key it was checked with.
+    private static let checked = Mutex<[String: String]>([:])
+    private var hostAndPort: String { "\(connectHost):\(connectPort ?? 22)" }
+
+    var peer: String? {
+        let key = hostKey.pointee
+        if key.match == 0, key.length > 0 {
+            let print = fingerprint
+            Self.checked.withLock { $0[hostAndPort] = print }
+            return print
+        }
+        return key.match == -1 ? Self.checked.withLock { $0[hostAndPort] } : nil
+    }
 
     func configure(_ easy: UnsafeMutableRawPointer) {
         func set(_ option: Int, _ value: Int) { _ = ferry_curl_easy_setopt_long(easy, option, value) }

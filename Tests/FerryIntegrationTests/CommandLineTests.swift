@@ -425,11 +425,17 @@ import TestHTTPServer
         process.arguments = ["get", "-o", dir.path, server.url(path).absoluteString]
         process.environment = isolatedEnvironment(stateDir: dir.path + "/.state", configHome: dir.path + "/.config")
         process.standardOutput = FileHandle.nullDevice
-        process.standardError = FileHandle.nullDevice
+        // What it said, for a run that does not get there (seen twice in a loaded full suite, never alone).
+        let said = dir.path + "/.stderr"
+        _ = FileManager.default.createFile(atPath: said, contents: nil)
+        process.standardError = FileHandle(forWritingAtPath: said)
         try process.run()
         let partPath = dir.path + path + ".part"
-        try await eventually("the .part file holds \(bytes) bytes") {
-            ((try? FileManager.default.attributesOfItem(atPath: partPath)[.size] as? Int) ?? 0) == bytes
+        func size() -> Int { (try? FileManager.default.attributesOfItem(atPath: partPath)[.size] as? Int) ?? -1 }
+        try await eventually("the .part file holds \(bytes) bytes (it holds \(size()); running: \(process.isRunning); "
+                             + "requests: \(server.requests(path).map { $0.header("Range") ?? "-" }); ferry said: "
+                             + "\(String(decoding: FileManager.default.contents(atPath: said) ?? Data(), as: UTF8.self)))") {
+            size() == bytes
         }
         return process
     }

@@ -52,6 +52,8 @@ import FerryRPC
         let item = try #require(manager.snapshot(of: id))
         #expect(item.state == .completed, "\(item.lastError ?? "")")
         #expect(item.bytesExpected == Int64(body.count))
+        // The host key the server was trusted by, as ssh shows it (the detail view's `Host key`).
+        #expect(item.attempts.last?.hostKey == "ED25519 key " + server.hostKeyFingerprint, "\(item.attempts)")
         #expect(dir.files() == ["fïlé one.bin"])
         #expect(dir.contents("fïlé one.bin") == body)
         // The server closes the file once libcurl says so, after the transfer's end.
@@ -210,6 +212,7 @@ import FerryRPC
         let item = try #require(manager.snapshot(of: id))
         #expect(item.state == .completed, "\(item.lastError ?? "")")
         #expect(item.bytesDone == Int64(body.count))
+        #expect(item.attempts.last?.hostKey == "ED25519 key " + server.hostKeyFingerprint, "\(item.attempts)")
         #expect(FileManager.default.contents(atPath: server.path("in/úp load.bin")) == body)
         try await eventually("the server closed the file") { !server.sftpTransfers.isEmpty }
         #expect(server.sftpTransfers.map(\.written) == [Int64(body.count)])

@@ -278,7 +278,7 @@ import Testing
         #expect(!canvas.text.contains("s3cret"))
     }
 
-    /// Issue 42: an sftp download's details say its protocol and the remote file's size and time (what a resume
+    /// Issue 42: an sftp download's details say its protocol, the host key it was trusted by, and the remote file's size and time (what a resume
     /// checks), no HTTP status, and why an attempt started over (the remote file changed).
     @Test func detailOfAnSFTPDownloadThatStartedOver() {
         var queue = Fixtures.queue()
@@ -290,11 +290,13 @@ import Testing
         restarted.restartedFrom = 3 * Fixtures.mib
         item.attempts = [Attempt(number: 1, startedAt: Fixtures.now.addingTimeInterval(-60), endedAt: Fixtures.now.addingTimeInterval(-30),
                                  fromOffset: 0, status: 200, error: "paused"), restarted]
+        item.attempts[0].hostKey = "ED25519 key SHA256:u2Wb1m3eNkXkq0yPpZ7sLr9xvQ1bqkM2cTz0H8pE3aQ"
         queue.items[1] = item
         var state = Fixtures.state(height: 24)
         state.screen = .detail(TransferID(2))
         let text = Fixtures.render(state, queue).text
         #expect(text.contains("Protocol     sftp, over SSH"), "\(text)")
+        #expect(text.contains("Host key     ED25519 key SHA256:u2Wb1m3eNkXkq0yPpZ7sLr9xvQ1bqkM2cTz0H8pE3aQ"), "\(text)")
         #expect(text.contains("Remote file  20.0 MiB, modified Sat, 28 Nov 2026 18:09:00 GMT"), "\(text)")
         #expect(text.contains("2. 10s ago, from 3.0 MiB, the remote file changed: starting over from zero"), "\(text)")
         #expect(!text.contains("HTTP") && !text.contains("ETag"), "\(text)")

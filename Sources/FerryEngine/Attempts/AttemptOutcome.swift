@@ -30,6 +30,8 @@ struct AttemptReport: Sendable {
     var fileName: String?
     var validators = Validators()
     var status: Int?
+    /// Over SSH: the host key the connection was checked with (TransferScheme.hostKeyHeader).
+    var hostKey: String?
     /// Uploads: the server's answer, kept for the detail view.
     var response: ServerResponse?
 }

@@ -41,6 +41,7 @@ final class RangeRun: TaskRun {
         var total: Int64?
         var validators = Validators()
         var status: Int?
+        var hostKey: String?
         /// Set when the run decided to stop the task itself (bad status, bad range, a local error).
         var verdict: AttemptOutcome?
         var alreadyComplete = false
@@ -146,6 +147,7 @@ final class RangeRun: TaskRun {
             s.gotResponse = true
             s.task = task
             s.status = http.statusCode
+            s.hostKey = http.value(forHTTPHeaderField: TransferScheme.hostKeyHeader)
             s.validators = Validators(etag: header("ETag"), lastModified: header("Last-Modified"))
             do throws(TransferFailure) {
                 if let failure = try apply(verdict, &s) { return failure }
@@ -324,7 +326,7 @@ final class RangeRun: TaskRun {
         let report = state.withLock { s -> AttemptReport in
             let outcome = conclude(&s, error: error)
             return AttemptReport(outcome: outcome, bytesDone: s.onDisk, bytesExpected: start.bounded ? nil : s.total,
-                                 fileName: s.fileName, validators: s.validators, status: s.status)
+                                 fileName: s.fileName, validators: s.validators, status: s.status, hostKey: s.hostKey)
         }
         finish(report)
     }

@@ -24,11 +24,14 @@ struct UploadAnswer {
     /// The answer stands for a file protocol's (sftp, scp, ftp: the transport answers in HTTP's terms, FileWire):
     /// no server's response to keep.
     var fileProtocol = false
+    /// Over SSH: the host key the connection was checked with.
+    var hostKey: String?
 
     /// `now`: for a Retry-After date.
     mutating func begin(_ http: HTTPURLResponse, now: Date) {
         fileProtocol = TransferScheme(http.url)?.isHTTP == false
         status = http.statusCode
+        hostKey = http.value(forHTTPHeaderField: TransferScheme.hostKeyHeader)
         headers = Self.keptHeaders.compactMap { name in http.value(forHTTPHeaderField: name).map { HTTPHeader(name: name, value: $0) } }
         body = Data()
         bodyLength = 0
@@ -138,8 +141,8 @@ final class UploadRun: TaskRun {
     }
 
     func didComplete(error: Error?) {
-        let (outcome, response) = answer.withLock { ($0.outcome(error: error, progressed: false), $0.response) }
+        let (outcome, response, hostKey) = answer.withLock { ($0.outcome(error: error, progressed: false), $0.response, $0.hostKey) }
         finish(AttemptReport(outcome: outcome, bytesDone: bytesDone, bytesExpected: plan.length, status: response?.status,
-                             response: response))
+                             hostKey: hostKey, response: response))
     }
 }

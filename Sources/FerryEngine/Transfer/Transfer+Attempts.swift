@@ -86,6 +86,7 @@ extension Transfer {
         guard let (index, bounded) = close(serial: serial) else { return nil }
         lastStatus = report.status ?? lastStatus
         if let response = report.response { self.response = response }
+        if let key = report.hostKey, !attempts.isEmpty { attempts[attempts.count - 1].hostKey = key }
         return bounded ? rangeEnded(index, report) : streamEnded(report)
     }
 

@@ -98,6 +98,8 @@ enum DetailView {
         if let scheme, !scheme.isHTTP {
             // A remote file's size and time are what a resume checks (FileWire: no headers to show).
             field("Protocol", scheme.protocolName)
+            // The key the server was trusted by (known_hosts), as ssh shows it.
+            if let key = item.attempts.last(where: { $0.hostKey != nil })?.hostKey { field("Host key", context.outside(key)) }
             var remote: [String] = []
             if let length = v.totalLength { remote.append(ByteFormat.bytes(length)) }
             if let modified = v.lastModified { remote.append("modified \(context.outside(modified))") }
