@@ -3,7 +3,9 @@
 # python3-pyftpdlib), a real, widely used FTP server library, with one user. It prints "PORT n" once it
 # listens, and logs each transfer's end to stderr as `DONE <RETR|STOR> <path> <bytes>`: what a resume asked for,
 # in the server's own words.
-#   ftp-test-server.py ROOT USER PASSWORD
+# With `--tls CERTFILE` (a PEM holding the certificate and its key) it speaks explicit TLS (AUTH TLS, pyftpdlib's
+# TLS_FTPHandler over Debian's python3-openssl) and requires it for the login and every data connection.
+#   ftp-test-server.py ROOT USER PASSWORD [--tls CERTFILE]
 import logging
 import sys
 
@@ -12,6 +14,16 @@ from pyftpdlib.handlers import FTPHandler
 from pyftpdlib.servers import FTPServer
 
 root, user, password = sys.argv[1:4]
+tls = sys.argv[5] if len(sys.argv) > 5 and sys.argv[4] == "--tls" else None
+if tls:
+    from pyftpdlib.handlers import TLS_DTPHandler, TLS_FTPHandler as FTPHandler
+
+    class DataHandler(TLS_DTPHandler):
+        # pyftpdlib 1.5.7 closes a data connection that is readable before its transfer command (DTPHandler.readable),
+        # so a client that starts the data connection's TLS handshake at once, as libcurl does, is cut off (lftp,
+        # which starts it after the command, gets through): the handshake is let through first.
+        def readable(self):
+            return True if self._ssl_accepting else super().readable()
 
 authorizer = DummyAuthorizer()
 authorizer.add_user(user, password, root, perm="elradfmwMT")
@@ -19,6 +31,11 @@ authorizer.add_user(user, password, root, perm="elradfmwMT")
 class Handler(FTPHandler):
     authorizer = authorizer
     banner = "ferry test ftp"
+    if tls:
+        certfile = tls
+        dtp_handler = DataHandler
+        tls_control_required = True
+        tls_data_required = True
     passive_ports = None
     permit_foreign_addresses = False
 

@@ -8,6 +8,9 @@ public enum TransferScheme: String, Sendable, CaseIterable {
     public static let hostKeyHeader = "X-Ferry-Host-Key"
 
     case http, https, sftp, scp, ftp
+    /// ftp with explicit TLS (AUTH TLS on the ftp port, control and data encrypted, the certificate checked as
+    /// https checks it): what `ftp://` with a required TLS is in curl (`--ssl-reqd`) and lftp.
+    case ftps
 
     /// HTTP's (http, https): headers, statuses, forms, redirects, HTTP's resumable uploads. The others move a
     /// remote file's bytes: an upload writes the file (no form, no POST), a resume goes by its size and time.
@@ -24,7 +27,10 @@ public enum TransferScheme: String, Sendable, CaseIterable {
 
     /// An upload that was cut goes on by appending to what the server has, once its last bytes check out
     /// (sftp, ftp: RemoteAppendRun); scp cannot write at an offset.
-    public var appendsUploads: Bool { self == .sftp || self == .ftp }
+    public var appendsUploads: Bool { self == .sftp || isFTP }
+
+    /// ftp, with or without TLS: one protocol's part (FTPPart).
+    public var isFTP: Bool { self == .ftp || self == .ftps }
 
     /// A directory can be listed, so a tree walked (`get -r`): sftp and ftp by their `ls -l` lines; http(s) by
     /// its index pages or WebDAV. scp has no listing.
@@ -36,7 +42,7 @@ public enum TransferScheme: String, Sendable, CaseIterable {
         case .http: 80
         case .https: 443
         case .sftp, .scp: 22
-        case .ftp: 21
+        case .ftp, .ftps: 21
         }
     }
 
@@ -46,6 +52,7 @@ public enum TransferScheme: String, Sendable, CaseIterable {
         case .http, .https: rawValue
         case .sftp, .scp: "\(rawValue), over SSH"
         case .ftp: "ftp (nothing encrypted)"
+        case .ftps: "ftps (ftp over TLS)"
         }
     }
 

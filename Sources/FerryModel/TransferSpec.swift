@@ -286,7 +286,7 @@ extension Attempt {
     public func restartWords(over scheme: TransferScheme?) -> String? {
         restartedFrom.map { offset in
             switch scheme {
-            case .sftp?, .ftp?: "the remote file changed: starting over from zero"
+            case .sftp?, .ftp?, .ftps?: "the remote file changed: starting over from zero"
             case .scp?: "scp cannot resume: starting over from zero"
             default: "the server sent the whole file, not from \(ByteFormat.bytes(offset)): starting over from zero"
             }

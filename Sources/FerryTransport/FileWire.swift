@@ -59,7 +59,7 @@ final class FileWire {
         // A login from the user's .netrc for this host: the engine puts it in the request as HTTP Basic
         // credentials (never stored, never shown).
         let netrc = request.value(forHTTPHeaderField: "Authorization").flatMap(Self.basicCredentials)
-        part = scheme.overSSH ? SSHPart(url: url, settings: settings.ssh, netrc: netrc) : FTPPart(url: url, netrc: netrc)
+        part = scheme.overSSH ? SSHPart(url: url, settings: settings.ssh, netrc: netrc) : FTPPart(url: url, netrc: netrc, settings: settings)
         let method = (request.httpMethod ?? "GET").uppercased()
         let header = { (name: String) in request.value(forHTTPHeaderField: name) }
         switch method {

@@ -80,7 +80,7 @@ import Testing
             #expect(error.description == """
                 3 bad lines in list.txt (nothing was queued):
                   list.txt:2: no scheme in 'example.com/2': write http://example.com/2 (or https://)
-                  list.txt:4: unsupported scheme 'gopher' in 'gopher://c/4': http, https, sftp, scp and ftp
+                  list.txt:4: unsupported scheme 'gopher' in 'gopher://c/4': http, https, sftp, scp, ftp and ftps
                   list.txt:5: port 99999 in 'http://h:99999/5' is not a port (1 to 65535)
                 """, "\(error.description)")
         }

@@ -121,4 +121,55 @@ import TestHTTPServer
         #expect(manager.snapshot(of: missing)?.failure?.kind == .noSuchFile, "\(manager.snapshot(of: missing)?.lastError ?? "")")
         #expect(dir.files().isEmpty)
     }
+
+    // MARK: ftps (explicit TLS)
+
+    /// ftps://: TLS on the ftp port for the login and every byte, against pyftpdlib requiring it (TestFTPServer(tls:)),
+    /// the certificate checked as https's is: a download and an upload byte for byte with the test's CA trusted;
+    /// refused untrusted; and a server without TLS is refused before the login (the password never goes in the clear).
+    @Test func ftpsMovesFilesOverTLSAndRefusesAnUntrustedServerOrOneWithoutTLS() async throws {
+        let authority = try TestCertificateAuthority()
+        let server = try TestFTPServer(tls: authority)
+        let caFile = dir.path + "/ca.pem"
+        try authority.writeCAPEM(to: caFile)
+        var configuration = testConfiguration()
+        configuration.transport.caFile = caFile
+        let body = Resource.randomBytes(count: 3 << 20, seed: 60)
+        try server.put(body, at: "pub/secret file.bin")
+        try server.put(Data(), at: "in/.keep")
+        let local = dir.path + "/up.bin"
+        try body.write(to: URL(fileURLWithPath: local))
+        // Without the CA (an engine of its own, first: engines in one process share libcurl's connections): the
+        // certificate is not trusted, nothing moves.
+        let untrusting = try TransferManager(configuration: testConfiguration())
+        defer { untrusting.shutdown() }
+        try FileManager.default.createDirectory(atPath: dir.path + "/untrusted", withIntermediateDirectories: true)
+        let refused = untrusting.add(TransferSpec(download: server.url("pub/secret file.bin", scheme: "ftps"), directory: dir.path + "/untrusted"))
+        try await finish(untrusting, [refused])
+        #expect(untrusting.snapshot(of: refused)?.failure?.kind == .tlsUntrusted, "\(untrusting.snapshot(of: refused)?.lastError ?? "")")
+        #expect(!FileManager.default.fileExists(atPath: dir.path + "/untrusted/secret file.bin"))
+
+        let manager = try TransferManager(configuration: configuration)
+        defer { manager.shutdown() }
+        let got = download(server.url("pub/secret file.bin", scheme: "ftps"), manager)
+        let (upload, url) = try UploadSpec.to(URL(string: server.url("in", scheme: "ftps").absoluteString + "/")!, .file(path: local),
+                                              contentType: nil, form: nil, method: nil)
+        let sent = manager.add(TransferSpec(upload: upload, to: url))
+        try await finish(manager, [got, sent])
+        #expect(manager.snapshot(of: got)?.state == .completed, "\(manager.snapshot(of: got)?.lastError ?? "")")
+        #expect(manager.snapshot(of: sent)?.state == .completed, "\(manager.snapshot(of: sent)?.lastError ?? "")")
+        #expect(dir.contents("secret file.bin") == body)
+        #expect(FileManager.default.contents(atPath: server.path("in/up.bin")) == body)
+
+        // A server without TLS (pyftpdlib's plain ftp): refused before the login, nothing moves.
+        let plain = try TestFTPServer()
+        try plain.put(body, at: "pub/x.bin")
+        let clear = download(plain.url("pub/x.bin", scheme: "ftps"), manager)
+        try await finish(manager, [clear])
+        #expect(manager.snapshot(of: clear)?.state == .failed, "\(manager.snapshot(of: clear)?.lastError ?? "")")
+        #expect(manager.snapshot(of: clear)?.lastError?.contains("does not take TLS") == true, "\(manager.snapshot(of: clear)?.lastError ?? "")")
+        #expect(manager.snapshot(of: clear)?.failure?.kind == .tlsFailed)
+        #expect(plain.transfers.isEmpty)
+        #expect(!dir.files().contains("x.bin"))
+    }
 }

@@ -15,7 +15,8 @@ public final class TestFTPServer: @unchecked Sendable {
     private let log: String
     private let process: ChildProcess
 
-    public init() throws {
+    /// `tls`: explicit TLS (AUTH TLS), required, with the server certificate `tls` signs for 127.0.0.1 (ftps://).
+    public init(tls: TestCertificateAuthority? = nil) throws {
         let script = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
             .deletingLastPathComponent().appendingPathComponent("scripts/ftp-test-server.py").path
         guard FileManager.default.isExecutableFile(atPath: Self.python),
@@ -26,7 +27,15 @@ public final class TestFTPServer: @unchecked Sendable {
         directory = base + "/root"
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
         log = base + "/ftpd.log"
-        let arguments = [script, directory, user, password]
+        var arguments = [script, directory, user, password]
+        if let tls {
+            guard (try? TestSSHServer.run(Self.python, ["-c", "import OpenSSL"])) != nil else {
+                throw TestSSHServer.Missing(description: "the ftps tests need pyOpenSSL for \(Self.python): apt-get install python3-openssl (the README's set-up line)")
+            }
+            let pem = base + "/server.pem"
+            try (tls.serverCertificatePEM + "\n" + tls.serverPrivateKeyPEM).write(toFile: pem, atomically: true, encoding: .utf8)
+            arguments += ["--tls", pem]
+        }
         _ = FileManager.default.createFile(atPath: log, contents: nil)
         let output = Pipe()
         let child = ChildProcess()
