@@ -53,6 +53,18 @@ enum Fixtures {
         return QueueSnapshot(version: 1, items: items, totals: totals, maxConcurrent: 4, maxPerHost: 4)
     }
 
+    /// `keys` pressed one after another from `state` on `snapshot`: the state after them and every command they made.
+    static func press(_ keys: [Key], from state: AppState, on snapshot: QueueSnapshot) -> (AppState, [Command]) {
+        var state = state
+        var all: [Command] = []
+        for key in keys {
+            let (next, commands) = reduce(state, key, snapshot)
+            state = next
+            all += commands
+        }
+        return (state, all)
+    }
+
     static func state(width: Int = 80, height: Int = 14) -> AppState {
         AppState(downloadDirectory: "/home/me/Downloads", width: width, height: height)
     }

@@ -13,14 +13,7 @@ import Testing
     let queue = Fixtures.queue()
 
     func press(_ keys: [Key], _ start: AppState? = nil, queue: QueueSnapshot? = nil) -> (AppState, [Command]) {
-        var state = start ?? Fixtures.state()
-        var all: [Command] = []
-        for key in keys {
-            let (next, commands) = reduce(state, key, queue ?? self.queue)
-            state = next
-            all += commands
-        }
-        return (state, all)
+        Fixtures.press(keys, from: start ?? Fixtures.state(), on: queue ?? self.queue)
     }
 
     @Test func jThenPPausesTheSecondRow() {
@@ -286,14 +279,7 @@ import Testing
     let queue = Fixtures.queue()
 
     func press(_ keys: [Key], _ start: AppState? = nil) -> (AppState, [Command]) {
-        var state = start ?? Fixtures.state()
-        var all: [Command] = []
-        for key in keys {
-            let (next, commands) = reduce(state, key, queue)
-            state = next
-            all += commands
-        }
-        return (state, all)
+        Fixtures.press(keys, from: start ?? Fixtures.state(), on: queue)
     }
 
     @Test func mMarksAndMovesDownAndTheActionsActOnTheMarks() {
@@ -401,14 +387,8 @@ import Testing
     func cleanup() { try? FileManager.default.removeItem(atPath: dir) }
 
     func press(_ keys: [Key], _ start: AppState? = nil) -> (AppState, [Command]) {
-        var state = start ?? AppState(downloadDirectory: "/home/me/Downloads", width: 80, height: 14, workingDirectory: dir)
-        var all: [Command] = []
-        for key in keys {
-            let (next, commands) = reduce(state, key, Fixtures.queue())
-            state = next
-            all += commands
-        }
-        return (state, all)
+        Fixtures.press(keys, from: start ?? AppState(downloadDirectory: "/home/me/Downloads", width: 80, height: 14, workingDirectory: dir),
+                       on: Fixtures.queue())
     }
 
     func type(_ text: String) -> [Key] { text.map { .character($0) } }

@@ -22,14 +22,7 @@ import Testing
     }
 
     func press(_ keys: [Key], _ start: AppState, _ snapshot: QueueSnapshot) -> (AppState, [Command]) {
-        var state = start
-        var all: [Command] = []
-        for key in keys {
-            let (next, commands) = reduce(state, key, snapshot)
-            state = next
-            all += commands
-        }
-        return (state, all)
+        Fixtures.press(keys, from: start, on: snapshot)
     }
 
     @Test func aTreesRowShowsItsFilesAndItsSums() {
