@@ -203,9 +203,15 @@ extension TransferManager {
             if transfer.state == .running, let rate = transfer.rate.bytesPerSecond { sums[batch]!.rate += rate }
         }
         // The store's sums of the whole tree (read again only once something was written or the tree's items
-        // changed: a walk of its index, 20 ms at 100,000 files), less its figures of the loaded items.
-        storeWriter.flush()
+        // changed: a walk of its index, 20 ms at 100,000 files), less its figures of the loaded items. The
+        // writer's pending changes are written first only when something was handed to it since the sums kept
+        // (a window is asked at every change: no store write under the lock each time); its generation is read
+        // before that write, so sums kept under it hold everything handed over up to it.
         let generation = storeWriter.generation
+        let kept = batches.allSatisfy { batch in
+            core.treeStored[batch].map { $0.generation == generation && $0.items == sums[batch]!.row.count } ?? false
+        }
+        if !kept { storeWriter.flush() }
         for batch in batches {
             let items = sums[batch]!.row.count
             var whole: ByteSums
