@@ -29,7 +29,7 @@ public enum StoredQueueCommands {
             }).get().compactMap { known[$0] }
         } ?? []
         switch command {
-        case .add, .place, .setConcurrency, .setGlobalLimits, .rename:
+        case .add, .walk, .place, .setConcurrency, .setGlobalLimits, .rename:
             throw UsageError("no engine is running; \(command.name) needs one (ferry starts one: `ferry`, or `ferry get --detach`)")
         case let .move(_, direction):
             var queue = items

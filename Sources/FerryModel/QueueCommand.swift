@@ -20,6 +20,9 @@ public enum QueueCommand: Sendable, Codable, Equatable {
     case place(TransferID, Placement)
     /// Queue transfers (one batch; reusing the same transfers already queued unless `force`).
     case add(Addition)
+    /// Walk a tree and download it (`get -r`): a new tree's batch that its files join as the engine lists its
+    /// directories (TreeJob); the result names the batch.
+    case walk(TreeJob)
     /// Transfers at once.
     case setConcurrency(Int)
     /// Items' own bandwidth limits, bytes per second (nil: none).
@@ -120,6 +123,7 @@ public enum QueueCommand: Sendable, Codable, Equatable {
         case .move: return "move"
         case .place: return "place"
         case .add: return "add"
+        case .walk: return "get -r"
         case .setConcurrency: return "jobs"
         case .setRateLimit: return "limit"
         case .setGlobalLimits: return "limits"
@@ -144,7 +148,7 @@ public enum QueueCommand: Sendable, Codable, Equatable {
         case .resume: return .resume
         case .cancel: return .cancel
         case .retry: return .retry
-        case .remove, .move, .place, .add, .setConcurrency, .setRateLimit, .setGlobalLimits, .rename: return nil
+        case .remove, .move, .place, .add, .walk, .setConcurrency, .setRateLimit, .setGlobalLimits, .rename: return nil
         }
     }
 
@@ -155,7 +159,7 @@ public enum QueueCommand: Sendable, Codable, Equatable {
              let .remove(selection, _), let .setRateLimit(selection, _), let .move(selection, _):
             return selection
         case let .place(id, _), let .rename(id, _): return Selection(ids: [id.rawValue])
-        case .add, .setConcurrency, .setGlobalLimits: return nil
+        case .add, .walk, .setConcurrency, .setGlobalLimits: return nil
         }
     }
 }

@@ -146,6 +146,8 @@ public struct TreeRow: Sendable, Equatable, Codable {
     public var files: [TransferState: Int]
     /// Files whose size is not known yet.
     public var sizesUnknown: Int
+    /// Its walk (`get -r`), while the engine knows it: how many directories are still to list.
+    public var walk: WalkProgress?
 
     public init(batch: Int64, label: String, files: [TransferState: Int], sizesUnknown: Int = 0) {
         self.batch = batch
@@ -238,6 +240,8 @@ public struct QueueSnapshot: Sendable, Equatable, Codable {
     /// When `items` is a window of a view (QueueView): where it starts in the view and how many rows the view
     /// has. nil: `items` is the whole queue.
     public var window: QueueWindow?
+    /// The trees' walks the engine knows (`get -r`; a follower waits for its own to end).
+    public var walks: [WalkProgress] = []
 
     /// What a frame drawn from this snapshot depends on, cheaply: the engine's version, and for a window which
     /// rows it holds (scrolling or filtering brings new rows of an unchanged queue).

@@ -176,7 +176,7 @@ public struct QueueIndexRow: Sendable {
 
 /// Where the queue is kept. The manager calls it off the URLSession delegate path: on every state
 /// transition and about once a second for byte offsets. Several processes may share one store.
-public protocol QueueStore: Sendable {
+public protocol QueueStore: WalkStore {
     func loadAll() throws -> [StoredTransfer]
     /// Every item's index row, in queue order, one at a time (what an engine keeps in memory).
     func forEachIndexRow(_ body: (QueueIndexRow) throws -> Void) throws
@@ -316,8 +316,73 @@ public final class InMemoryQueueStore: QueueStore {
         var nextID: Int64 = 1
         var batches: [Batch] = []
         var leftovers: [String: Leftover] = [:]
+        var walks: [Int64: StoredWalk] = [:]
+        var walkDirectories: [Int64: [WalkDirectory]] = [:]
     }
     private let state = Mutex(State())
+
+    public func startWalk(_ job: TreeJob, batch: Int64) throws {
+        state.withLock { s in
+            s.walks[batch] = StoredWalk(job: job, method: nil, progress: WalkProgress(batch: batch, pending: 1))
+            s.walkDirectories[batch] = [WalkDirectory(url: job.root, path: [])]
+        }
+    }
+
+    public func walks() throws -> [StoredWalk] {
+        state.withLock { s in s.walks.keys.sorted().compactMap { s.walks[$0] } }
+    }
+
+    public func walkDirectories(batch: Int64, state wanted: WalkDirectory.State) throws -> [WalkDirectory] {
+        state.withLock { $0.walkDirectories[batch, default: []].filter { $0.state == wanted } }
+    }
+
+    public func recordListing(_ listing: WalkListing, reuse: Bool) throws -> [QueueAddition] {
+        let added = try add(listing.specs, batch: listing.batch, reuse: reuse)
+        state.withLock { s in
+            var directories = s.walkDirectories[listing.batch, default: []]
+            var known = Set(directories.map(\.key))
+            var listingRecorded = listing
+            listingRecorded.children = listing.children.filter { known.insert($0.key).inserted }
+            for index in directories.indices where directories[index].key == WalkDirectory.key(listing.directory) {
+                directories[index].state = listing.state
+            }
+            s.walkDirectories[listing.batch] = directories + listingRecorded.children
+            if var walk = s.walks[listing.batch] {
+                listingRecorded.applied(to: &walk.progress)
+                s.walks[listing.batch] = walk
+            }
+        }
+        return added
+    }
+
+    public func setWalkMethod(batch: Int64, _ method: String) throws {
+        state.withLock { $0.walks[batch]?.method = method }
+    }
+
+    public func setWalkHeld(batch: Int64, _ held: Bool) throws {
+        state.withLock { $0.walks[batch]?.progress.held = held }
+    }
+
+    public func retryWalk(batch: Int64) throws -> Int {
+        state.withLock { s in
+            var again = 0
+            for index in s.walkDirectories[batch, default: []].indices where s.walkDirectories[batch]![index].state == .failed {
+                s.walkDirectories[batch]![index].state = .pending
+                again += 1
+            }
+            s.walks[batch]?.progress.failed -= again
+            s.walks[batch]?.progress.pending += again
+            if again > 0 { s.walks[batch]?.progress.trouble = [] }
+            return again
+        }
+    }
+
+    public func removeWalk(batch: Int64) throws {
+        state.withLock { s in
+            s.walks[batch] = nil
+            s.walkDirectories[batch] = nil
+        }
+    }
 
     public func saveSpec(_ id: TransferID, _ spec: TransferSpec) throws {
         state.withLock { $0.items[id]?.spec = spec }

@@ -94,6 +94,35 @@ extension SQLiteQueueStore {
             // A tree's row sums its files' bytes (byteSums) from this index alone, not from 100,000 rows.
             try db.execute(sql: "CREATE INDEX transfer_batch_bytes ON transfer(batch, bytesDone, bytesExpected)")
         }
+        migrator.registerMigration("v10: walks") { db in
+            // A tree's walk (get -r): its job and where it is, and each directory found with its state; a listing's
+            // files are queued in the transaction that marks it listed.
+            try db.execute(sql: """
+                CREATE TABLE walk (
+                    batch INTEGER PRIMARY KEY,
+                    job TEXT NOT NULL,
+                    method TEXT,
+                    held INTEGER NOT NULL DEFAULT 0,
+                    found INTEGER NOT NULL DEFAULT 0,
+                    present INTEGER NOT NULL DEFAULT 0,
+                    leftAlone INTEGER NOT NULL DEFAULT 0,
+                    replacing INTEGER NOT NULL DEFAULT 0,
+                    leftAloneLines TEXT NOT NULL DEFAULT '[]',
+                    trouble TEXT NOT NULL DEFAULT '[]'
+                );
+                CREATE TABLE walk_dir (
+                    id INTEGER PRIMARY KEY AUTOINCREMENT,
+                    batch INTEGER NOT NULL,
+                    key TEXT NOT NULL,
+                    url TEXT NOT NULL,
+                    path TEXT NOT NULL,
+                    ancestors TEXT NOT NULL,
+                    state TEXT NOT NULL
+                );
+                CREATE UNIQUE INDEX walk_dir_key ON walk_dir(batch, key);
+                CREATE INDEX walk_dir_state ON walk_dir(batch, state, id);
+                """)
+        }
         return migrator
     }
 

@@ -8,69 +8,72 @@ import Synchronization
 /// removals, batches.
 extension SQLiteQueueStore {
     public func add(_ specs: [TransferSpec], batch: Int64?, reuse: Bool) throws -> [QueueAddition] {
-        try writing { db in
-            var position = try Int.fetchOne(db, sql: "SELECT COALESCE(MAX(position), -1) + 1 FROM transfer") ?? 0
-            let now = Date().timeIntervalSince1970
-            let insert = try db.cachedStatement(sql: """
-                INSERT INTO transfer (position, direction, url, spec, state, rateLimit, batch, identity, host, name, bytesExpected, createdAt, updatedAt)
-                VALUES (?, ?, ?, ?, 'queued', ?, ?, ?, ?, ?, ?, ?, ?)
-                """)
-            var added: [QueueAddition] = []
-            added.reserveCapacity(specs.count)
-            // The specs of one command differ in their URLs at most: their JSON (without the URL) is made once.
-            var specJSON: (spec: TransferSpec, text: String)?
-            let identities = specs.map(\.identity)
-            // Which of them the queue holds already, asked for all at once (most adds find none); and those this
-            // add queues, for a list that names one transfer twice.
-            var queued = reuse ? try Self.stored(db, identities: identities.compactMap { $0 }) : []
-            var leftovers = try Self.leftovers(db, identities: identities.compactMap { $0 })
-            for (spec, identity) in zip(specs, identities) {
-                if reuse, let identity, queued.contains(identity), var found = try Self.reusable(db, identity: identity) {
-                    if let batch, found.batch != batch {
-                        try db.cachedStatement(sql: "UPDATE transfer SET batch = ? WHERE id = ?").execute(arguments: [batch, found.id.rawValue])
-                        found.batch = batch
-                    }
-                    // Asked again with other options: the item takes them (a limit asked anew is its limit in force).
-                    let previous = found.retakes(spec) ? found.spec : nil
-                    if let previous {
-                        var stored = spec
-                        stored.url = Self.specURL
-                        let limit = spec.rateLimit != previous.rateLimit ? spec.rateLimit : found.rateLimit
-                        try db.cachedStatement(sql: "UPDATE transfer SET spec = ?, rateLimit = ? WHERE id = ?")
-                            .execute(arguments: [try json(stored), limit, found.id.rawValue])
-                        found.spec = spec
-                        found.rateLimit = limit
-                    }
-                    added.append(QueueAddition(item: found, existing: true, previousSpec: previous))
-                    continue
+        try writing { db in try insertItems(db, specs, batch: batch, reuse: reuse) }
+    }
+
+    /// `add` inside a write (a walk's listing adds its files in its own transaction).
+    func insertItems(_ db: Database, _ specs: [TransferSpec], batch: Int64?, reuse: Bool) throws -> [QueueAddition] {
+        var position = try Int.fetchOne(db, sql: "SELECT COALESCE(MAX(position), -1) + 1 FROM transfer") ?? 0
+        let now = Date().timeIntervalSince1970
+        let insert = try db.cachedStatement(sql: """
+            INSERT INTO transfer (position, direction, url, spec, state, rateLimit, batch, identity, host, name, bytesExpected, createdAt, updatedAt)
+            VALUES (?, ?, ?, ?, 'queued', ?, ?, ?, ?, ?, ?, ?, ?)
+            """)
+        var added: [QueueAddition] = []
+        added.reserveCapacity(specs.count)
+        // The specs of one command differ in their URLs at most: their JSON (without the URL) is made once.
+        var specJSON: (spec: TransferSpec, text: String)?
+        let identities = specs.map(\.identity)
+        // Which of them the queue holds already, asked for all at once (most adds find none); and those this
+        // add queues, for a list that names one transfer twice.
+        var queued = reuse ? try Self.stored(db, identities: identities.compactMap { $0 }) : []
+        var leftovers = try Self.leftovers(db, identities: identities.compactMap { $0 })
+        for (spec, identity) in zip(specs, identities) {
+            if reuse, let identity, queued.contains(identity), var found = try Self.reusable(db, identity: identity) {
+                if let batch, found.batch != batch {
+                    try db.cachedStatement(sql: "UPDATE transfer SET batch = ? WHERE id = ?").execute(arguments: [batch, found.id.rawValue])
+                    found.batch = batch
                 }
-                var stored = spec
-                stored.url = Self.specURL
-                if specJSON?.spec != stored { specJSON = (stored, try json(stored)) }
-                try RowWrite.run(insert, in: db, [.integer(Int64(position)), .text(spec.direction.rawValue), .text(spec.url.absoluteString),
-                                                   .text(specJSON?.text), .integer(spec.rateLimit), .integer(batch), .text(identity),
-                                                   .text(spec.host), .text(Self.uploadName(spec)), .integer(spec.mirror?.size), .real(now), .real(now)])
-                let id = TransferID(db.lastInsertedRowID)
-                if reuse, let identity { queued.insert(identity) }
-                var item = StoredTransfer(id: id, position: position, spec: spec)
-                item.batch = batch
-                // The same transfer taken off the queue with its `.part` file kept: the new item goes on from it.
-                if let identity, !leftovers.isEmpty, let leftover = leftovers.removeValue(forKey: identity) {
-                    try db.cachedStatement(sql: "DELETE FROM leftover WHERE identity = ?").execute(arguments: [identity])
-                    if leftover.adopt(into: &item) {
-                        try db.cachedStatement(sql: """
-                            UPDATE transfer SET fileName = ?, etag = ?, lastModified = ?, totalLength = ?, bytesDone = ?,
-                                bytesExpected = ?, segments = ? WHERE id = ?
-                            """).execute(arguments: [item.fileName, item.validators.etag, item.validators.lastModified,
-                                                     item.validators.totalLength, item.bytesDone, item.bytesExpected,
-                                                     try item.segments.map { try json($0) }, id.rawValue])
-                    }
+                // Asked again with other options: the item takes them (a limit asked anew is its limit in force).
+                let previous = found.retakes(spec) ? found.spec : nil
+                if let previous {
+                    var stored = spec
+                    stored.url = Self.specURL
+                    let limit = spec.rateLimit != previous.rateLimit ? spec.rateLimit : found.rateLimit
+                    try db.cachedStatement(sql: "UPDATE transfer SET spec = ?, rateLimit = ? WHERE id = ?")
+                        .execute(arguments: [try json(stored), limit, found.id.rawValue])
+                    found.spec = spec
+                    found.rateLimit = limit
                 }
-                added.append(QueueAddition(item: item, existing: false))
-                position += 1
+                added.append(QueueAddition(item: found, existing: true, previousSpec: previous))
+                continue
             }
-            return added
+            var stored = spec
+            stored.url = Self.specURL
+            if specJSON?.spec != stored { specJSON = (stored, try json(stored)) }
+            try RowWrite.run(insert, in: db, [.integer(Int64(position)), .text(spec.direction.rawValue), .text(spec.url.absoluteString),
+                                               .text(specJSON?.text), .integer(spec.rateLimit), .integer(batch), .text(identity),
+                                               .text(spec.host), .text(Self.uploadName(spec)), .integer(spec.mirror?.size), .real(now), .real(now)])
+            let id = TransferID(db.lastInsertedRowID)
+            if reuse, let identity { queued.insert(identity) }
+            var item = StoredTransfer(id: id, position: position, spec: spec)
+            item.batch = batch
+            // The same transfer taken off the queue with its `.part` file kept: the new item goes on from it.
+            if let identity, !leftovers.isEmpty, let leftover = leftovers.removeValue(forKey: identity) {
+                try db.cachedStatement(sql: "DELETE FROM leftover WHERE identity = ?").execute(arguments: [identity])
+                if leftover.adopt(into: &item) {
+                    try db.cachedStatement(sql: """
+                        UPDATE transfer SET fileName = ?, etag = ?, lastModified = ?, totalLength = ?, bytesDone = ?,
+                            bytesExpected = ?, segments = ? WHERE id = ?
+                        """).execute(arguments: [item.fileName, item.validators.etag, item.validators.lastModified,
+                                                 item.validators.totalLength, item.bytesDone, item.bytesExpected,
+                                                 try item.segments.map { try json($0) }, id.rawValue])
+                }
+            }
+            added.append(QueueAddition(item: item, existing: false))
+            position += 1
         }
+        return added
     }
 
     public func unfinished(sameAs identities: [String]) throws -> [(id: TransferID, identity: String)] {

@@ -51,43 +51,41 @@ struct Get: AsyncParsableCommand {
     func run() async throws {
         let config = try common.loadConfig()
         let netrcFile = try netrc.file()
-        var specs: [TransferSpec]
-        var incompleteTree = false
-        var tree: String?
-        if recursive {
-            (specs, incompleteTree, tree) = try await treeSpecs(config: config, netrcFile: netrcFile)
-        } else {
-            // What only a tree's walk uses is refused without one, not ignored.
-            if depth != nil || !filter.filter.isEmpty || replace {
-                throw UsageError("--depth, --include, --exclude and --replace go with -r (a tree's download)")
-            }
-            specs = try makeSpecs(defaultDirectory: config.downloadDirectory)
-        }
         let count = segments ?? config.segments
         guard (1...64).contains(count) else { throw UsageError("--segments takes 1 to 64, got \(count)") }
-        for index in specs.indices where count > 1 { specs[index].segments = count }
         let rate = try limit.rate()
-        for index in specs.indices {
-            specs[index].rateLimit = rate
-            specs[index].netrcFile = netrcFile
+        /// What every download of the command takes besides its URL.
+        func finish(_ spec: inout TransferSpec) {
+            if count > 1 { spec.segments = count }
+            spec.rateLimit = rate
+            spec.netrcFile = netrcFile
         }
-        if recursive, specs.isEmpty { throw ExitCode(incompleteTree ? 1 : 0) }
+        if recursive {
+            var job = try treeJob(config: config)
+            finish(&job.template)
+            if tui.tui, !detach.detach {
+                guard TerminalUIRun.wanted(noTUI: common.noTUI) else { throw UsageError("--tui needs a terminal") }
+                await TerminalUIRun.run(common, config: config, walking: job, netrcFile: netrcFile)
+            }
+            try await submit(common, config: config, walk: job, detach: detach.detach, readout: LiveReadout.wanted(noTUI: common.noTUI))
+            return
+        }
+        // What only a tree's walk uses is refused without one, not ignored.
+        if depth != nil || !filter.filter.isEmpty || replace {
+            throw UsageError("--depth, --include, --exclude and --replace go with -r (a tree's download)")
+        }
+        var specs = try makeSpecs(defaultDirectory: config.downloadDirectory)
+        for index in specs.indices { finish(&specs[index]) }
         if tui.tui, !detach.detach {
             guard TerminalUIRun.wanted(noTUI: common.noTUI) else { throw UsageError("--tui needs a terminal") }
-            await TerminalUIRun.run(common, config: config, adding: specs, force: force.force, netrcFile: netrcFile, tree: tree)
+            await TerminalUIRun.run(common, config: config, adding: specs, force: force.force, netrcFile: netrcFile)
         }
-        if let tree {
-            try await submit(common, config: config, specs: specs, detach: detach.detach, force: force.force,
-                             readout: LiveReadout.wanted(noTUI: common.noTUI), incomplete: incompleteTree, tree: tree)
-        } else {
-            try await submit(common, config: config, specs: specs, detach: detach.detach, force: force.force,
-                             readout: LiveReadout.wanted(noTUI: common.noTUI))
-        }
+        try await submit(common, config: config, specs: specs, detach: detach.detach, force: force.force,
+                         readout: LiveReadout.wanted(noTUI: common.noTUI))
     }
 
-    /// `-r`: the tree's walk, said on stderr, and its files to download (TreeGet). A listing that failed makes
-    /// the command's end a failure, after what was found is downloaded.
-    func treeSpecs(config: Config, netrcFile: String?) async throws -> (specs: [TransferSpec], incomplete: Bool, tree: String) {
+    /// `-r`: the tree to walk (the engine walks it, durably, and downloads what it finds: TreeJob).
+    func treeJob(config: Config) throws -> TreeJob {
         guard urls.count == 1, inputFile == nil else { throw UsageError("-r walks one URL's tree") }
         guard outputName == nil, sha256 == nil else { throw UsageError("-O and --sha256 name one file; -r downloads a tree") }
         if let depth, depth < 1 { throw UsageError("--depth takes 1 or more, got \(depth)") }
@@ -98,19 +96,9 @@ struct Get: AsyncParsableCommand {
         var extraHeaders: [HTTPHeader] = []
         for text in headers { extraHeaders.append(try InputValidation.header(text)) }
         let root = try InputValidation.writableDirectory(directory ?? config.downloadDirectory, relativeTo: FileManager.default.currentDirectoryPath)
-        var options = TreeWalk.Options()
-        options.depth = depth
-        options.filter = filter.filter
-        options.headers = extraHeaders
-        options.netrcFile = netrcFile
-        options.userAgent = config.userAgent
-        options.timeout = config.idleTimeout
-        printError("listing \(TerminalSafe.redactedURL(scope.root))")
-        let plan = await TreeGet.plan(scope, into: root, options: options, replacesAnyFile: replace) { url, directory, name in
-            TransferSpec(download: url, directory: directory, fileName: name, headers: extraHeaders)
-        }
-        printErrors(plan.report)
-        return (plan.specs, plan.incomplete, TerminalSafe.redactedURL(scope.root))
+        return TreeJob(root: scope.root, directory: root, depth: depth, filter: filter.filter, replace: replace,
+                       template: TransferSpec(download: scope.root, directory: root, headers: extraHeaders), typed: typedCommand(),
+                       force: force.force)
     }
 
     /// Every input is checked before anything is queued or created.

@@ -26,7 +26,9 @@ final class HeadlessRun: Sendable {
     /// otherwise. Without a directory (a private queue) no socket is served.
     /// With `readout`, progress is a readout redrawn in place in the terminal (LiveReadout), not lines.
     /// `tree`: the specs are a tree's, from there (Batch.tree).
-    func run(_ specs: [TransferSpec], store: any QueueStore, directory: StateDirectory?, lock: EngineLock?,
+    /// `walk`: a tree to walk (`get -r`) as the run's own batch; the run waits for the walk too, says its report
+    /// when it ended, and ends with 1 when a directory could not be listed.
+    func run(_ specs: [TransferSpec], walk: TreeJob? = nil, store: any QueueStore, directory: StateDirectory?, lock: EngineLock?,
              includeQueued: Bool = false, force: Bool = false, readout: Bool = false, tree: String? = nil) async -> Int32 {
         let reporter = Reporter(showsIDs: directory != nil, live: readout ? LiveReadout() : nil)
         let engine: EngineAssembly
@@ -66,9 +68,13 @@ final class HeadlessRun: Sendable {
             engine.shutdown()
             lock?.release()
         }
-        let own: [TransferID]
+        var own: [TransferID]
+        var walked: Int64?
         do {
-            if specs.isEmpty {
+            if let walk {
+                own = []
+                walked = try manager.perform(.walk(walk)).batch
+            } else if specs.isEmpty {
                 own = []
             } else {
                 // The same add as through the socket: one batch, the same transfers reused unless forced.
@@ -85,13 +91,27 @@ final class HeadlessRun: Sendable {
         }
         // The work of this engine's scope: its own items, and those added, resumed or retried through its socket
         // meanwhile (whoever asked may be following them); with `includeQueued`, everything queued.
+        // A walk adds files as it goes: when nothing is left to do, the run waits for the walks, then looks again.
         var waited = Set<TransferID>()
         while true {
             let left = manager.workLeft()
-            if left.isEmpty { break }
+            if left.isEmpty {
+                guard manager.walking else { break }
+                await manager.waitUntilWalksStop()
+                continue
+            }
             waited.formUnion(left)
             reporter.live?.expect(waited.count)
             await manager.waitUntilFinished(left)
+        }
+        var walkFailed = false
+        if let walked {
+            own = manager.snapshot(QueueView(batch: walked)).items.map(\.id)
+            if let progress = manager.walks.first(where: { $0.batch == walked }) {
+                reporter.output.sync {}
+                printErrors(progress.report)
+                walkFailed = progress.failed > 0 || !progress.ended
+            }
         }
         stopServing()
         // The hooks of the items just ended run to their end (each to its timeout at most) before this process goes.
@@ -99,6 +119,7 @@ final class HeadlessRun: Sendable {
         engine.stopHandlingSignals()
         reporter.output.sync {}
         let ids = includeQueued ? waited : Set(own)
-        return reporter.results(manager.snapshot(QueueView(ids: ids.map(\.rawValue))), ids: ids)
+        let status = reporter.results(manager.snapshot(QueueView(ids: ids.map(\.rawValue))), ids: ids)
+        return walkFailed ? max(status, 1) : status
     }
 }

@@ -90,6 +90,45 @@ func submit(_ common: CommonOptions, config: Config, specs: [TransferSpec], deta
     }
 }
 
+/// `get -r`: the engine walks the tree (started in the background when none runs and --detach is given); this
+/// command follows its batch, files joining as the walk finds them, to the end: the walk's report, the files'
+/// lines, exit 1 when a file failed or a directory could not be listed. Without an engine this process is the
+/// engine, working on this tree alone (as `submit`). With --detach the walk is handed over and the command
+/// returns at once, saying the batch.
+func submit(_ common: CommonOptions, config: Config, walk job: TreeJob, detach: Bool, readout: Bool) async throws {
+    let tree = TerminalSafe.redactedURL(job.root)
+    if detach {
+        let (client, started) = try EngineStartup.attaching(common)
+        let batch = try walk(job, with: client)
+        if !started, let jobs = common.jobs { printError(jobsNotApplied(jobs)) }
+        printError("walking \(tree) into \(TerminalSafe.sanitize(job.directory)) as batch \(batch): `ferry list --batch \(batch)` shows its files")
+        print(batch)
+        return
+    }
+    switch try EngineStartup.begin(common.stateDirectory) {
+    case let .engine(lock, store):
+        printError("listing \(tree)")
+        let status = await common.headlessRun(config)
+            .run([], walk: job, store: store, directory: common.stateDirectory, lock: lock, readout: readout)
+        throw ExitCode(status)
+    case let .running(client):
+        let asked = Date()
+        let batch = try walk(job, with: client)
+        var said = ["listing \(tree) in the running engine, batch \(batch)"]
+        if let jobs = common.jobs { said.append(jobsNotApplied(jobs)) }
+        if let retries = common.retries { said.append(retriesNotApplied(retries)) }
+        throw ExitCode(await Follow.run(client, ids: [], tree: batch, directory: common.stateDirectory, since: asked, saying: said,
+                                        readout: readout))
+    }
+}
+
+/// Hands a tree's walk to the engine behind `client`: its batch.
+func walk(_ job: TreeJob, with client: ControlClient) throws -> Int64 {
+    let result = try QueueVerb.refusalIsUsage { try QueueCommand.walk(job).perform(on: .remote(client)) }
+    guard let batch = result.batch else { throw ControlError("the engine did not say the tree's batch") }
+    return batch
+}
+
 /// What a `get`/`put` says of its -j when a running engine took its items (the engine's value is the queue's:
 /// `ferry jobs` changes it for every item).
 func jobsNotApplied(_ jobs: Int) -> String {

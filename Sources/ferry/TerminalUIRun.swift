@@ -16,8 +16,9 @@ enum TerminalUIRun {
     /// handing it `specs`.
     /// `netrcFile`: the netrc file items added in the UI use (the command line's choice).
     /// `tree`: the specs are a tree's, from there (Batch.tree).
-    static func run(_ common: CommonOptions, config: Config, adding specs: [TransferSpec], force: Bool = false,
-                    netrcFile: String?, tree: String? = nil) async -> Never {
+    /// `walking`: a tree the engine walks and downloads (`get -r --tui`).
+    static func run(_ common: CommonOptions, config: Config, adding specs: [TransferSpec] = [], walking job: TreeJob? = nil,
+                    force: Bool = false, netrcFile: String?, tree: String? = nil) async -> Never {
         let environment = ProcessInfo.processInfo.environment
         setlocale(LC_ALL, "")
         do {
@@ -33,6 +34,7 @@ enum TerminalUIRun {
         do {
             client = try EngineStartup.attach(common)
             if !specs.isEmpty { ids = try add(specs, to: client, force: force, tree: tree).items.map(\.id) }
+            if let job { _ = try walk(job, with: client) }
         } catch {
             printError(String(describing: error))
             exit(error is UsageError ? 2 : 1)

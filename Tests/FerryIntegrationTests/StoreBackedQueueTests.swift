@@ -438,6 +438,14 @@ final class LoadCountingStore: QueueStore {
     func saveSpec(_ id: TransferID, _ spec: TransferSpec) throws { try base.saveSpec(id, spec) }
     func unfinished(sameAs identities: [String]) throws -> [(id: TransferID, identity: String)] { try base.unfinished(sameAs: identities) }
     func makeBatch(command: String, tree: String?) throws -> Batch { try base.makeBatch(command: command, tree: tree) }
+    func startWalk(_ job: TreeJob, batch: Int64) throws { try base.startWalk(job, batch: batch) }
+    func walks() throws -> [StoredWalk] { try base.walks() }
+    func walkDirectories(batch: Int64, state: WalkDirectory.State) throws -> [WalkDirectory] { try base.walkDirectories(batch: batch, state: state) }
+    func recordListing(_ listing: WalkListing, reuse: Bool) throws -> [QueueAddition] { try base.recordListing(listing, reuse: reuse) }
+    func setWalkMethod(batch: Int64, _ method: String) throws { try base.setWalkMethod(batch: batch, method) }
+    func setWalkHeld(batch: Int64, _ held: Bool) throws { try base.setWalkHeld(batch: batch, held) }
+    func retryWalk(batch: Int64) throws -> Int { try base.retryWalk(batch: batch) }
+    func removeWalk(batch: Int64) throws { try base.removeWalk(batch: batch) }
     func byteSums(batch: Int64, only ids: [TransferID]?) throws -> ByteSums { try base.byteSums(batch: batch, only: ids) }
     func batches() throws -> [Batch] { try base.batches() }
     func save(_ item: StoredTransfer) throws { try base.save(item) }

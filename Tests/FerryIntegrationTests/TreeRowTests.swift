@@ -123,4 +123,59 @@ import TestHTTPServer
         _ = try manager.perform(.cancel(Selection(batch: tree.batch)))
         #expect(manager.snapshot(QueueView(treesAsRows: true)).items[0].state == .cancelled)
     }
+
+    /// A walk in the engine: its row says how many directories are still to list; a pause of its batch holds it
+    /// (the listing under way is dropped, not kept), a resume lists on, a retry lists again what failed, a remove
+    /// forgets it.
+    @Test func aWalksRowSaysItsDirectoriesAndItsBatchsCommandsSteerIt() async throws {
+        func index(_ names: [String]) -> Behavior {
+            .serve(Resource(body: Data(("<html><body>" + names.map { "<a href=\"\($0)\">\($0)</a>" }.joined() + "</body></html>").utf8),
+                            contentType: "text/html"))
+        }
+        server.route("/w/", index(["a.bin", "slow/", "bad/"]))
+        server.route("/w/a.bin", .serve(Resource(body: Data(count: 100))))
+        // The first listing of slow/ never answers (a pause drops it); bad/ fails four times (once and its three
+        // retries), then lists.
+        server.route("/w/slow/", [.hang, index(["b.bin"])])
+        server.route("/w/bad/", [.status(500), .status(500), .status(500), .status(500), index(["c.bin"])])
+        server.route("/w/slow/b.bin", .serve(Resource(body: Data(count: 200))))
+        server.route("/w/bad/c.bin", .serve(Resource(body: Data(count: 300))))
+        let manager = try engine()
+        let job = TreeJob(root: server.url("/w/"), directory: dir.path, template: TransferSpec(download: server.url("/w/"), directory: dir.path))
+        let batch = try #require(try manager.perform(.walk(job)).batch)
+        func walk() -> WalkProgress? { manager.walks.first { $0.batch == batch } }
+        func row() -> TreeRow? { manager.snapshot(QueueView(treesAsRows: true)).items.first?.tree }
+        try await eventually("slow/ is asked, bad/ failed, a.bin done: \(String(describing: walk()))") {
+            walk()?.failed == 1 && walk()?.pending == 1 && server.requests("/w/slow/").count == 1
+                && manager.snapshot(QueueView(batch: batch)).items.first?.state == .completed
+        }
+        #expect(row()?.walk?.rowText == "listing 1 dir")
+        #expect(walk()?.trouble == ["cannot list \(server.url("/w/bad/").absoluteString): the listing answered 500"])
+
+        _ = try manager.perform(.pause(Selection(batch: batch)))
+        await manager.waitUntilWalksStop()
+        #expect(walk()?.held == true)
+        #expect(row()?.walk?.rowText == "walk held, 1 dir to list")
+        _ = try manager.perform(.resume(Selection(batch: batch)))
+        try await eventually("slow/ listed again and b.bin done") {
+            walk()?.pending == 0 && manager.snapshot(QueueView(batch: batch)).items.filter { $0.state == .completed }.count == 2
+        }
+        #expect(server.requests("/w/slow/").count == 2)
+        #expect(row()?.walk?.rowText == "1 dir not listed")
+        _ = try manager.perform(.retry(Selection(batch: batch)))
+        try await eventually("bad/ listed and c.bin done") {
+            walk()?.failed == 0 && walk()?.ended == true && manager.snapshot(QueueView(batch: batch)).items.filter { $0.state == .completed }.count == 3
+        }
+        #expect(walk()?.summary == "3 files in 3 directories: 3 to download, 0 already here, 0 left alone")
+        #expect(row()?.walk?.rowText == nil)
+        #expect(FileManager.default.contents(atPath: dir.path + "/bad/c.bin")?.count == 300)
+
+        // The engine started again knows the walk ended (none resumed), and a remove of the batch forgets it.
+        manager.shutdown()
+        let again = try engine()
+        #expect(again.walks.isEmpty)
+        #expect(try SQLiteQueueStore(path: storePath).walks().map(\.progress.ended) == [true])
+        _ = try again.perform(.remove(Selection(batch: batch), deletePart: false))
+        #expect(try SQLiteQueueStore(path: storePath).walks().isEmpty)
+    }
 }

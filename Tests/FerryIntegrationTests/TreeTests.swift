@@ -191,6 +191,58 @@ import TestHTTPServer
                                    "sizes/zero.bin", "sizes/k.bin", "sizes/big.bin"])
     }
 
+    /// The walk is durable: a kill -9 of the engine mid-walk, one listing under way, and `ferry run` goes on
+    /// where it was: every directory whose listing was kept is not asked again, the one under way is, and every
+    /// file arrives.
+    @Test func aKillNineMidWalkGoesOnWithoutListingTwiceOrLosingAFile() async throws {
+        func index(_ names: [String]) -> Behavior {
+            let page = "<html><body>" + names.map { "<a href=\"\($0)\">\($0)</a>" }.joined(separator: "<br>") + "</body></html>"
+            return .serve(Resource(body: Data(page.utf8), contentType: "text/html"))
+        }
+        let directories = (0..<6).map { "d\($0)" }
+        server.route("/walk/", index(directories.map { $0 + "/" }))
+        var bodies: [String: Data] = [:]
+        for directory in directories {
+            let names = (0..<3).map { "f\($0).bin" }
+            // The last directory's listing is under way when the engine is killed: its first request never ends.
+            let listing = index(names)
+            server.route("/walk/\(directory)/", directory == "d5" ? [.hang, listing] : [listing])
+            for name in names {
+                let body = Resource.randomBytes(count: 1000, seed: UInt64(bodies.count + 500))
+                bodies["\(directory)/\(name)"] = body
+                server.route("/walk/\(directory)/\(name)", .serve(Resource(body: body)))
+            }
+        }
+        // The hung listing outlasts any wait of the test (not retried into the second answer before the kill).
+        try FileManager.default.createDirectory(atPath: dir.path + "/config/ferry", withIntermediateDirectories: true)
+        try "[network]\nidle_timeout = 600\n".write(toFile: dir.path + "/config/ferry/config.toml", atomically: true, encoding: .utf8)
+        let first = ChildProcess()
+        first.executableURL = ferryExecutable()
+        first.arguments = ["get", "-r", server.url("/walk/").absoluteString, "-o", out, "--no-tui"]
+        first.environment = isolatedEnvironment(stateDir: state, configHome: dir.path + "/config")
+        first.standardOutput = FileHandle.nullDevice
+        first.standardError = FileHandle.nullDevice
+        try first.run()
+        let before = bodies.keys.filter { !$0.hasPrefix("d5/") }
+        try await eventually("the files of d0-d4 arrived, d5 asked; here: \(Self.tree(out).sorted()), d5 asked \(server.requests("/walk/d5/").count)") {
+            Set(before).isSubset(of: Self.tree(out)) && server.requests("/walk/d5/").count == 1
+        }
+        kill(first.processIdentifier, SIGKILL)
+        await exited(first)
+        #expect(!Self.tree(out).contains { $0.hasPrefix("d5/") })
+
+        let run = try await runFerry(["run"], stateDir: state)
+        #expect(run.status == 0, "\(run.stderr)")
+        #expect(Self.tree(out) == Set(bodies.keys), "\(Self.tree(out).sorted())")
+        for (path, body) in bodies { #expect(FileManager.default.contents(atPath: out + "/" + path) == body, "\(path)") }
+        // Listed once each, but the one under way at the kill: asked again.
+        func listings(_ path: String) -> Int { server.requests(path).filter { $0.method == "GET" }.count }
+        #expect(listings("/walk/") == 1, "\(server.allRequests.map { "\($0.method) \($0.uri)" })")
+        for directory in directories.dropLast() { #expect(listings("/walk/\(directory)/") == 1, "\(directory)") }
+        #expect(listings("/walk/d5/") == 2)
+        #expect(server.allRequests.filter { $0.method == "PROPFIND" }.count == 1, "the listing method is kept: \(server.allRequests.map { "\($0.method) \($0.uri)" })")
+    }
+
     // MARK: put -r
 
     /// nginx's JSON listing of files (name, size, time).

@@ -115,6 +115,8 @@ public struct ControlUpdate: Codable, Sendable, Equatable {
     public var window: QueueWindow?
     /// Items the client has whose change is only what moves while they run (bytes, rate, ETA).
     public var progress: [ItemProgress]?
+    /// The trees' walks (QueueSnapshot.walks), whole each time (a few); nil: none.
+    public var walks: [WalkProgress]?
 }
 
 /// One line from the engine.
@@ -133,6 +135,7 @@ extension ControlUpdate {
                   order: snapshot.items.map(\.id.rawValue), totals: snapshot.totals,
                   maxConcurrent: snapshot.maxConcurrent, maxPerHost: snapshot.maxPerHost,
                   downloadLimit: snapshot.downloadLimit, uploadLimit: snapshot.uploadLimit, window: snapshot.window)
+        walks = snapshot.walks.isEmpty ? nil : snapshot.walks
     }
 
     /// What changed from `old` to `new`; nil when nothing did that the client shows: the window's rows, the
@@ -161,6 +164,7 @@ extension ControlUpdate {
                   maxConcurrent: new.maxConcurrent, maxPerHost: new.maxPerHost,
                   downloadLimit: new.downloadLimit, uploadLimit: new.uploadLimit, window: new.window,
                   progress: progress.isEmpty ? nil : progress)
+        walks = new.walks.isEmpty ? nil : new.walks
     }
 }
 
@@ -182,6 +186,7 @@ extension QueueSnapshot {
         snapshot.downloadLimit = update.downloadLimit
         snapshot.uploadLimit = update.uploadLimit
         snapshot.window = update.window
+        snapshot.walks = update.walks ?? []
         return snapshot
     }
 }

@@ -68,10 +68,11 @@ public final class EngineAssembly: Sendable {
         }
     }
 
-    /// Nothing to do: nothing running, queued or waiting for a retry, and no hook running or waiting its turn.
+    /// Nothing to do: nothing running, queued or waiting for a retry, no tree being walked, and no hook running or
+    /// waiting its turn.
     public var idle: Bool {
         let busy = manager.counts.contains { state, count in count > 0 && state.isPending }
-        return !busy && hooks?.isIdle != false
+        return !busy && !manager.walking && hooks?.isIdle != false
     }
 
     /// Stops serving (clients see the socket close) and stops the transfers (their `.part` files stay).
@@ -98,4 +99,5 @@ private final class SocketNudge: TransferMonitor {
     func transitioned(_ item: TransferSnapshot, from before: TransferState) { nudge() }
     func updated(_ item: TransferSnapshot) { nudge() }
     func removed(_ id: TransferID) { nudge() }
+    func walked(_ walk: WalkProgress) { nudge() }
 }

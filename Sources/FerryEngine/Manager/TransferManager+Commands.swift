@@ -37,6 +37,12 @@ extension TransferManager {
         } catch {
             throw Self.addRefused(error)
         }
+        return queue(additions, paused: paused)
+    }
+
+    /// What the store added (QueueStore.add, WalkStore.recordListing) joins the engine's queue: a new item is
+    /// appended and may start, one found again goes on (resumed, retried) or is said done.
+    func queue(_ additions: [QueueAddition], paused: Bool = false) -> [AddedItem] {
         var newLimits: [(TransferID, Int64?)] = []
         defer { for (id, rate) in newLimits { limits.setItem(id.rawValue, rate) } }
         return mutate { core in
@@ -121,7 +127,7 @@ extension TransferManager {
     }
 
     /// The store refused an add (a full disk, a damaged file): what the user reads.
-    private static func addRefused(_ error: any Error) -> StateError {
+    static func addRefused(_ error: any Error) -> StateError {
         StateError("cannot add to the queue: \((error as? StateError)?.description ?? "\(error)"); nothing was queued")
     }
 
@@ -351,6 +357,8 @@ extension TransferManager {
             }
         case let .move(_, direction):
             result.outcome.changed = move(ids, direction)
+        case let .walk(job):
+            result.batch = try startWalk(job)
         case let .add(addition):
             guard !addition.specs.isEmpty else { throw UsageError("add needs at least one transfer") }
             var batch = addition.batch ?? 0
@@ -409,6 +417,7 @@ extension TransferManager {
                 LiveSettings.update(path) { $0.limits = .init(download: download, upload: upload); $0.limitsChangedAt = Date() }
             }
         }
+        if command.stateChange != nil || { if case .remove = command { return true } else { return false } }() { steerWalks(command) }
         return result
     }
 
@@ -473,6 +482,8 @@ extension TransferManager {
         let signal = DispatchSemaphore(value: 0)
         let (effects, waiting) = core.withLock { core -> ([Effect], Bool) in
             core.shuttingDown = true
+            // A listing under way is not kept: the next engine lists it again.
+            for walk in core.walks.values { walk.task?.cancel() }
             var effects: [Effect] = []
             for transfer in core.items.values {
                 effects += carryOut(transfer.shutdown(), for: transfer, &core)

@@ -19,6 +19,10 @@ extension TransferManager {
         /// What the store held of each tree's bytes when last read (TransferManager.treeSums), and when: the
         /// store writer's generation and the tree's item count then.
         var treeStored: [Int64: (generation: UInt64, items: Int, sums: ByteSums)] = [:]
+        /// Trees' walks this engine knows (TreeWalker): started or resumed here, or kept unfinished by the store.
+        var walks: [Int64: WalkRun] = [:]
+        /// Who waits for every walk to stop listing (TransferManager.waitUntilWalksStop).
+        var walkWaiters: [CheckedContinuation<Void, Never>] = []
         var nextID: Int64 = 1
         var caps: ConcurrencyCaps
         var version: UInt64 = 0

@@ -63,6 +63,7 @@ extension TransferManager {
             let rates = limits.current
             snapshot.downloadLimit = rates.download
             snapshot.uploadLimit = rates.upload
+            snapshot.walks = core.walks.keys.sorted().compactMap { core.walks[$0]?.progress }
             snapshot.window = view.map { QueueWindow(offset: $0.offset, total: total, of: $0) }
             snapshot.window?.around = view?.around
             snapshot.window?.aroundRow = aroundRow
@@ -193,6 +194,7 @@ extension TransferManager {
         var sums: [Int64: TreeSums] = [:]
         for batch in batches {
             sums[batch] = TreeSums(row: TreeRow(batch: batch, label: core.trees[batch] ?? "", files: core.queue.countsPerBatch[batch] ?? [:]))
+            sums[batch]!.row.walk = core.walks[batch]?.progress
         }
         var loaded: [Int64: [TransferID]] = [:]
         for (id, transfer) in core.items {

@@ -111,6 +111,9 @@ public final class TransferManager: Sendable {
         if let schedule = configuration.downloadSchedule { followSchedule(schedule) }
         watchMultiplexing()
         mutate { core in ((), self.pump(&core)) }
+        // An engine of the whole queue goes on with the walks one stopped mid-way left (one of its own items
+        // leaves other batches as they are).
+        if case .everything = scope { resumeWalks() }
     }
 
     /// A host found to answer over HTTP/2 may take more items at once: a scheduling pass follows (told on

@@ -20,6 +20,8 @@ public protocol TransferMonitor: Sendable {
     func updated(_ item: TransferSnapshot)
     /// The item left the queue (a remove).
     func removed(_ id: TransferID)
+    /// A tree's walk went on (a directory listed or failed) or was held, resumed or ended (TreeWalker).
+    func walked(_ walk: WalkProgress)
 }
 
 extension TransferMonitor {
@@ -28,6 +30,7 @@ extension TransferMonitor {
     public func transitioned(_ item: TransferSnapshot, from before: TransferState) {}
     public func updated(_ item: TransferSnapshot) {}
     public func removed(_ id: TransferID) {}
+    public func walked(_ walk: WalkProgress) {}
 }
 
 /// Several monitors as one, each told in turn (Alamofire's `CompositeEventMonitor`).
@@ -46,6 +49,7 @@ public struct CompositeMonitor: TransferMonitor {
     }
     public func updated(_ item: TransferSnapshot) { monitors.forEach { $0.updated(item) } }
     public func removed(_ id: TransferID) { monitors.forEach { $0.removed(id) } }
+    public func walked(_ walk: WalkProgress) { monitors.forEach { $0.walked(walk) } }
 }
 
 /// One thing told to a monitor, on its way (TransferManager gathers them under its lock, in order).
@@ -54,6 +58,7 @@ enum Told: Sendable {
     case transitioned(TransferSnapshot, from: TransferState)
     case updated(TransferSnapshot)
     case removed(TransferID)
+    case walked(WalkProgress)
 
     func tell(_ monitor: any TransferMonitor) {
         switch self {
@@ -61,6 +66,7 @@ enum Told: Sendable {
         case let .transitioned(item, before): monitor.transitioned(item, from: before)
         case let .updated(item): monitor.updated(item)
         case let .removed(id): monitor.removed(id)
+        case let .walked(walk): monitor.walked(walk)
         }
     }
 }

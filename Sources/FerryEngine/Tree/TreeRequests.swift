@@ -69,8 +69,14 @@ public struct TreeRequests: Sendable {
         var request = RequestHeaders.request(for: spec, method: method, userAgent: userAgent, timeout: timeout,
                                              credentials: HostCredentials(netrc: netrc))
         for (name, value) in extra { request.setValue(value, forHTTPHeaderField: name) }
-        let answer: (Data?, URLResponse?, Error?) = await withCheckedContinuation { continuation in
-            Self.shared.gatherer.start(Self.shared.session.dataTask(with: request), continuation)
+        // A walk held or removed cancels its listings under way (a hung one would hold its next run back).
+        let task = Self.shared.session.dataTask(with: request)
+        let answer: (Data?, URLResponse?, Error?) = await withTaskCancellationHandler {
+            await withCheckedContinuation { continuation in
+                Self.shared.gatherer.start(task, continuation)
+            }
+        } onCancel: {
+            task.cancel()
         }
         if let error = answer.2 {
             return .failure(TreeRequestFailure(reason: error.localizedDescription, missing: (error as? URLError)?.code == .fileDoesNotExist))

@@ -1,4 +1,5 @@
 import FerryModel
+import FerryStorage
 import FerryTransport
 import Foundation
 #if canImport(FoundationNetworking)
@@ -14,11 +15,11 @@ public struct TreeFile: Sendable, Equatable {
     public var precision: TimeInterval = 1
 }
 
-/// Walks a tree of directory listings under a start URL (`ferry get -r`): each directory's listing is fetched
-/// through ferry's transport (FerryURLProtocol, as every download is, with the item's headers and netrc login),
-/// read by DirectoryListing, and kept to the tree by TreeScope. Each URL is listed once; a listing that is the
-/// same as one of its own ancestors' (a server's symlink loop: `a/back -> ..` lists the root again under a
-/// longer path) is not walked again. A listing that fails is asked again, up to `retries` times.
+/// How a tree's directories are listed (`ferry get -r`, walked by the engine's TreeWalker; `put -r`'s listings of
+/// the server): each directory's listing is fetched through ferry's transport (FerryURLProtocol, as every
+/// download is, with the item's headers and netrc login), read by DirectoryListing, and kept to the tree by
+/// TreeScope. A listing that is the same as one of its own ancestors' (a server's symlink loop) is not walked
+/// again. A listing that fails is asked again, up to `retries` times.
 public struct TreeWalk: Sendable {
     public struct Options: Sendable {
         /// Directory levels to list: 1 is the start directory alone (rclone's `--max-depth`); nil for all.
@@ -40,7 +41,7 @@ public struct TreeWalk: Sendable {
     }
 
     /// How a tree's directories are listed: a GET of each (an HTML or JSON index), or a WebDAV PROPFIND.
-    public enum ListingMethod: Sendable {
+    public enum ListingMethod: String, Sendable {
         case index, webdav
         /// sftp and ftp: a `LIST` of the directory, `ls -l` lines (DirectoryLines, FileWire).
         case lines
@@ -69,18 +70,6 @@ public struct TreeWalk: Sendable {
         }
     }
 
-    /// What a walk found.
-    public struct Outcome: Sendable {
-        /// In the order found: each directory's files as its listing gave them, directories breadth first.
-        public var files: [TreeFile] = []
-        /// Directories listed (the start one included).
-        public var listed = 0
-        /// Listings that failed after every retry: the directory's URL and why.
-        public var failed: [(url: URL, reason: String)] = []
-        /// Directories not walked because their listing repeats an ancestor's (relative paths).
-        public var loops: [String] = []
-    }
-
     public let scope: TreeScope
     public let options: Options
     /// Its listings' and HEADs' requests (a tree's upload makes its own through the same).
@@ -92,13 +81,6 @@ public struct TreeWalk: Sendable {
         requests = TreeRequests(headers: options.headers, netrcFile: options.netrcFile, userAgent: options.userAgent, timeout: options.timeout)
     }
 
-    /// A directory to list: where it is, and the listings of the directories above it (to see a loop).
-    private struct Pending: Sendable {
-        var url: URL
-        var path: [String]
-        var ancestors: [Set<String>]
-    }
-
     /// What a HEAD of a file says of it (a 200's Content-Length and Last-Modified), for a listing that gives no size.
     public func remoteFacts(_ url: URL) async -> (size: Int64?, modified: Date?) {
         guard case let .success(answer) = await requests.send(url, method: "HEAD"), answer.status == 200 else { return (nil, nil) }
@@ -106,61 +88,54 @@ public struct TreeWalk: Sendable {
         return (length >= 0 ? length : nil, answer.response.value(forHTTPHeaderField: "Last-Modified").flatMap(HTTPDate.parse))
     }
 
-    public func walk() async -> Outcome {
-        var outcome = Outcome()
-        var seen: Set<String> = [Self.key(scope.root)]
-        var pending = [Pending(url: scope.root, path: [], ancestors: [])]
-        // A WebDAV server answers a PROPFIND of the start directory with 207: the tree is listed so (every file's
-        // size and time). Any other answer (nginx's 405, Python's 501, an index page) means indexes are read.
-        var method = TransferScheme(scope.root)?.isHTTP == false ? ListingMethod.lines : .index
-        var probed: Result<[ListingEntry], ListingFailure>?
-        if method == .index, case let .success(listing) = await fetch(scope.root, method: .webdav) {
-            method = .webdav
-            probed = .success(listing)
-        }
-        let (listing, first) = (method, probed)
-        await withTaskGroup(of: (Pending, Result<[ListingEntry], ListingFailure>).self) { group in
-            var running = 0
-            while true {
-                while running < max(1, options.parallel), !pending.isEmpty {
-                    let directory = pending.removeFirst()
-                    running += 1
-                    if directory.path.isEmpty, let first {
-                        group.addTask { (directory, first) }
-                    } else {
-                        group.addTask { (directory, await list(directory.url, method: listing)) }
-                    }
-                }
-                guard let (directory, result) = await group.next() else { break }
-                running -= 1
-                outcome.listed += 1
-                switch result {
-                case let .failure(failure):
-                    outcome.failed.append((directory.url, failure.reason))
-                case let .success(entries):
-                    let inside = scope.children(of: directory.path, in: entries)
-                    let signature = Set(inside.map { "\($0.place.path.last!)\($0.place.isDirectory ? "/" : "") \($0.entry.size ?? -1)" })
-                    if !signature.isEmpty, directory.ancestors.contains(signature) {
-                        outcome.loops.append(directory.path.joined(separator: "/"))
-                        continue
-                    }
-                    for (place, entry) in inside where seen.insert(Self.key(place.url)).inserted {
-                        if place.isDirectory || entry.isDirectory {
-                            if let depth = options.depth, place.path.count >= depth { continue }
-                            pending.append(Pending(url: place.url, path: place.path, ancestors: directory.ancestors + [signature]))
-                        } else if options.filter.wants(place.relative) {
-                            outcome.files.append(TreeFile(place: place, size: entry.size, modified: entry.modified, precision: entry.precision))
-                        }
-                    }
-                }
-            }
-        }
-        return outcome
+    /// How the tree's directories are listed, and the start directory's listing when finding it out gave it: a
+    /// WebDAV server answers a PROPFIND of the start directory with 207, and the tree is listed so (every file's
+    /// size and time); any other answer (nginx's 405, Python's 501, an index page) means indexes are read.
+    func listingMethod() async -> (ListingMethod, first: [ListingEntry]?) {
+        guard TransferScheme(scope.root)?.isHTTP != false else { return (.lines, nil) }
+        if case let .success(listing) = await fetch(scope.root, method: .webdav) { return (.webdav, listing) }
+        return (.index, nil)
     }
 
-    /// Links are compared decoded (`caf%C3%A9` and `caf%c3%a9` are one directory).
-    static func key(_ url: URL) -> String {
-        url.absoluteString.removingPercentEncoding ?? url.absoluteString
+    /// What one directory's listing holds for the walk.
+    struct Reading {
+        /// Its subdirectories (within the depth asked), each with the listings above it.
+        var directories: [(place: TreeScope.Place, ancestors: [String])] = []
+        /// Its files the filter takes.
+        var files: [TreeFile] = []
+        /// The listing repeats one above it (a server's symlink loop: `a/back -> ..` lists the root again under
+        /// a longer path): not walked.
+        var loop = false
+    }
+
+    /// The entries of the directory at `path` (below the start), whose ancestors' listings have `ancestors` as
+    /// signatures. Each entry once (a link given twice is one).
+    func read(_ entries: [ListingEntry], at path: [String], ancestors: [String]) -> Reading {
+        var reading = Reading()
+        let inside = scope.children(of: path, in: entries)
+        let signature = Self.signature(inside.map { "\($0.place.path.last!)\($0.place.isDirectory ? "/" : "") \($0.entry.size ?? -1)" })
+        if !inside.isEmpty, ancestors.contains(signature) {
+            reading.loop = true
+            return reading
+        }
+        var seen: Set<String> = []
+        for (place, entry) in inside where seen.insert(WalkDirectory.key(place.url)).inserted {
+            if place.isDirectory || entry.isDirectory {
+                if let depth = options.depth, place.path.count >= depth { continue }
+                reading.directories.append((place, ancestors + [signature]))
+            } else if options.filter.wants(place.relative) {
+                reading.files.append(TreeFile(place: place, size: entry.size, modified: entry.modified, precision: entry.precision))
+            }
+        }
+        return reading
+    }
+
+    /// A listing's entries (name, kind, size) as one short string, whatever their order: two listings with the same
+    /// are the same directory seen again.
+    static func signature(_ entries: [String]) -> String {
+        var hash = SHA256()
+        hash.update(data: Data(entries.sorted().joined(separator: "\n").utf8))
+        return hash.finalize().prefix(8).map { String(format: "%02x", $0) }.joined()
     }
 
     struct ListingFailure: Error {
@@ -176,7 +151,7 @@ public struct TreeWalk: Sendable {
         while true {
             let result = await fetch(url, method: method)
             attempt += 1
-            guard case let .failure(failure) = result, failure.retryable, attempt <= options.retries else { return result }
+            guard case let .failure(failure) = result, failure.retryable, attempt <= options.retries, !Task.isCancelled else { return result }
             try? await Task.sleep(for: delay)
             delay *= 2
         }
@@ -195,7 +170,7 @@ public struct TreeWalk: Sendable {
         }
         let page = answer.response.url ?? url
         // A redirect out of the tree is not followed into it.
-        guard page == url || scope.place(of: page) != nil || Self.key(page) == Self.key(scope.root) else {
+        guard page == url || scope.place(of: page) != nil || WalkDirectory.key(page) == WalkDirectory.key(scope.root) else {
             return .failure(ListingFailure(reason: "redirected out of the tree, to \(TerminalSafe.redactedURL(page))", retryable: false))
         }
         guard let entries = method.entries(answer, page: page) else { return .failure(ListingFailure(reason: "the WebDAV listing could not be read")) }

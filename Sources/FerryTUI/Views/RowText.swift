@@ -17,10 +17,10 @@ enum RowText {
         item.spec.direction == .upload && (item.state == .failed || item.state == .cancelled) && item.resumable?.location == nil
     }
 
-    /// The row's name: the item's, or a tree's with its files (`pub/ 120/2000 files`).
+    /// The row's name: the item's, or a tree's with its files and its walk (`pub/ 120/2000 files, listing 40 dirs`).
     static func name(_ item: TransferSnapshot) -> String {
         guard let tree = item.tree else { return item.displayName }
-        return "\(tree.name) \(tree.filesText)"
+        return "\(tree.name) \(tree.filesText)" + (tree.walk?.rowText.map { ", \($0)" } ?? "")
     }
 
     static func percent(_ item: TransferSnapshot) -> String {

@@ -4,7 +4,7 @@ import Foundation
 /// and lftp's filters are): a glob without "/" matches the file's name in any directory (`*.iso`), one with "/"
 /// its path relative to the tree's start (`docs/*`, where `*` does not cross a "/"). A file is taken when it
 /// matches an include (or none is given) and no exclude.
-public struct TreeFilter: Sendable, Equatable {
+public struct TreeFilter: Sendable, Equatable, Codable {
     public var include: [String]
     public var exclude: [String]
 
