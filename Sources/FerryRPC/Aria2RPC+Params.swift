@@ -30,6 +30,15 @@ extension Aria2RPC {
             return found[0]
         }
 
+        /// The GID first in the parameters, an item's or a tree's (whole: a tree's GID has its top bit set).
+        mutating func target() throws -> Target {
+            if let text = values.first as? String, text.count == 16, let raw = UInt64(text, radix: 16), raw & Aria2RPC.treeBit != 0 {
+                values.removeFirst()
+                return .tree(Int64(bitPattern: raw & ~Aria2RPC.treeBit))
+            }
+            return .item(try gid())
+        }
+
         func keys() -> [String]? { values.first as? [String] }
 
         mutating func object() throws -> [String: Any] {

@@ -159,11 +159,13 @@ public final class Aria2RPC: @unchecked Sendable {
         }
         switch method {
         case "aria2.addUri": return try addURI(&params)
-        case "aria2.tellStatus": return try status(of: try params.gid(), keys: params.keys())
-        case "aria2.getFiles": return files(try snapshot(try params.gid()))
-        case "aria2.getUris": return uris(try snapshot(try params.gid()))
+        case "aria2.tellStatus": return describe(try snapshot(try params.target()), keys: params.keys())
+        case "aria2.getFiles": return files(try snapshot(try params.target()))
+        case "aria2.getUris": return uris(try snapshot(try params.target()))
         case "aria2.tellActive":
-            return manager.snapshot(QueueView(states: [.running])).items.map { describe($0, keys: params.keys()) }
+            // A tree is one entry, in the list of its state (its files' sum: running while any runs).
+            return manager.snapshot(QueueView(states: [.running], treesAsRows: true)).items.filter { $0.state == .running }
+                .map { describe($0, keys: params.keys()) }
         case "aria2.tellWaiting": return try window(states: Self.waitingStates, &params)
         case "aria2.tellStopped": return try window(states: [.completed, .failed, .cancelled], &params)
         case "aria2.pause", "aria2.forcePause": return try act(&params, .pause)
@@ -176,9 +178,10 @@ public final class Aria2RPC: @unchecked Sendable {
             _ = try manager.perform(.resume(Selection(states: [.paused])))
             return "OK"
         case "aria2.removeDownloadResult":
-            let id = try params.gid()
-            guard try snapshot(id).state.isTerminal else { throw Failure("\(Self.gid(id)) is not stopped: remove it first") }
-            let taken = try manager.perform(.remove(Selection(ids: [id.rawValue]), deletePart: false)).outcome.changed.count
+            let target = try params.target()
+            let item = try snapshot(target)
+            guard item.state.isTerminal else { throw Failure("\(Self.gid(of: item)) is not stopped: remove it first") }
+            let taken = try manager.perform(.remove(target.selection, deletePart: false)).outcome.changed.count
             resultsTaken.add(taken, ordering: .relaxed)
             return "OK"
         case "aria2.purgeDownloadResult":
@@ -192,9 +195,9 @@ public final class Aria2RPC: @unchecked Sendable {
         case "aria2.getSessionInfo": return ["sessionId": sessionID]
         case "aria2.getGlobalOption": return globalOptions()
         case "aria2.changeGlobalOption": return try changeGlobalOptions(params.object())
-        case "aria2.getOption": return options(of: try snapshot(try params.gid()))
+        case "aria2.getOption": return options(of: try snapshot(try params.target()))
         case "aria2.changeOption":
-            let id = try params.gid()
+            let target = try params.target()
             let changes = try params.object()
             // Checked first: a bad value refuses the call, nothing applied.
             let rate = try changes["max-download-limit"].map { try Self.rate($0, option: "max-download-limit") }
@@ -203,8 +206,9 @@ public final class Aria2RPC: @unchecked Sendable {
                 guard let text = value as? String else { throw Failure("out: a file name") }
                 return text.isEmpty ? nil : text
             }
-            _ = try snapshot(id)
+            let item = try snapshot(target)
             if let out {
+                guard case let .item(id) = target else { throw Failure("out: a tree's files keep their names") }
                 // The file keeps its place; its name (and its `.part` file's) changes, as aria2 renames it.
                 do {
                     _ = try manager.perform(.rename(id, out))
@@ -213,8 +217,9 @@ public final class Aria2RPC: @unchecked Sendable {
                 }
             }
             if let rate {
-                guard (try? manager.perform(.setRateLimit(Selection(ids: [id.rawValue]), rate)))?.outcome.changed.isEmpty == false else {
-                    throw Failure("GID \(Self.gid(id)) is not found")
+                // A tree's: each of its files' limit.
+                guard (try? manager.perform(.setRateLimit(target.selection, rate)))?.outcome.changed.isEmpty == false else {
+                    throw Failure("GID \(Self.gid(of: item)) is not found")
                 }
             }
             return "OK"
@@ -345,13 +350,13 @@ public final class Aria2RPC: @unchecked Sendable {
     /// pause, unpause, remove: the item's state changed as the command's rule says (StateChange), else refused
     /// as aria2 refuses it.
     private func act(_ params: inout Params, _ change: StateChange) throws -> String {
-        let id = try params.gid()
-        let item = try snapshot(id)
+        let target = try params.target()
+        let item = try snapshot(target)
         guard change.applies(to: item.state) else {
-            throw Failure("GID \(Self.gid(id)) cannot be changed: it is \(Self.status(item.state))")
+            throw Failure("GID \(Self.gid(of: item)) cannot be changed: it is \(Self.status(item.state))")
         }
-        _ = try manager.perform(.changing(change, Selection(ids: [id.rawValue])))
-        return Self.gid(id)
+        _ = try manager.perform(.changing(change, target.selection))
+        return Self.gid(of: item)
     }
 
     /// `tellWaiting` and `tellStopped`: `offset` and `num` in the view's order; a negative offset counts from
@@ -362,15 +367,18 @@ public final class Aria2RPC: @unchecked Sendable {
         }
         let keys = Array(params.values.dropFirst(2)).first.flatMap { $0 as? [String] }
         guard count > 0 else { return [] }
+        // A tree is one entry, in the list of its state (a tree with a file running is active, not waiting).
+        let wanted = Set(states)
         if offset >= 0 {
-            return manager.snapshot(QueueView(states: states, offset: offset, limit: count)).items.map { describe($0, keys: keys) }
+            return manager.snapshot(QueueView(states: states, offset: offset, limit: count, treesAsRows: true)).items
+                .filter { wanted.contains($0.state) }.map { describe($0, keys: keys) }
         }
-        let total = manager.snapshot(QueueView(states: states, limit: 0)).window?.total ?? 0
+        let total = manager.snapshot(QueueView(states: states, limit: 0, treesAsRows: true)).window?.total ?? 0
         let last = total + offset  // the first item given, counting back
         guard last >= 0 else { return [] }
         let first = max(0, last - count + 1)
-        let items = manager.snapshot(QueueView(states: states, offset: first, limit: last - first + 1)).items
-        return items.reversed().map { describe($0, keys: keys) }
+        let items = manager.snapshot(QueueView(states: states, offset: first, limit: last - first + 1, treesAsRows: true)).items
+        return items.reversed().filter { wanted.contains($0.state) }.map { describe($0, keys: keys) }
     }
 
     /// aria2's waiting list: what `tellWaiting` lists, and what `changePosition` places an item in.

@@ -760,6 +760,52 @@ import TestHTTPServer
         try await eventually("the client that stopped reading is dropped") { notifier.clients == 1 }
         try await eventually("the reading client got them") { reader.messages.count == 40_000 }
     }
+
+    /// A tree (`get -r`, walked by the engine) is one download to aria2's clients, as a multi-file torrent is: one
+    /// GID (its batch with the top bit set) in the list of its state, its files' sums and files, and pause,
+    /// unpause, a limit and remove act on the whole batch.
+    @Test func aTreeIsOneDownloadOfManyFilesAndItsGIDActsOnTheWholeBatch() async throws {
+        defer { tearDown() }
+        let names = ["a.bin", "b.bin", "c.bin"]
+        let page = "<html><body>" + (names + ["sub/"]).map { "<a href=\"\($0)\">\($0)</a>" }.joined() + "</body></html>"
+        server.route("/pub/", .serve(Resource(body: Data(page.utf8), contentType: "text/html")))
+        server.route("/pub/sub/", .serve(Resource(body: Data("<a href=\"d.bin\">d</a>".utf8), contentType: "text/html")))
+        // Slow enough to be paused while it runs.
+        for name in names + ["sub/d.bin"] {
+            server.route("/pub/" + name, .serve(Resource(body: Resource.randomBytes(count: 200_000, seed: 7)), ServeOptions(bytesPerSecond: 100_000)))
+        }
+        let out = dir.path + "/tree"
+        try FileManager.default.createDirectory(atPath: out, withIntermediateDirectories: true)
+        let job = TreeJob(root: server.url("/pub/"), directory: out, template: TransferSpec(download: server.url("/pub/"), directory: out))
+        let batch = try #require(try manager.perform(.walk(job)).batch)
+        let gid = String(format: "%016llx", UInt64(batch) | (1 << 63))
+        try await eventually("the walk ended") { manager.walks.first?.ended == true }
+        try await eventually("a file runs") { manager.treeRow(batch: batch)?.state == .running }
+
+        let active = try #require(try await call("aria2.tellActive", [["gid", "status", "files", "dir", "totalLength"]]) as? [[String: Any]])
+        #expect(active.map { $0["gid"] as? String } == [gid], "the tree, once, not its files")
+        #expect(active[0]["dir"] as? String == out)
+        #expect(active[0]["totalLength"] as? String == "800000", "its files' sizes summed")
+        let files = try #require(active[0]["files"] as? [[String: Any]])
+        #expect(files.count == 4 && files.map { $0["index"] as? String } == ["1", "2", "3", "4"])
+        #expect(Set(files.compactMap { $0["path"] as? String }.map { ($0 as NSString).lastPathComponent }) == ["a.bin", "b.bin", "c.bin", "d.bin"])
+        let waiting = try #require(try await call("aria2.tellWaiting", [0, 100, ["gid"]]) as? [[String: Any]])
+        #expect(!waiting.contains { $0["gid"] as? String == gid }, "a tree with a file running is active, not waiting too")
+
+        #expect(try await call("aria2.pause", [gid]) as? String == gid)
+        #expect(manager.snapshot(QueueView(batch: batch)).items.allSatisfy { $0.state == .paused || $0.state == .completed })
+        #expect(try await status(gid, ["status"])["status"] as? String == "paused")
+        #expect(try await call("aria2.changeOption", [gid, ["max-download-limit": "50K"]]) as? String == "OK")
+        #expect(manager.snapshot(QueueView(batch: batch)).items.allSatisfy { $0.rateLimit == 50 * 1024 })
+        #expect(try await call("aria2.unpause", [gid]) as? String == gid)
+        #expect(manager.snapshot(QueueView(batch: batch)).items.allSatisfy { $0.state != .paused })
+        #expect(try await call("aria2.forceRemove", [gid]) as? String == gid)
+        #expect(try await status(gid, ["status"])["status"] as? String == "removed")
+        #expect(try await call("aria2.removeDownloadResult", [gid]) as? String == "OK")
+        await #expect(throws: RPCCallError.self) { try await call("aria2.tellStatus", [gid]) }
+        #expect(manager.snapshot(QueueView(batch: batch)).items.isEmpty)
+    }
+
 }
 
 /// The tests' client of the RPC endpoint (not `URLSession.shared`, whose configuration makes a cache directory).

@@ -351,6 +351,17 @@ extension TransferManager {
         }
     }
 
+    /// A tree's row (as a view with trees as rows gives it) by its batch; nil when the batch is no tree or has
+    /// no file (yet).
+    public func treeRow(batch: Int64) -> TransferSnapshot? {
+        core.withLock { core in
+            guard core.trees[batch] != nil, let entry = core.queue.first(where: { $0.batch == batch }),
+                  let sums = treeSums([batch], &core)[batch] else { return nil }
+            if let transfer = core.items[entry.id] { return sums.row(transfer.snapshot()) }
+            return records(of: [entry.id])[entry.id].map { sums.row(snapshot(of: $0, state: entry.state)) }
+        }
+    }
+
     public func snapshot(of id: TransferID) -> TransferSnapshot? {
         core.withLock { core in
             if let transfer = core.items[id] { return transfer.snapshot() }
