@@ -32,7 +32,9 @@ import TestHTTPServer
         try await listed().first { $0.id == id }?.state
     }
 
-    func until(_ what: String, within seconds: Double = 30, _ condition: () async throws -> Bool) async throws {
+    /// (90 s at most: a child's start and each `ferry list` are processes of a debug build, and the whole suite
+    /// on two cores held `verbsSteerALiveEngine` past 30 s before its engine listened.)
+    func until(_ what: String, within seconds: Double = 90, _ condition: () async throws -> Bool) async throws {
         let deadline = Date().addingTimeInterval(seconds)
         while try await !condition() {
             guard Date() < deadline else {
