@@ -76,6 +76,19 @@ public enum StoredQueueCommands {
                 try store.save(transfer.record())
             }
         }
+        // A tree's walk follows its batch as an engine's does (TreeWalker.steerWalks): the next engine finds it held,
+        // going on, or gone.
+        if let batch = command.selection?.batch {
+            switch command {
+            case .pause, .cancel: try store.setWalkHeld(batch: batch, true)
+            case .resume: try store.setWalkHeld(batch: batch, false)
+            case .retry:
+                _ = try store.retryWalk(batch: batch)
+                try store.setWalkHeld(batch: batch, false)
+            case .remove: try store.removeWalk(batch: batch)
+            default: break
+            }
+        }
         return result
     }
 }

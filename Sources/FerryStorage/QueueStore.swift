@@ -336,7 +336,8 @@ public final class InMemoryQueueStore: QueueStore {
         state.withLock { $0.walkDirectories[batch, default: []].filter { $0.state == wanted } }
     }
 
-    public func recordListing(_ listing: WalkListing, reuse: Bool) throws -> [QueueAddition] {
+    public func recordListing(_ listing: WalkListing, reuse: Bool) throws -> [QueueAddition]? {
+        guard state.withLock({ $0.walks[listing.batch].map { !$0.progress.held } ?? false }) else { return nil }
         let added = try add(listing.specs, batch: listing.batch, reuse: reuse)
         state.withLock { s in
             var directories = s.walkDirectories[listing.batch, default: []]

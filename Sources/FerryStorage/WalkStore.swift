@@ -99,7 +99,9 @@ public protocol WalkStore: Sendable {
     /// The directories of `batch`'s walk in `state`, in the order found.
     func walkDirectories(batch: Int64, state: WalkDirectory.State) throws -> [WalkDirectory]
     /// One listing's outcome and its files, in one transaction (all or none); the files' additions as `add`'s.
-    func recordListing(_ listing: WalkListing, reuse: Bool) throws -> [QueueAddition]
+    /// nil, and nothing written, when the walk is held or gone (its batch paused, cancelled or removed while the
+    /// listing was under way: no file may join it then).
+    func recordListing(_ listing: WalkListing, reuse: Bool) throws -> [QueueAddition]?
     /// How the walk's directories are listed, once known.
     func setWalkMethod(batch: Int64, _ method: String) throws
     /// Held (its batch paused or cancelled): nothing more is listed until a resume or retry.

@@ -21,6 +21,52 @@ import Testing
                      headers: [HTTPHeader(name: "X-N", value: "\(n)")])
     }
 
+    /// A walk's listing is kept with its files in one transaction, each directory once; a held or removed walk
+    /// takes no listing (no file joins a batch paused or removed while a listing was under way); the SQLite store
+    /// and the in-memory one say the same.
+    @Test func aWalksListingsAreKeptWithTheirFilesAndAHeldWalkTakesNone() throws {
+        defer { cleanup() }
+        let root = URL(string: "http://example.com/pub/")!
+        for store in [try SQLiteQueueStore(path: dir + "/walk.sqlite"), InMemoryQueueStore()] as [any QueueStore] {
+            let job = TreeJob(root: root, directory: "/tmp/out", template: TransferSpec(download: root, directory: "/tmp/out"))
+            let batch = try store.makeBatch(command: "ferry get -r", tree: root.absoluteString).id
+            try store.startWalk(job, batch: batch)
+            #expect(try store.walkDirectories(batch: batch, state: .pending).map(\.url) == [root])
+            var listing = WalkListing(batch: batch, directory: root, state: .listed)
+            listing.children = [WalkDirectory(url: root.appendingPathComponent("a/"), path: ["a"], ancestors: ["s1"])]
+            listing.specs = [spec(1), spec(2)]
+            listing.found = 3
+            listing.present = 1
+            listing.leftAloneLines = []
+            let added = try #require(try store.recordListing(listing, reuse: true))
+            #expect(added.count == 2 && added.allSatisfy { $0.item.batch == batch })
+            var walk = try #require(try store.walks().first)
+            #expect(walk.job == job)
+            #expect((walk.progress.listed, walk.progress.pending, walk.progress.found, walk.progress.present) == (1, 1, 3, 1))
+            let pending = try store.walkDirectories(batch: batch, state: .pending)
+            #expect(pending.map(\.path) == [["a"]] && pending[0].ancestors == ["s1"])
+            // A failed listing, retried: pending again.
+            var failed = WalkListing(batch: batch, directory: pending[0].url, state: .failed)
+            failed.trouble = ["cannot list a/"]
+            _ = try store.recordListing(failed, reuse: true)
+            walk = try #require(try store.walks().first)
+            #expect((walk.progress.failed, walk.progress.pending, walk.progress.trouble) == (1, 0, ["cannot list a/"]))
+            #expect(try store.retryWalk(batch: batch) == 1)
+            #expect(try store.walkDirectories(batch: batch, state: .pending).count == 1)
+            // Held: a listing under way is not kept, nor its files.
+            try store.setWalkHeld(batch: batch, true)
+            var late = WalkListing(batch: batch, directory: pending[0].url, state: .listed)
+            late.specs = [spec(3)]
+            #expect(try store.recordListing(late, reuse: true) == nil)
+            #expect(try store.loadAll().count == 2)
+            #expect(try store.walks().first?.progress.held == true)
+            try store.removeWalk(batch: batch)
+            #expect(try store.walks().isEmpty)
+            try store.setWalkHeld(batch: batch, false)
+            #expect(try store.recordListing(late, reuse: true) == nil, "a walk removed takes nothing")
+        }
+    }
+
     @Test func itemsSurviveReopening() throws {
         defer { cleanup() }
         let path = dir + "/q.sqlite"

@@ -441,7 +441,7 @@ final class LoadCountingStore: QueueStore {
     func startWalk(_ job: TreeJob, batch: Int64) throws { try base.startWalk(job, batch: batch) }
     func walks() throws -> [StoredWalk] { try base.walks() }
     func walkDirectories(batch: Int64, state: WalkDirectory.State) throws -> [WalkDirectory] { try base.walkDirectories(batch: batch, state: state) }
-    func recordListing(_ listing: WalkListing, reuse: Bool) throws -> [QueueAddition] { try base.recordListing(listing, reuse: reuse) }
+    func recordListing(_ listing: WalkListing, reuse: Bool) throws -> [QueueAddition]? { try base.recordListing(listing, reuse: reuse) }
     func setWalkMethod(batch: Int64, _ method: String) throws { try base.setWalkMethod(batch: batch, method) }
     func setWalkHeld(batch: Int64, _ held: Bool) throws { try base.setWalkHeld(batch: batch, held) }
     func retryWalk(batch: Int64) throws -> Int { try base.retryWalk(batch: batch) }

@@ -321,6 +321,12 @@ extension TransferManager {
     /// UsageError naming it, and then nothing changes; a queue that cannot be saved is a StateError.
     public func perform(_ command: QueueCommand) throws -> CommandResult {
         var result = CommandResult()
+        // A tree's walk is held (or forgotten) before its batch's items are chosen, so that no file it lists joins
+        // the batch after them; a resume or retry lets it go on once they changed (below).
+        switch command {
+        case .pause, .cancel, .remove: steerWalks(command)
+        default: break
+        }
         // The states before: what a command left as it was is named with its state.
         let (ids, before) = try command.selection.map { selection -> ([TransferID], [TransferID: TransferState]) in
             try core.withLock { core in
@@ -417,7 +423,7 @@ extension TransferManager {
                 LiveSettings.update(path) { $0.limits = .init(download: download, upload: upload); $0.limitsChangedAt = Date() }
             }
         }
-        if command.stateChange != nil || { if case .remove = command { return true } else { return false } }() { steerWalks(command) }
+        if command.stateChange == .resume || command.stateChange == .retry { steerWalks(command) }
         return result
     }
 

@@ -225,7 +225,8 @@ extension TransferManager {
                 }
                 if Task.isCancelled { continue }
                 do {
-                    _ = try addListing(listing, reuse: !job.force)
+                    // Held or removed meanwhile: nothing was kept; the walk stops here.
+                    guard try addListing(listing, reuse: !job.force) != nil else { return }
                 } catch {
                     // The store refused (a full disk): the directory stays to list, the walk is held, and says why.
                     mutate { core in
@@ -243,12 +244,13 @@ extension TransferManager {
     }
 
     /// A listing kept (WalkStore.recordListing) and its files queued, as an add's are; the walk's progress told.
-    @discardableResult
-    func addListing(_ listing: WalkListing, reuse: Bool) throws(StateError) -> [AddedItem] {
+    /// nil when the walk was held or removed meanwhile (nothing kept).
+    func addListing(_ listing: WalkListing, reuse: Bool) throws(StateError) -> [AddedItem]? {
         storeWriter.flush()
         let additions: [QueueAddition]
         do {
-            additions = try store.recordListing(listing, reuse: reuse)
+            guard let recorded = try store.recordListing(listing, reuse: reuse) else { return nil }
+            additions = recorded
         } catch {
             throw StateError("cannot keep the walk: \((error as? StateError)?.description ?? "\(error)")")
         }
