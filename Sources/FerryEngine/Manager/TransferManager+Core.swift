@@ -65,13 +65,34 @@ extension TransferManager {
             var up: Int64 = 0
             var downRate = RateEstimator()
             var upRate = RateEstimator()
+            /// The same for each tree (Batch.tree) that moves: its row's rate, as the header's (a tree of small
+            /// files, each done between two samples, has no running file with a rate of its own).
+            var trees: [Int64: (bytes: Int64, rate: RateEstimator)] = [:]
 
-            /// Counts what `transfer` moved since it was last counted.
-            mutating func count(_ transfer: Transfer, bytes: Int64) {
+            /// Counts what `transfer` moved since it was last counted; `tree`: its batch is a tree.
+            mutating func count(_ transfer: Transfer, bytes: Int64, tree: Bool) {
                 let delta = bytes - transfer.countedBytes
                 transfer.countedBytes = bytes
                 guard delta > 0 else { return }  // a restart from zero counts from there
                 if transfer.spec.direction == .download { down += delta } else { up += delta }
+                if tree, let batch = transfer.batch { trees[batch, default: (0, RateEstimator())].bytes += delta }
+            }
+
+            /// A sample at `now` of every rate.
+            mutating func sample(at now: TimeInterval) {
+                downRate.add(totalBytes: down, at: now)
+                upRate.add(totalBytes: up, at: now)
+                for batch in trees.keys { trees[batch]!.rate.add(totalBytes: trees[batch]!.bytes, at: now) }
+            }
+
+            /// Something moves after a quiet stretch: the totals' rates begin again (a first sample spanning the
+            /// quiet stretch said too little for seconds). A tree's go on: between its small files nothing may run
+            /// at a sample, the sampler stops and starts again, and a tree's rate begun again at each start never
+            /// had two samples (a loaded machine showed no rate for a whole tree); only trees no longer moving go.
+            mutating func restartRates(moving: Set<Int64>) {
+                downRate = RateEstimator()
+                upRate = RateEstimator()
+                trees = trees.filter { moving.contains($0.key) }
             }
         }
 
@@ -113,7 +134,7 @@ extension TransferManager {
                 guard let item = items[id] else { slots.set(id, nil); continue }
                 let holds = item.holdsSlot || item.finishing
                 // Leaving its slot: what it moved since the last sample counts now.
-                if !holds, slots.holders[id] != nil { moved.count(item, bytes: item.bytesDone) }
+                if !holds, slots.holders[id] != nil { moved.count(item, bytes: item.bytesDone, tree: item.batch.map { trees[$0] != nil } ?? false) }
                 slots.set(id, holds ? queue.hostID(item.host) : nil)
             }
         }

@@ -37,7 +37,7 @@ extension TransferManager {
                 let done = transfer.currentBytes
                 if done != transfer.bytesDone { moved = true }
                 transfer.bytesDone = done
-                core.moved.count(transfer, bytes: done)
+                core.moved.count(transfer, bytes: done, tree: transfer.batch.map { core.trees[$0] != nil } ?? false)
                 transfer.rate.add(totalBytes: done, at: now)
                 if now - transfer.lastHistorySample >= 1 {
                     transfer.lastHistorySample = now
@@ -45,8 +45,7 @@ extension TransferManager {
                     if transfer.rateHistory.count > Self.rateHistoryLength { transfer.rateHistory.removeFirst() }
                 }
             }
-            core.moved.downRate.add(totalBytes: core.moved.down, at: now)
-            core.moved.upRate.add(totalBytes: core.moved.up, at: now)
+            core.moved.sample(at: now)
             if moved {
                 core.version &+= 1
                 core.samples &+= 1

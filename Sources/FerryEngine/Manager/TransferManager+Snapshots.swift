@@ -204,6 +204,11 @@ extension TransferManager {
             if let expected = transfer.bytesExpected { sums[batch]!.expected += expected } else { sums[batch]!.row.sizesUnknown += 1 }
             if transfer.state == .running, let rate = transfer.rate.bytesPerSecond { sums[batch]!.rate += rate }
         }
+        // While it runs, the tree's bytes moved per second (counted as the header's are), else the sum of its
+        // running files' rates.
+        for batch in batches where sums[batch]!.row.files[.running, default: 0] > 0 {
+            if let rate = core.moved.trees[batch]?.rate.bytesPerSecond { sums[batch]!.rate = rate }
+        }
         // The store's sums of the whole tree (read again only once something was written or the tree's items
         // changed: a walk of its index, 20 ms at 100,000 files), less its figures of the loaded items. The
         // writer's pending changes are written first only when something was handed to it since the sums kept

@@ -319,8 +319,7 @@ public final class TransferManager: Sendable {
             // again, as an item's does with its first bytes. Carried over, the first sample spanned the quiet
             // stretch: the header and aria2's getGlobalStat said 85 KB/s a second into a 164 KB/s download, and
             // took 8 s to get there.
-            core.moved.downRate = RateEstimator()
-            core.moved.upRate = RateEstimator()
+            core.moved.restartRates(moving: Set(core.items.values.filter { $0.state == .running }.compactMap(\.batch)))
             core.sampler = startSampler()
         }
         return effects
