@@ -35,12 +35,14 @@ server.route("/unknown.bin", .serve(Resource(body: Resource.randomBytes(count: 8
 let drop = Resource.randomBytes(count: 3 * mib, seed: 11)
 server.route("/drop.bin", .serve(Resource(body: drop), ServeOptions(bytesPerSecond: 192 * 1024)))
 // A tree for `get -r` (scripts/tui-e2e: one row that opens, pause and resume of the whole batch): an nginx-style
-// index of /tree/ and /tree/sub/, six files of 2 MiB at 32 KiB/s (a minute each) and a small one.
+// index of /tree/ and /tree/sub/, six files of 2 MiB at 32 KiB/s (a minute each) and a small one; /tree/slow/ is
+// an empty directory whose listing comes 10 s late (the row says the walk under way meanwhile).
 func index(_ names: [String]) -> Data {
     Data(("<html><head><title>Index of /</title></head><body><h1>Index of /</h1><hr><pre><a href=\"../\">../</a>\n"
         + names.map { "<a href=\"\($0)\">\($0)</a>\n" }.joined() + "</pre><hr></body></html>\n").utf8)
 }
-server.route("/tree/", .serve(Resource(body: index(["sub/", "t1.bin", "t2.bin", "t3.bin"]), contentType: "text/html")))
+server.route("/tree/", .serve(Resource(body: index(["sub/", "slow/", "t1.bin", "t2.bin", "t3.bin"]), contentType: "text/html")))
+server.route("/tree/slow/", .serve(Resource(body: index([]), contentType: "text/html"), ServeOptions(delayBeforeHead: 10)))
 server.route("/tree/sub/", .serve(Resource(body: index(["t4.bin", "t5.bin", "t6.bin", "small.txt"]), contentType: "text/html")))
 for (index, path) in ["/tree/t1.bin", "/tree/t2.bin", "/tree/t3.bin", "/tree/sub/t4.bin", "/tree/sub/t5.bin", "/tree/sub/t6.bin"].enumerated() {
     server.route(path, .serve(Resource(body: Resource.randomBytes(count: 2 * mib, seed: UInt64(20 + index))), ServeOptions(bytesPerSecond: 32 * 1024)))
