@@ -104,22 +104,42 @@ public enum FileNaming {
         }
     }
 
+    /// Percent-decodes strictly, as Foundation's `removingPercentEncoding` does: nil for a "%" not followed by two
+    /// hex digits or bytes that are not UTF-8. Without Foundation's way through CFString (a tree's walk spent a
+    /// seventh of its time there, decoding each link's path); text without a "%" is taken as it is.
+    public static func percentDecoded(_ s: Substring) -> String? {
+        guard s.utf8.contains(UInt8(ascii: "%")) else { return String(s) }
+        var out: [UInt8] = []
+        out.reserveCapacity(s.utf8.count)
+        var bytes = s.utf8.makeIterator()
+        while let byte = bytes.next() {
+            guard byte == UInt8(ascii: "%") else {
+                out.append(byte)
+                continue
+            }
+            guard let high = bytes.next().flatMap(hexValue), let low = bytes.next().flatMap(hexValue) else { return nil }
+            out.append(high << 4 | low)
+        }
+        return String(validating: out, as: UTF8.self)
+    }
+
+    static func hexValue(_ c: UInt8) -> UInt8? {
+        switch c {
+        case UInt8(ascii: "0")...UInt8(ascii: "9"): return c - UInt8(ascii: "0")
+        case UInt8(ascii: "a")...UInt8(ascii: "f"): return c - UInt8(ascii: "a") + 10
+        case UInt8(ascii: "A")...UInt8(ascii: "F"): return c - UInt8(ascii: "A") + 10
+        default: return nil
+        }
+    }
+
     /// Percent-decodes leniently: a "%" not followed by two hex digits is kept literally.
     static func percentDecodedBytes(_ s: Substring) -> [UInt8] {
         let u = Array(s.utf8)
         var out: [UInt8] = []
         out.reserveCapacity(u.count)
-        func hex(_ c: UInt8) -> UInt8? {
-            switch c {
-            case UInt8(ascii: "0")...UInt8(ascii: "9"): return c - UInt8(ascii: "0")
-            case UInt8(ascii: "a")...UInt8(ascii: "f"): return c - UInt8(ascii: "a") + 10
-            case UInt8(ascii: "A")...UInt8(ascii: "F"): return c - UInt8(ascii: "A") + 10
-            default: return nil
-            }
-        }
         var i = 0
         while i < u.count {
-            if u[i] == UInt8(ascii: "%"), i + 2 < u.count, let h = hex(u[i + 1]), let l = hex(u[i + 2]) {
+            if u[i] == UInt8(ascii: "%"), i + 2 < u.count, let h = hexValue(u[i + 1]), let l = hexValue(u[i + 2]) {
                 out.append(h << 4 | l)
                 i += 3
             } else {

@@ -53,7 +53,7 @@ extension SQLiteQueueStore {
     public func recordListing(_ listing: WalkListing, reuse: Bool) throws -> [QueueAddition]? {
         try writing { db in
             guard try Bool.fetchOne(db, sql: "SELECT held FROM walk WHERE batch = ?", arguments: [listing.batch]) == false else { return nil }
-            let added = try insertItems(db, listing.specs, batch: listing.batch, reuse: reuse)
+            let added = listing.specs.isEmpty ? [] : try insertItems(db, listing.specs, batch: listing.batch, reuse: reuse)
             try insertDirectories(db, batch: listing.batch, listing.children)
             try db.execute(sql: "UPDATE walk_dir SET state = ? WHERE batch = ? AND key = ?",
                            arguments: [listing.state.rawValue, listing.batch, WalkDirectory.key(listing.directory)])

@@ -29,7 +29,10 @@ public struct WalkDirectory: Sendable, Equatable {
 
     /// Directories are one per URL, compared decoded (`caf%C3%A9` and `caf%c3%a9` are one directory).
     public var key: String { Self.key(url) }
-    public static func key(_ url: URL) -> String { url.absoluteString.removingPercentEncoding ?? url.absoluteString }
+    public static func key(_ url: URL) -> String {
+        let text = url.absoluteString
+        return FileNaming.percentDecoded(text[...]) ?? text
+    }
 }
 
 /// A tree's walk as the store keeps it: the job, how its directories are listed, and where it is.

@@ -7,6 +7,16 @@ import Testing
 @testable import FerryTransport
 
 @Suite struct FileNamingContentDispositionTests {
+    /// The strict decoder a tree's walk uses says what Foundation's `removingPercentEncoding` says, without its way
+    /// through CFString: the same text, or nil for a stray "%" and for bytes that are not UTF-8.
+    @Test func percentDecodingIsFoundationsWithoutItsCost() {
+        let cases = ["plain", "caf%C3%A9", "caf%c3%a9", "100%25", "a%2Fb", "a+b", "%", "%4", "%zz", "ab%4", "%C3%28", "%FF",
+                     "na%C3%AFve%20r%C3%A9sum%C3%A9.txt", "%E6%97%A5%E6%9C%AC", "%00", "x%41y", "", "%%41", "%4g"]
+        for text in cases {
+            #expect(FileNaming.percentDecoded(text[...]) == text.removingPercentEncoding, "\(text)")
+        }
+    }
+
     @Test func quotedFilename() {
         #expect(FileNaming.filename(fromContentDisposition: #"attachment; filename="report.pdf""#) == "report.pdf")
     }

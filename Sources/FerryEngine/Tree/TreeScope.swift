@@ -66,7 +66,7 @@ public struct TreeScope: Sendable {
     static func segments(of url: URL) -> [String]? {
         var out: [String] = []
         for raw in url.path(percentEncoded: true).split(separator: "/", omittingEmptySubsequences: true) {
-            guard let decoded = String(raw).removingPercentEncoding else { return nil }
+            guard let decoded = FileNaming.percentDecoded(raw) else { return nil }
             out.append(decoded)
         }
         return out

@@ -246,7 +246,8 @@ extension TransferManager {
     /// A listing kept (WalkStore.recordListing) and its files queued, as an add's are; the walk's progress told.
     /// nil when the walk was held or removed meanwhile (nothing kept).
     func addListing(_ listing: WalkListing, reuse: Bool) throws(StateError) -> [AddedItem]? {
-        storeWriter.flush()
+        // Removes and moves still on their way to the store first (as an add's), when it adds files.
+        if !listing.specs.isEmpty { storeWriter.flush() }
         let additions: [QueueAddition]
         do {
             guard let recorded = try store.recordListing(listing, reuse: reuse) else { return nil }
