@@ -54,10 +54,16 @@ public enum HTTPDate {
             day = d.value
             time = t
         }
-        guard year >= 1, day >= 1, day <= daysIn(month: month, year: year),
-              time.0 <= 23, time.1 <= 59, time.2 <= 60 else { return nil }
+        return utc(year: year, month: month, day: day, hour: time.0, minute: time.1, second: time.2)
+    }
+
+    /// A time in UTC from its parts (month 1-12), without a Calendar (a listing's 2,000 dates made one each);
+    /// nil for a day, hour, minute or second out of its range.
+    public static func utc(year: Int, month: Int, day: Int, hour: Int, minute: Int, second: Int = 0) -> Date? {
+        guard year >= 1, (1...12).contains(month), day >= 1, day <= daysIn(month: month, year: year),
+              (0...23).contains(hour), (0...59).contains(minute), (0...60).contains(second) else { return nil }
         let days = daysFromCivil(year: year, month: month, day: day)
-        let seconds = Int64(days) * 86_400 + Int64(time.0 * 3600 + time.1 * 60 + time.2)
+        let seconds = Int64(days) * 86_400 + Int64(hour * 3600 + minute * 60 + second)
         return Date(timeIntervalSince1970: TimeInterval(seconds))
     }
 

@@ -218,7 +218,9 @@ public enum DirectoryListing {
     static func nginxFigures(after node: xmlNodePtr) -> (Date, Int64?)? {
         guard let next = node.pointee.next, next.pointee.type == XML_TEXT_NODE, let content = xmlNodeGetContent(next) else { return nil }
         defer { ferry_xml_free(content) }
-        let words = String(cString: content).split(whereSeparator: \.isWhitespace) // nginx ends lines with CR LF: one Character
+        // ASCII blanks (nginx ends lines with CR LF), byte by byte: a listing of 2,000 entries spent a tenth of its
+        // walk asking each Character whether it is whitespace.
+        let words = String(cString: content).utf8.split { $0 == 0x20 || $0 == 0x09 || $0 == 0x0D || $0 == 0x0A }.map { Substring($0) }
         guard words.count == 3, let date = nginxDate(words[0], words[1]) else { return nil }
         if words[2] == "-" { return (date, nil) }
         guard words[2].allSatisfy(\.isASCIIDigitCharacter), let size = Int64(words[2]) else { return nil }
@@ -287,9 +289,7 @@ public enum DirectoryListing {
         let d = day.split(separator: "-"), t = time.split(separator: ":")
         guard d.count == 3, t.count == 2, let dd = Int(d[0]), let yyyy = Int(d[2]), let hh = Int(t[0]), let mm = Int(t[1]),
               let month = months.firstIndex(of: String(d[1])) else { return nil }
-        var calendar = Calendar(identifier: .gregorian)
-        calendar.timeZone = TimeZone(identifier: "GMT")!
-        return calendar.date(from: DateComponents(year: yyyy, month: month + 1, day: dd, hour: hh, minute: mm))
+        return HTTPDate.utc(year: yyyy, month: month + 1, day: dd, hour: hh, minute: mm)
     }
 }
 

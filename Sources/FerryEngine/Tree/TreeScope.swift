@@ -9,6 +9,10 @@ public struct TreeScope: Sendable {
     /// The start URL, its path ending in "/".
     public let root: URL
     private let rootSegments: [String]
+    /// What every link is compared with, read from the root once (each listing compares all its links).
+    private let rootScheme: String?
+    private let rootHost: String?
+    private let rootPort: Int
 
     /// A link inside the tree: its path below the root as safe local names.
     public struct Place: Sendable, Equatable {
@@ -31,15 +35,18 @@ public struct TreeScope: Sendable {
         guard let normalized = URL(string: text), let segments = Self.segments(of: normalized) else { return nil }
         self.root = normalized
         rootSegments = segments
+        rootScheme = normalized.scheme?.lowercased()
+        rootHost = normalized.host()?.lowercased()
+        rootPort = Self.port(of: normalized)
     }
 
     /// Where `url` is in the tree, or nil when it is outside it (another host, scheme or port; above or beside
     /// the root; the root itself; a query or fragment) or names something that cannot be a local name (".", "..",
     /// a "/" or NUL that was encoded, nothing left once made safe).
     public func place(of url: URL) -> Place? {
-        guard url.scheme?.lowercased() == root.scheme?.lowercased(),
-              url.host()?.lowercased() == root.host()?.lowercased(), url.user == root.user,
-              Self.port(of: url) == Self.port(of: root),
+        guard url.scheme?.lowercased() == rootScheme,
+              url.host()?.lowercased() == rootHost, url.user == root.user,
+              Self.port(of: url) == rootPort,
               url.query == nil, url.fragment == nil,
               let segments = Self.segments(of: url),
               segments.count > rootSegments.count, Array(segments.prefix(rootSegments.count)) == rootSegments else { return nil }
