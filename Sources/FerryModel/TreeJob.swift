@@ -110,6 +110,13 @@ public struct WalkProgress: Sendable, Codable, Equatable {
             + "\(leftAlone) left alone"
     }
 
+    /// What `ferry list` says of a walk under way below the items: `batch 3, http://host/pub/: listing 40 dirs,
+    /// 1200 files found`; nil once it ended. `tree`: where it is from (outside text: sanitized here).
+    public func listLine(tree: String) -> String? {
+        guard !ended, let text = rowText else { return nil }
+        return "batch \(batch), \(TerminalSafe.sanitize(tree)): \(text), \(found) file\(found == 1 ? "" : "s") found"
+    }
+
     /// What a tree's row says of its walk: `listing 40 dirs` while it goes on, `walk held` when its batch was
     /// paused, `2 dirs not listed` once it ended with listings that failed; nil for one that ended whole.
     public var rowText: String? {

@@ -36,5 +36,11 @@ struct List: ParsableCommand {
         stream.trees = QueueListing.trees(in: directory)
         try QueueListing.items(of: view, in: directory, rates: { stream.rates = $0 }) { stream.add($0) }
         stream.finish()
+        // A tree still being walked has more files to come: said below the table (a person reads it; JSON stays
+        // the items' array).
+        guard !json else { return }
+        for walk in QueueListing.walksUnderWay(in: directory) where batch == nil || walk.batch == batch {
+            if let line = walk.listLine(tree: stream.trees[walk.batch] ?? "") { Output.out(Data((line + "\n").utf8)) }
+        }
     }
 }

@@ -230,6 +230,9 @@ import TestHTTPServer
         kill(first.processIdentifier, SIGKILL)
         await exited(first)
         #expect(!Self.tree(out).contains { $0.hasPrefix("d5/") })
+        // `ferry list` says the walk still to finish, from the store.
+        let listed = try await runFerry(["list"], stateDir: state)
+        #expect(listed.stdout.hasSuffix("batch 1, \(server.url("/walk/").absoluteString): listing 1 dir, 15 files found\n"), "\(listed.stdout)")
 
         let run = try await runFerry(["run"], stateDir: state)
         #expect(run.status == 0, "\(run.stderr)")

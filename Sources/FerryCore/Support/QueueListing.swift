@@ -210,6 +210,13 @@ extension QueueListing {
         return trees
     }
 
+    /// The walks of trees under way in the queue of `directory` (as the store keeps them: each listing's outcome is
+    /// written as it is kept), oldest first.
+    public static func walksUnderWay(in directory: StateDirectory) -> [WalkProgress] {
+        guard FileManager.default.fileExists(atPath: directory.databasePath), let store = try? directory.openStore() else { return [] }
+        return ((try? store.walks()) ?? []).map(\.progress).filter { !$0.ended }
+    }
+
     /// The highest id in the queue of `directory` (0 for none): the width of a table's id column.
     public static func lastID(in directory: StateDirectory) -> Int64 {
         guard FileManager.default.fileExists(atPath: directory.databasePath), let store = try? directory.openStore() else { return 0 }
