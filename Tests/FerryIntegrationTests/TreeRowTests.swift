@@ -162,19 +162,22 @@ import TestHTTPServer
         }
         #expect(server.requests("/w/slow/").count == 2)
         #expect(row()?.walk?.rowText == "1 dir not listed")
-        _ = try manager.perform(.retry(Selection(batch: batch)))
-        try await eventually("bad/ listed and c.bin done") {
-            walk()?.failed == 0 && walk()?.ended == true && manager.snapshot(QueueView(batch: batch)).items.filter { $0.state == .completed }.count == 3
-        }
-        #expect(walk()?.summary == "3 files in 3 directories: 3 to download, 0 already here, 0 left alone")
-        #expect(row()?.walk?.rowText == nil)
-        #expect(FileManager.default.contents(atPath: dir.path + "/bad/c.bin")?.count == 300)
 
-        // The engine started again knows the walk ended (none resumed), and a remove of the batch forgets it.
+        // The engine started again resumes no walk that ended; a retry of the batch lists again what failed.
         manager.shutdown()
         let again = try engine()
         #expect(again.walks.isEmpty)
         #expect(try SQLiteQueueStore(path: storePath).walks().map(\.progress.ended) == [true])
+        _ = try again.perform(.retry(Selection(batch: batch)))
+        func walkAgain() -> WalkProgress? { again.walks.first { $0.batch == batch } }
+        try await eventually("bad/ listed and c.bin done") {
+            walkAgain()?.failed == 0 && walkAgain()?.ended == true
+                && again.snapshot(QueueView(batch: batch)).items.filter { $0.state == .completed }.count == 3
+        }
+        #expect(walkAgain()?.summary == "3 files in 3 directories: 3 to download, 0 already here, 0 left alone")
+        #expect(again.treeRow(batch: batch)?.tree?.walk?.rowText == nil)
+        #expect(FileManager.default.contents(atPath: dir.path + "/bad/c.bin")?.count == 300)
+        // A remove of the batch forgets the walk.
         _ = try again.perform(.remove(Selection(batch: batch), deletePart: false))
         #expect(try SQLiteQueueStore(path: storePath).walks().isEmpty)
     }

@@ -98,13 +98,28 @@ extension TransferManager {
         }
     }
 
-    /// The commands of a batch that steer its walk (a selection of its batch, or of everything).
+    /// The commands of a batch that steer its walk (a selection of its batch, or of the whole queue: `pause --all`,
+    /// aria2's pauseAll, whatever states they name).
     func steerWalks(_ command: QueueCommand) {
         guard let selection = command.selection else { return }
-        let everything = selection.all == true && selection.states == nil && (selection.filter ?? "").isEmpty
+        let everything = selection.batch == nil && selection.ids == nil && (selection.filter ?? "").isEmpty
+            && (selection.all == true || selection.states != nil)
         var batches = core.withLock { core in core.walks.keys.filter { selection.batch == $0 || (selection.batch == nil && everything) } }
-        // A walk that ended in an engine before this one is kept by the store alone: a remove of its batch forgets it.
-        if case .remove = command, let batch = selection.batch, !batches.contains(batch) { batches.append(batch) }
+        // A walk an engine before this one left ended (with listings that failed) or held is kept by the store
+        // alone: a retry or resume of its batch takes it up again, a remove forgets it.
+        if let batch = selection.batch, !batches.contains(batch) {
+            switch command {
+            case .remove:
+                batches.append(batch)
+            case .resume, .retry:
+                if let stored = try? store.walks().first(where: { $0.progress.batch == batch }) {
+                    core.withLock { $0.walks[batch] = $0.walks[batch] ?? WalkRun(progress: stored.progress) }
+                    batches.append(batch)
+                }
+            default:
+                break
+            }
+        }
         for batch in batches {
             switch command {
             case .pause, .cancel:
