@@ -178,6 +178,25 @@ public struct TreeRow: Sendable, Equatable, Codable {
         return order.first { files[$0, default: 0] > 0 } ?? .completed
     }
 
+    /// The tree's state from its files' (TreeRow.state(of:)).
+    public var state: TransferState { Self.state(of: files) }
+
+    /// Files that failed or were cancelled: what a retry takes up again with the listings that failed.
+    public var unfinished: Int { files[.failed, default: 0] + files[.cancelled, default: 0] }
+
+    /// Whether `change` does something to the tree: to its files, as to an item in the tree's state, or to its
+    /// walk (a pause or cancel holds a walk under way, a resume lets a held one go on, a retry lists again what
+    /// failed). The one rule of the row's keys and aria2's calls on a tree.
+    public func applies(_ change: StateChange) -> Bool {
+        let underWay = walk.map { !$0.ended } ?? false
+        let held = walk?.held ?? false
+        switch change {
+        case .pause, .cancel: return change.applies(to: state) || (underWay && !held)
+        case .resume: return change.applies(to: state) || (underWay && held)
+        case .retry: return unfinished > 0 || (walk?.failed ?? 0) > 0
+        }
+    }
+
     /// The files in words, for the row: `120/2,000 files`, `3 failed` when some did.
     public var filesText: String {
         var text = "\(done)/\(count) file\(count == 1 ? "" : "s")"

@@ -352,7 +352,8 @@ public final class Aria2RPC: @unchecked Sendable {
     private func act(_ params: inout Params, _ change: StateChange) throws -> String {
         let target = try params.target()
         let item = try snapshot(target)
-        guard change.applies(to: item.state) else {
+        // A tree's: to its files or its walk (TreeRow.applies).
+        guard item.tree?.applies(change) ?? change.applies(to: item.state) else {
             throw Failure("GID \(Self.gid(of: item)) cannot be changed: it is \(Self.status(item.state))")
         }
         _ = try manager.perform(.changing(change, target.selection))

@@ -10,11 +10,13 @@ import Testing
     static let batch: Int64 = 7
 
     /// An item, the tree's row (its first file's id, 4), and an item after, as the engine sends them.
-    func queue(files: [TransferState: Int] = [.completed: 120, .running: 2, .queued: 1_878], state: TransferState = .running) -> QueueSnapshot {
+    func queue(files: [TransferState: Int] = [.completed: 120, .running: 2, .queued: 1_878], state: TransferState = .running,
+               walk: WalkProgress? = nil) -> QueueSnapshot {
         var tree = Fixtures.item(4, "a.bin", state, done: 300 * Fixtures.mib, total: 1_200 * Fixtures.mib, rate: 4 * Double(Fixtures.mib),
                                  eta: 225, url: "https://example.com/pub/a.bin")
         tree.batch = Self.batch
         tree.tree = TreeRow(batch: Self.batch, label: "https://example.com/pub/", files: files)
+        tree.tree?.walk = walk
         let items = [Fixtures.item(1, "debian-12.iso", .completed, done: 10, total: 10), tree, Fixtures.item(2_005, "later.bin", .queued)]
         var snapshot = QueueSnapshot(version: 1, items: items, totals: QueueTotals(), maxConcurrent: 4, maxPerHost: 4)
         snapshot.window = QueueWindow(offset: 0, total: 3, of: QueueView(treesAsRows: true))
@@ -35,6 +37,31 @@ import Testing
         // Failed files are said on the row; a tree not running says its state, not a file's failure.
         let failed = Fixtures.render(Fixtures.state(width: 100), queue(files: [.completed: 3, .failed: 2], state: .failed)).text
         #expect(failed.contains("pub/ 3/5 files, 2 failed"), "\(failed)")
+        // Its walk under way is said on the row.
+        let walking = Fixtures.render(Fixtures.state(width: 140), queue(walk: WalkProgress(batch: Self.batch, listed: 3, pending: 40))).text
+        #expect(walking.contains("pub/ 120/2000 files, listing 40 dirs"), "\(walking)")
+    }
+
+    /// The row's keys act on the walk too: every file done while the walk lists on, p holds it (and again lets it
+    /// go on); every file done and a listing that failed, r lists it again.
+    @Test func theRowsKeysActOnTheWalkWhenItsFilesAreDone() {
+        let whole = Selection(batch: Self.batch)
+        let listing = WalkProgress(batch: Self.batch, listed: 3, pending: 2)
+        var (state, commands) = press([.down, .character("p")], Fixtures.state(), queue(files: [.completed: 5], state: .completed, walk: listing))
+        #expect(commands == [.queueSaying(.pause(whole))])
+        var held = listing
+        held.held = true
+        (state, commands) = press([.down, .character("p")], Fixtures.state(), queue(files: [.completed: 5], state: .completed, walk: held))
+        #expect(commands == [.queueSaying(.resume(whole))])
+        (state, commands) = press([.down, .character("c")], Fixtures.state(), queue(files: [.completed: 5], state: .completed, walk: listing))
+        #expect(commands == [.queueSaying(.cancel(whole))])
+        let failedListing = WalkProgress(batch: Self.batch, listed: 3, failed: 1)
+        (state, commands) = press([.down, .character("r")], Fixtures.state(), queue(files: [.completed: 5], state: .completed, walk: failedListing))
+        #expect(commands == [.queueSaying(.retry(whole))])
+        // Ended whole, all files done: nothing to do.
+        (state, commands) = press([.down, .character("p")], Fixtures.state(), queue(files: [.completed: 5], state: .completed,
+                                                                                    walk: WalkProgress(batch: Self.batch, listed: 4)))
+        #expect(commands.isEmpty && state.message?.text == "pub/ is done", "\(String(describing: state.message))")
     }
 
     @Test func enterOpensTheTreeToItsFilesAndEscComesBackToItsRow() {

@@ -117,18 +117,17 @@ private func perform(_ action: Action, _ stateIn: AppState, _ snapshot: QueueSna
 
     case .togglePause where tree != nil:
         guard let tree else { break }
-        let files = TreeRow.state(of: tree.files)
-        if StateChange.pause.applies(to: files) { note("pausing \(treeName)"); return (state, [.queueSaying(.pause(wholeTree))]) }
-        if StateChange.resume.applies(to: files) { note("resuming \(treeName)"); return (state, [.queueSaying(.resume(wholeTree))]) }
-        note(tree.files[.failed, default: 0] + tree.files[.cancelled, default: 0] > 0 ? "\(treeName) is \(files.word): r retries what failed" : "\(treeName) is \(files.word)")
+        if tree.applies(.pause) { note("pausing \(treeName)"); return (state, [.queueSaying(.pause(wholeTree))]) }
+        if tree.applies(.resume) { note("resuming \(treeName)"); return (state, [.queueSaying(.resume(wholeTree))]) }
+        note(tree.applies(.retry) ? "\(treeName) is \(tree.state.word): r retries what failed" : "\(treeName) is \(tree.state.word)")
     case .cancel where tree != nil:
         guard let tree else { break }
-        guard StateChange.cancel.applies(to: TreeRow.state(of: tree.files)) else { note("\(treeName) has nothing left to cancel"); break }
+        guard tree.applies(.cancel) else { note("\(treeName) has nothing left to cancel"); break }
         note("cancelling \(treeName)")
         return (state, [.queueSaying(.cancel(wholeTree))])
     case .retry where tree != nil:
         guard let tree else { break }
-        guard tree.files[.failed, default: 0] + tree.files[.cancelled, default: 0] > 0 else { note("nothing of \(treeName) failed or was cancelled"); break }
+        guard tree.applies(.retry) else { note("nothing of \(treeName) failed or was cancelled"); break }
         note("retrying what failed of \(treeName)")
         return (state, [.queueSaying(.retry(wholeTree))])
     case .remove where tree != nil, .removeDeletingPartial where tree != nil:
