@@ -42,7 +42,10 @@ extension TransferManager {
 
     /// What the store added (QueueStore.add, WalkStore.recordListing) joins the engine's queue: a new item is
     /// appended and may start, one found again goes on (resumed, retried) or is said done.
-    func queue(_ additions: [QueueAddition], paused: Bool = false) -> [AddedItem] {
+    /// `walk`: the additions are a walk's listing (TreeWalker.addListing): they are queued paused when the walk
+    /// was held or forgotten after the listing was kept and before they joined the queue (a pause of the batch
+    /// that chose its items in between would not have found them, and they would run).
+    func queue(_ additions: [QueueAddition], paused: Bool = false, walk: Int64? = nil) -> [AddedItem] {
         var newLimits: [(TransferID, Int64?)] = []
         defer { for (id, rate) in newLimits { limits.setItem(id.rawValue, rate) } }
         return mutate { core in
@@ -91,7 +94,7 @@ extension TransferManager {
                 outcomes.append(outcome)
             }
             // Paused before any scheduling pass could start them.
-            if paused {
+            if paused || walk.map({ core.walks[$0].map(\.progress.held) ?? true }) == true {
                 for outcome in outcomes where outcome.how == .added {
                     guard let transfer = loaded(outcome.id, &core) else { continue }
                     effects += carryOut(transfer.pause() ?? [], for: transfer, &core)

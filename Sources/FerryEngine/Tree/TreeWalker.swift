@@ -270,7 +270,7 @@ extension TransferManager {
         } catch {
             throw StateError("cannot keep the walk: \((error as? StateError)?.description ?? "\(error)")")
         }
-        let added = queue(additions)
+        let added = queue(additions, walk: listing.batch)
         mutate { core in
             if var walk = core.walks[listing.batch] {
                 listing.applied(to: &walk.progress)
