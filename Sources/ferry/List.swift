@@ -29,17 +29,18 @@ struct List: ParsableCommand {
         // Nothing listed under a --state or --batch says so, not that the queue is empty.
         let asked = [states.map { "--state \(TerminalSafe.sanitize($0))" }, batch.map { "--batch \($0)" }].compactMap { $0 }
         let empty = asked.isEmpty ? "the queue is empty" : "no items match " + asked.joined(separator: " ")
-        let stream = QueueListing.Stream(json: json, header: isatty(STDOUT_FILENO) != 0, lastID: QueueListing.lastID(in: directory),
+        let surroundings = QueueListing.surroundings(in: directory)
+        let stream = QueueListing.Stream(json: json, header: isatty(STDOUT_FILENO) != 0, lastID: surroundings.lastID,
                                          empty: empty) {
             Output.out($0)
         }
-        stream.trees = QueueListing.trees(in: directory)
+        stream.trees = surroundings.trees
         try QueueListing.items(of: view, in: directory, rates: { stream.rates = $0 }) { stream.add($0) }
         stream.finish()
         // A tree still being walked has more files to come: said below the table (a person reads it; JSON stays
         // the items' array).
         guard !json else { return }
-        for walk in QueueListing.walksUnderWay(in: directory) where batch == nil || walk.batch == batch {
+        for walk in surroundings.walksUnderWay where batch == nil || walk.batch == batch {
             if let line = walk.listLine(tree: stream.trees[walk.batch] ?? "") { Output.out(Data((line + "\n").utf8)) }
         }
     }

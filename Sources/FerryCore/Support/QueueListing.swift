@@ -202,25 +202,22 @@ public enum QueueListing {
 }
 
 extension QueueListing {
-    /// Where each tree of the queue of `directory` is from, by batch (Batch.tree).
-    public static func trees(in directory: StateDirectory) -> [Int64: String] {
-        guard FileManager.default.fileExists(atPath: directory.databasePath), let store = try? directory.openStore() else { return [:] }
-        var trees: [Int64: String] = [:]
-        for batch in (try? store.batches()) ?? [] { if let tree = batch.tree { trees[batch.id] = tree } }
-        return trees
+    /// What a listing shows beside the items, read from the store of `directory` in one opening: where each tree is
+    /// from (by batch: Batch.tree), the highest id (the width of a table's id column; 0 for none), and the walks of
+    /// trees under way (as the store keeps them: each listing's outcome is written as it is kept), oldest first.
+    public struct Surroundings {
+        public var trees: [Int64: String] = [:]
+        public var lastID: Int64 = 0
+        public var walksUnderWay: [WalkProgress] = []
     }
 
-    /// The walks of trees under way in the queue of `directory` (as the store keeps them: each listing's outcome is
-    /// written as it is kept), oldest first.
-    public static func walksUnderWay(in directory: StateDirectory) -> [WalkProgress] {
-        guard FileManager.default.fileExists(atPath: directory.databasePath), let store = try? directory.openStore() else { return [] }
-        return ((try? store.walks()) ?? []).map(\.progress).filter { !$0.ended }
-    }
-
-    /// The highest id in the queue of `directory` (0 for none): the width of a table's id column.
-    public static func lastID(in directory: StateDirectory) -> Int64 {
-        guard FileManager.default.fileExists(atPath: directory.databasePath), let store = try? directory.openStore() else { return 0 }
-        return (try? store.lastID()) ?? 0
+    public static func surroundings(in directory: StateDirectory) -> Surroundings {
+        var found = Surroundings()
+        guard FileManager.default.fileExists(atPath: directory.databasePath), let store = try? directory.openStore() else { return found }
+        for batch in (try? store.batches()) ?? [] { if let tree = batch.tree { found.trees[batch.id] = tree } }
+        found.lastID = (try? store.lastID()) ?? 0
+        found.walksUnderWay = ((try? store.walks()) ?? []).map(\.progress).filter { !$0.ended }
+        return found
     }
 
     /// The items of `view`, in queue order, handed to `add` in runs of up to 1,000: rows from the store, one at
