@@ -246,6 +246,27 @@ import TestHTTPServer
         #expect(server.allRequests.filter { $0.method == "PROPFIND" }.count == 1, "the listing method is kept: \(server.allRequests.map { "\($0.method) \($0.uri)" })")
     }
 
+    /// With an engine running, `get -r` hands it the walk and follows the tree's batch to its end: each file's
+    /// path as it is done, the walk's report, and exit 1 for a listing that failed, after the rest arrived.
+    @Test func getRWithAnEngineRunningFollowsTheTreesBatchToItsEnd() async throws {
+        // An engine kept running by a download that stalls.
+        server.route("/hold.bin", .serve(Resource(body: Resource.randomBytes(count: 1 << 20, seed: 9)), ServeOptions(stallAfter: 1000)))
+        let held = try await runFerry(["get", "--detach", "-o", dir.path, server.url("/hold.bin").absoluteString], stateDir: state)
+        #expect(held.status == 0, "\(held.stderr)")
+        server.route("/pub/deep/", .status(500))
+        let run = try await get("/pub/", ["--depth", "2"])
+        let stopped = try await runFerry(["stop"], stateDir: state)
+        #expect(stopped.status == 0, "\(stopped.stderr)")
+        #expect(run.status == 1, "\(run.stderr)")
+        #expect(run.stderr.contains("in the running engine, batch 2"), "\(run.stderr)")
+        #expect(run.stderr.contains("cannot list http://127.0.0.1:\(server.port)/pub/deep/: the listing answered 500"), "\(run.stderr)")
+        #expect(run.stderr.contains("8 files in 4 directories: 8 to download, 0 already here, 0 left alone"), "\(run.stderr)")
+        let files: Set<String> = ["top.txt", "50% off.txt", "x&y#z?.txt", Self.files[3].local, "a b/inner file.txt",
+                                  "sizes/zero.bin", "sizes/k.bin", "sizes/big.bin"]
+        #expect(Self.tree(out) == files)
+        #expect(Set(run.stdout.split(separator: "\n").map { String($0.dropFirst(out.count + 1)) }) == files, "\(run.stdout)")
+    }
+
     // MARK: put -r
 
     /// nginx's JSON listing of files (name, size, time).
