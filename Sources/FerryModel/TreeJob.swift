@@ -86,7 +86,7 @@ public struct WalkProgress: Sendable, Codable, Equatable {
     public var queued: Int { max(0, found - present - leftAlone) }
 
     /// The most lines of files left alone a walk keeps (the rest are counted), and of trouble.
-    public static let notedFiles = 20
+    public static let notedFiles = TreeReport.named
     public static let notedTrouble = 100
 
     /// Keeps a listing's lines, within the caps.
@@ -98,8 +98,7 @@ public struct WalkProgress: Sendable, Codable, Equatable {
     /// What the command says of the walk once it ended, in order: the files left alone (the first of them, then
     /// how many more), the trouble, the summary.
     public var report: [String] {
-        let more = leftAlone - leftAloneLines.count
-        return leftAloneLines + (more > 0 ? ["and \(more) more left alone"] : []) + trouble + [summary]
+        TreeReport.capped(leftAloneLines, of: leftAlone, "left alone") + trouble + [summary]
     }
 
     /// "12 files in 4 directories: 3 to download, 9 already here, 0 left alone".
@@ -123,5 +122,16 @@ public struct WalkProgress: Sendable, Codable, Equatable {
         func dirs(_ count: Int) -> String { "\(count) dir\(count == 1 ? "" : "s")" }
         guard ended else { return held ? "walk held, \(dirs(pending)) to list" : "listing \(dirs(pending))" }
         return failed > 0 ? "\(dirs(failed)) not listed" : nil
+    }
+}
+
+/// How a tree's command names what it did not do (`get -r`'s files left alone, `put -r`'s left out): the first
+/// `named` lines, then how many more of `total`.
+public enum TreeReport {
+    public static let named = 20
+
+    public static func capped(_ lines: [String], of total: Int? = nil, _ what: String) -> [String] {
+        let total = total ?? lines.count
+        return Array(lines.prefix(named)) + (total > named ? ["and \(total - named) more \(what)"] : [])
     }
 }

@@ -140,12 +140,3 @@ public enum TreePut {
         }
     }
 }
-
-/// How a tree's command names what it did not do: the first 20 lines, then how many more.
-enum TreeReport {
-    static let named = WalkProgress.notedFiles
-
-    static func capped(_ lines: [String], _ what: String) -> [String] {
-        Array(lines.prefix(named)) + (lines.count > named ? ["and \(lines.count - named) more \(what)"] : [])
-    }
-}

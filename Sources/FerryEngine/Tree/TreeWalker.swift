@@ -127,12 +127,11 @@ extension TransferManager {
             case .resume:
                 hold(batch, false)
             case .retry:
-                // The directories whose listing failed are listed again.
-                if let again = try? store.retryWalk(batch: batch), again > 0 {
+                // The directories whose listing failed are listed again: the progress is the store's after it.
+                if let again = try? store.retryWalk(batch: batch), again > 0,
+                   let stored = try? store.walks().first(where: { $0.progress.batch == batch }) {
                     mutate { core in
-                        core.walks[batch]?.progress.failed -= again
-                        core.walks[batch]?.progress.pending += again
-                        core.walks[batch]?.progress.trouble = []
+                        core.walks[batch]?.progress = stored.progress
                         return ((), [])
                     }
                 }
