@@ -167,6 +167,9 @@ int ferry_curl_multi_add_handle(void *multi, void *easy) { return curl.multi_add
 int ferry_curl_multi_remove_handle(void *multi, void *easy) { return curl.multi_remove_handle(multi, easy); }
 int ferry_curl_multi_perform(void *multi, int *running) { return curl.multi_perform(multi, running); }
 int ferry_curl_multi_poll(void *multi, int timeout_ms, int *numfds) { return curl.multi_poll(multi, NULL, 0, timeout_ms, numfds); }
+int ferry_curl_multi_poll_fds(void *multi, struct ferry_waitfd *fds, unsigned int count, int timeout_ms, int *numfds) {
+    return curl.multi_poll(multi, count ? fds : NULL, count, timeout_ms, numfds);
+}
 int ferry_curl_multi_wakeup(void *multi) { return curl.multi_wakeup(multi); }
 
 void *ferry_curl_connection_cache(void) {

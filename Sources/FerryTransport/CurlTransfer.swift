@@ -9,32 +9,6 @@ import Synchronization
 /// One request of a URLSession task on libcurl, hop by hop through redirects. Made on the task's work queue,
 /// then touched only on the transport's thread, except `delivery`, which hands results to the task's work queue.
 final class CurlTransfer: @unchecked Sendable {
-    /// How results reach URLSession: on the task's work queue, in order, and never after a cancel.
-    /// Touched on the work queue only. It lets go of the protocol and its client after the last delivery (or
-    /// a cancel): the protocol holds its transfer, so keeping them would keep every finished transfer, its
-    /// task and its last piece of body alive for good.
-    final class Delivery: @unchecked Sendable {
-        private var urlProtocol: URLProtocol?
-        private var client: URLProtocolClient?
-        let queue: DispatchQueue
-
-        init(urlProtocol: URLProtocol, client: URLProtocolClient, queue: DispatchQueue) {
-            self.urlProtocol = urlProtocol
-            self.client = client
-            self.queue = queue
-        }
-
-        func callAsFunction(_ work: (URLProtocol, URLProtocolClient) -> Void) {
-            if let urlProtocol, let client { work(urlProtocol, client) }
-        }
-
-        /// After the last delivery, or a cancel (URLSession tells the client itself): nothing more is said.
-        func end() {
-            urlProtocol = nil
-            client = nil
-        }
-    }
-
     /// Bytes read are handed on in pieces of up to this size: at the end of each round of the transport's
     /// loop, or sooner when this much has come (one hop to the work queue and one to the delegate per piece).
     /// (Half the transfer's in-flight bound, so that two pieces can be on their way: 512 KiB for one
@@ -44,7 +18,7 @@ final class CurlTransfer: @unchecked Sendable {
     /// At most `CurlTransport.inFlightBound` bytes of a transfer are on their way to the delegate (on the
     /// work queue, on the delegate queue); past it the transfer pauses, libcurl stops reading its socket and
     /// TCP slows the sender.
-    private var maxBytesInFlight: Int { transport.inFlightBound.load(ordering: .relaxed) }
+    private var maxBytesInFlight: Int { courier.maxBytesInFlight }
     static let maxRedirects = 20
     /// What a request on a connection that was closed meanwhile ends with before any answer.
     static let staleConnectionResults: Set<Int> = [Int(FERRY_CURLE_PARTIAL_FILE), Int(FERRY_CURLE_HTTP2), Int(FERRY_CURLE_HTTP2_STREAM), Int(FERRY_CURLE_GOT_NOTHING),
@@ -53,7 +27,8 @@ final class CurlTransfer: @unchecked Sendable {
     /// the transfer instead of slowing it under this: curl does not judge a paused transfer's speed).
     static let stallRate = 10
 
-    let delivery: Delivery
+    let courier: Courier
+    var delivery: Courier.Delivery { courier.delivery }
     private let transport: CurlTransport
     private let task: URLSessionTask
     private let delegate: TransportDelegate?
@@ -82,9 +57,6 @@ final class CurlTransfer: @unchecked Sendable {
 
     /// Read, not yet handed on (see deliverySize).
     private var pending = Data()
-    /// Results of this round not posted yet, and the body bytes among them (transport thread).
-    private var outbox: [@Sendable (Delivery) -> Void] = []
-    private var outboxBytes = 0
     /// Body bytes read in this hop.
     private var received = 0
     /// What is left of the body by its Content-Length (0 when unknown): a small file's piece is sized to
@@ -93,23 +65,22 @@ final class CurlTransfer: @unchecked Sendable {
         guard let length = response.value("Content-Length").flatMap(Int.init) else { return 0 }
         return max(0, length - received)
     }
-    private let inFlight = Atomic<Int>(0)
-    private let pausedForBackpressure = Atomic<Bool>(false)
 
     /// The limits this transfer answers to (asked once), and its pace under them (RatePacer: its share's
     /// bucket, the engine's, when a transfer paused for its rate may go on, what it took in). Transport thread only.
     private(set) var limits: LimitMembership?
     private(set) var pacer = RatePacer()
 
-    init(request: URLRequest, task: URLSessionTask, delegate: TransportDelegate?, delivery: Delivery, transport: CurlTransport) {
+    init(request: URLRequest, task: URLSessionTask, delegate: TransportDelegate?, delivery: Courier.Delivery, transport: CurlTransport) {
         self.request = request
         self.task = task
         self.delegate = delegate
-        self.delivery = delivery
+        self.courier = Courier(delivery: delivery, transport: transport, delegateQueue: delegate?.transportDelegateQueue)
         self.transport = transport
         self.settings = delegate?.transportSettings ?? TransportSettings()
         self.originalURL = request.url
         self.file = FileWire(request: request, settings: settings)
+        courier.drained = { [transport, self] in transport.submit(.unpause(self)) }
     }
 
     deinit {
@@ -354,7 +325,7 @@ final class CurlTransfer: @unchecked Sendable {
         return info
     }
 
-    private func finish(_ last: @escaping @Sendable (Delivery) -> Void) {
+    private func finish(_ last: @escaping @Sendable (Courier.Delivery) -> Void) {
         end()
         deliver { delivery in
             last(delivery)
@@ -377,42 +348,8 @@ final class CurlTransfer: @unchecked Sendable {
 
     func holdEnded() { held = false }
 
-    /// Queues a result for the task's work queue; the transport posts what a round queued (`post`).
-    private func deliver(bytes: Int = 0, _ work: @escaping @Sendable (Delivery) -> Void) {
-        inFlight.add(bytes, ordering: .sequentiallyConsistent)
-        if outbox.isEmpty { transport.willPost(self) }
-        outbox.append(work)
-        outboxBytes += bytes
-    }
-
-    /// Hands the results of this round of the transport's loop to the task's work queue in one block: a
-    /// small file's response, body and end, read in one round, cost one hop instead of three.
-    func post() {
-        guard !outbox.isEmpty else { return }
-        let works = outbox
-        let bytes = outboxBytes
-        outbox = []
-        outboxBytes = 0
-        let delivery = delivery
-        let delegateQueue = delegate?.transportDelegateQueue
-        delivery.queue.async { [self] in
-            for work in works { work(delivery) }
-            guard bytes > 0 else { return }
-            // After the delegate's own operations for these bytes (the queue is serial), or at once without one.
-            if let delegateQueue {
-                delegateQueue.addOperation { self.handedOver(bytes) }
-            } else {
-                handedOver(bytes)
-            }
-        }
-    }
-
-    private func handedOver(_ bytes: Int) {
-        let left = inFlight.subtract(bytes, ordering: .sequentiallyConsistent).newValue
-        if left <= maxBytesInFlight / 2,
-           pausedForBackpressure.compareExchange(expected: true, desired: false, ordering: .sequentiallyConsistent).exchanged {
-            transport.submit(.unpause(self))
-        }
+    private func deliver(bytes: Int = 0, _ work: @escaping @Sendable (Courier.Delivery) -> Void) {
+        courier.deliver(bytes: bytes, work)
     }
 
     /// Hands URLSession the answer (once; a remote file protocol's step's, made by FileWire).
@@ -469,14 +406,9 @@ final class CurlTransfer: @unchecked Sendable {
     fileprivate func received(data: UnsafeMutablePointer<CChar>, count: Int) -> Int {
         if redirect != nil || finished || file?.dropsBody == true { return count }
         if let file, !responseDelivered, let easy, let answer = file.answerBeforeBody(easy) { deliver(answer) }
-        if inFlight.load(ordering: .sequentiallyConsistent) >= maxBytesInFlight {
-            pausedForBackpressure.store(true, ordering: .sequentiallyConsistent)
-            // Drained meanwhile? Then take the pause back (no delivery left to lift it) and go on.
-            if inFlight.load(ordering: .sequentiallyConsistent) > maxBytesInFlight / 2
-                || !pausedForBackpressure.compareExchange(expected: true, desired: false, ordering: .sequentiallyConsistent).exchanged {
-                flush()
-                return FERRY_CURL_FUNC_PAUSE
-            }
+        if courier.mustWait() {
+            flush()
+            return FERRY_CURL_FUNC_PAUSE
         }
         if pacer.limited {
             let now = monotonicSeconds()

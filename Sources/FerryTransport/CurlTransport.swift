@@ -42,17 +42,26 @@ package final class CurlTransport: @unchecked Sendable {
         case start(CurlTransfer)
         case stop(CurlTransfer)
         case unpause(CurlTransfer)
+        /// An sftp transfer (SFTPTransfer, over OpenSSH's client) to start, to cancel, or to go on after a wait.
+        case startSFTP(SFTPTransfer)
+        case stopSFTP(SFTPTransfer)
+        case wakeSFTP(SFTPTransfer)
     }
 
     private let commands = Mutex<[Command]>([])
     /// Touched only on the transport's thread.
     private var running: [UnsafeMutableRawPointer: CurlTransfer] = [:]
     /// Transfers with results queued this round (transport thread): posted at the round's end.
-    private var posting: [CurlTransfer] = []
+    private var posting: [Courier] = []
     /// Transfers that read bytes this round and hold them (transport thread): handed on at the round's end.
     private var holding: [CurlTransfer] = []
     /// Transfers paused for their rate, until their bucket's debt is repaid (transport thread).
-    private var rateWaiting: [CurlTransfer] = []
+    private var rateWaiting: [any PacedTransfer] = []
+    /// The sftp transfers running (transport thread), and the connections they run on (SFTPConnections).
+    private var sftpRunning: [ObjectIdentifier: SFTPTransfer] = [:]
+    let sftpConnections = SFTPConnections()
+    /// Every transfer the limits pace (transport thread).
+    private var paced: [any PacedTransfer] { Array(running.values) + Array(sftpRunning.values) }
     /// The limited transfers' shares need working out again (a transfer came or went, a limit changed).
     private let sharesChanged = Atomic<Bool>(false)
     /// When the shares were last worked out (transport thread).
@@ -125,10 +134,11 @@ package final class CurlTransport: @unchecked Sendable {
                 handle(command, multi)
             }
             if sharesChanged.exchange(false, ordering: .acquiringAndReleasing)
-                || (!running.isEmpty && monotonicSeconds() - lastShareAt >= 1) { shareLimits() }
+                || (!(running.isEmpty && sftpRunning.isEmpty) && monotonicSeconds() - lastShareAt >= 1) { shareLimits() }
             resumeRateWaiters(multi)
             var stillRunning: Int32 = 0
             _ = ferry_curl_multi_perform(multi, &stillRunning)
+            serviceSFTP()
             flushHeld()
             var result: Int32 = 0
             while let easy = ferry_curl_multi_next_done(multi, &result) {
@@ -141,18 +151,19 @@ package final class CurlTransport: @unchecked Sendable {
             }
             postResults()
             // With nothing running there is nothing to time: sleep until a command wakes us.
-            var timeout: Int32 = running.isEmpty ? 60_000 : 1_000
+            var timeout: Int32 = running.isEmpty && sftpConnections.isEmpty ? 60_000 : 1_000
             if let next = rateWaiting.compactMap(\.pacer.resumeAt).min() {
                 timeout = min(timeout, Int32(max(1, ((next - monotonicSeconds()) * 1000).rounded(.up))))
             }
             var ready: Int32 = 0
-            _ = ferry_curl_multi_poll(multi, timeout, &ready)
+            var waits = sftpConnections.descriptors.map { ferry_waitfd(fd: $0.fd, events: $0.events, revents: 0) }
+            _ = ferry_curl_multi_poll_fds(multi, &waits, UInt32(waits.count), timeout, &ready)
         }
     }
 
     /// Called by a transfer (transport thread) that queued its first result of the round.
-    func willPost(_ transfer: CurlTransfer) {
-        posting.append(transfer)
+    func willPost(_ courier: Courier) {
+        posting.append(courier)
     }
 
     /// Called by a transfer (transport thread) that began holding bytes not handed on yet.
@@ -174,9 +185,9 @@ package final class CurlTransport: @unchecked Sendable {
 
     private func postResults() {
         guard !posting.isEmpty else { return }
-        let transfers = posting
+        let couriers = posting
         posting = []
-        for transfer in transfers { transfer.post() }
+        for courier in couriers { courier.post() }
     }
 
     private func handle(_ command: Command, _ multi: UnsafeMutableRawPointer) {
@@ -193,7 +204,33 @@ package final class CurlTransport: @unchecked Sendable {
             if let easy = transfer.easy, running[easy] != nil {
                 _ = ferry_curl_easy_pause(easy, FERRY_CURLPAUSE_CONT)
             }
+        case let .startSFTP(transfer):
+            inFlightBound.store(Self.inFlightBound(running: running.count + sftpRunning.count + 1), ordering: .relaxed)
+            sftpRunning[ObjectIdentifier(transfer)] = transfer
+            transfer.start(sftpConnections, now: monotonicSeconds())
+            if !transfer.over, transfer.limits.map(Self.anythingLimited) ?? false { shareLimits() }
+        case let .stopSFTP(transfer):
+            if sftpRunning.removeValue(forKey: ObjectIdentifier(transfer)) != nil { forget(transfer) }
+            transfer.stopped()
+        case let .wakeSFTP(transfer):
+            if sftpRunning[ObjectIdentifier(transfer)] != nil { transfer.wake() }
         }
+    }
+
+    /// A round of the sftp connections' I/O, then each sftp transfer's idle check and what it holds handed on.
+    private func serviceSFTP() {
+        guard !(sftpConnections.isEmpty && sftpRunning.isEmpty) else { return }
+        let now = monotonicSeconds()
+        sftpConnections.service(now: now)
+        for transfer in sftpRunning.values {
+            transfer.checkIdle(now: now)
+            transfer.flush()
+        }
+    }
+
+    /// An sftp transfer ended (transport thread): it is not paced or woken any more.
+    func sftpEnded(_ transfer: SFTPTransfer) {
+        if sftpRunning.removeValue(forKey: ObjectIdentifier(transfer)) != nil { forget(transfer) }
     }
 
     // MARK: Bandwidth limits
@@ -205,12 +242,12 @@ package final class CurlTransport: @unchecked Sendable {
     }
 
     /// Called from a transfer's callback on this thread.
-    func waitForRate(_ transfer: CurlTransfer) {
+    func waitForRate(_ transfer: any PacedTransfer) {
         if !rateWaiting.contains(where: { $0 === transfer }) { rateWaiting.append(transfer) }
     }
 
-    private func forget(_ transfer: CurlTransfer) {
-        inFlightBound.store(Self.inFlightBound(running: running.count), ordering: .relaxed)
+    private func forget(_ transfer: any PacedTransfer) {
+        inFlightBound.store(Self.inFlightBound(running: running.count + sftpRunning.count), ordering: .relaxed)
         rateWaiting.removeAll { $0 === transfer }
         if transfer.limits.map(Self.anythingLimited) ?? false { sharesChanged.store(true, ordering: .releasing) }
     }
@@ -231,8 +268,14 @@ package final class CurlTransport: @unchecked Sendable {
         rateWaiting.removeAll { t in due.contains { $0 === t } }
         for transfer in due {
             transfer.rateWaitEnded()
+            if let sftp = transfer as? SFTPTransfer {
+                if sftpRunning[ObjectIdentifier(sftp)] != nil { sftp.wake() }
+                continue
+            }
             // The write callback may run inside this call (libcurl hands over what it holds) and pause again.
-            if let easy = transfer.easy, running[easy] != nil { _ = ferry_curl_easy_pause(easy, FERRY_CURLPAUSE_CONT) }
+            if let curl = transfer as? CurlTransfer, let easy = curl.easy, running[easy] != nil {
+                _ = ferry_curl_easy_pause(easy, FERRY_CURLPAUSE_CONT)
+            }
         }
     }
 
@@ -245,15 +288,15 @@ package final class CurlTransport: @unchecked Sendable {
         // Once a second each transfer's intake is measured; a pass for a transfer that came or went or a
         // changed limit uses the last measurement (a few milliseconds say nothing of what a transfer can use).
         if now - lastShareAt >= 1 {
-            for transfer in running.values where transfer.limits != nil { transfer.measureIntake(over: now - lastShareAt) }
+            for transfer in paced where transfer.limits != nil { transfer.measureIntake(over: now - lastShareAt) }
             lastShareAt = now
         }
         // Those waiting for their rate wait for the new one (resumeRateWaiters lets them go when it allows).
         defer { for transfer in rateWaiting { transfer.rateChanged(now: now) } }
         // An HTTP/2 stream that a limit now holds back leaves for a connection of its own (endedForLimit).
         defer { endStreamsUnderLimits() }
-        var groups: [ObjectIdentifier: [CurlTransfer]] = [:]
-        for transfer in running.values {
+        var groups: [ObjectIdentifier: [any PacedTransfer]] = [:]
+        for transfer in paced {
             guard let limits = transfer.limits else { continue }
             groups[ObjectIdentifier(limits.limits), default: []].append(transfer)
         }
@@ -295,7 +338,7 @@ package final class CurlTransport: @unchecked Sendable {
     private func pruneItemBuckets(now: TimeInterval) {
         guard !itemBuckets.isEmpty else { return }
         var moving: Set<ItemBucketKey> = []
-        for transfer in running.values {
+        for transfer in paced {
             guard let limits = transfer.limits else { continue }
             moving.insert(ItemBucketKey(limits: ObjectIdentifier(limits.limits), item: limits.item, direction: limits.direction))
         }
@@ -354,3 +397,17 @@ package final class CurlTransport: @unchecked Sendable {
         }
     }
 }
+
+/// A transfer the transport paces under the engine's limits (CurlTransfer on libcurl, SFTPTransfer over OpenSSH).
+protocol PacedTransfer: AnyObject {
+    var limits: LimitMembership? { get }
+    var pacer: RatePacer { get }
+    func measureIntake(over interval: TimeInterval)
+    func share(_ shared: SharedBucket?)
+    func shareItem(_ bucket: SharedBucket?)
+    func setRate(_ rate: Double?, now: TimeInterval)
+    func rateChanged(now: TimeInterval)
+    func rateWaitEnded()
+}
+
+extension CurlTransfer: PacedTransfer {}

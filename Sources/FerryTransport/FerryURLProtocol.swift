@@ -32,10 +32,15 @@ extension TransportDelegate {
     package func transportInformational(for task: URLSessionTask, response: HTTPURLResponse) {}
 }
 
-/// ferry's transport under URLSession: every http(s), sftp and scp task of a session whose configuration lists this class
-/// is carried by `CurlTransport`. URLSession still makes the tasks, cancels them and calls the delegate.
+/// ferry's transport under URLSession: every http(s), sftp, scp and ftp task of a session whose configuration lists
+/// this class is carried on the transport's thread (CurlTransport): sftp over OpenSSH's client (SFTPTransfer), the
+/// others on libcurl (CurlTransfer). URLSession still makes the tasks, cancels them and calls the delegate.
 public final class FerryURLProtocol: URLProtocol {
-    private let transfer = Mutex<CurlTransfer?>(nil)
+    private enum Carried {
+        case curl(CurlTransfer)
+        case sftp(SFTPTransfer)
+    }
+    private let transfer = Mutex<Carried?>(nil)
 
     override public class func canInit(with request: URLRequest) -> Bool {
         TransferScheme(request.url) != nil
@@ -53,21 +58,33 @@ public final class FerryURLProtocol: URLProtocol {
             return
         }
         let delegate = task.delegate as? TransportDelegate
-        let delivery = CurlTransfer.Delivery(urlProtocol: self, client: client, queue: queue)
-        let transfer = CurlTransfer(request: task.currentRequest ?? request, task: task, delegate: delegate,
-                                    delivery: delivery, transport: CurlTransport.shared)
-        self.transfer.withLock { $0 = transfer }
+        let delivery = Courier.Delivery(urlProtocol: self, client: client, queue: queue)
+        let request = task.currentRequest ?? request
         if let unavailable = CurlTransport.shared.unavailable {
             client.urlProtocol(self, didFailWithError: URLError(.unknown, userInfo: [NSLocalizedDescriptionKey: unavailable]))
             return
         }
-        CurlTransport.shared.submit(.start(transfer))
+        if let sftp = SFTPTransfer(request: request, task: task, delegate: delegate, delivery: delivery, transport: CurlTransport.shared) {
+            transfer.withLock { $0 = .sftp(sftp) }
+            CurlTransport.shared.submit(.startSFTP(sftp))
+            return
+        }
+        let curl = CurlTransfer(request: request, task: task, delegate: delegate, delivery: delivery, transport: CurlTransport.shared)
+        transfer.withLock { $0 = .curl(curl) }
+        CurlTransport.shared.submit(.start(curl))
     }
 
     // On the task's work queue (a cancel): nothing reaches the client after this.
     override public func stopLoading() {
-        guard let transfer = transfer.withLock({ t -> CurlTransfer? in defer { t = nil }; return t }) else { return }
-        transfer.delivery.end()
-        CurlTransport.shared.submit(.stop(transfer))
+        switch transfer.withLock({ t -> Carried? in defer { t = nil }; return t }) {
+        case let .curl(curl):
+            curl.delivery.end()
+            CurlTransport.shared.submit(.stop(curl))
+        case let .sftp(sftp):
+            sftp.delivery.end()
+            CurlTransport.shared.submit(.stopSFTP(sftp))
+        case nil:
+            break
+        }
     }
 }

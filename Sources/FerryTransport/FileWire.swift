@@ -19,21 +19,7 @@ import FoundationNetworking
 /// ranges, and a segmented download never uses it.
 final class FileWire {
 
-    /// What the engine asked: a download (with a range or not), a stat (HEAD) or an upload (PUT with a body).
-    enum Ask {
-        case get(from: Int64, end: Int64?, ifRange: String?)
-        case head
-        case put(from: Int64)
-        /// A directory's listing (`LIST` of a path ending in "/"; a tree's walk asks it): `ls -l` lines, as sftp
-        /// servers and most ftp servers write them.
-        case list
-        /// A directory made (`MKCOL` of a path ending in "/", as WebDAV asks it; a tree's upload asks it): sftp's
-        /// `mkdir`, ftp's `MKD` (libcurl's, as it walks into it). Answered 201, or 405 when the server refused it (there already, or not allowed:
-        /// the uploads into it then say which).
-        case makeDirectory
-        /// A method a file protocol has no meaning for (POST, DELETE, ...).
-        case unsupported(String)
-    }
+    typealias Ask = FileRequest.Ask
 
     private enum Step {
         /// The remote file's size and time, before a range is asked or to answer a HEAD.
@@ -53,30 +39,12 @@ final class FileWire {
     private var range: (from: Int64, end: Int64?)?
     /// The part for `request`'s scheme; nil for http(s).
     init?(request: URLRequest, settings: TransportSettings) {
-        guard let url = request.url, let scheme = TransferScheme(url), !scheme.isHTTP else { return nil }
-        self.scheme = scheme
-        self.url = url
-        // A login from the user's .netrc for this host: the engine puts it in the request as HTTP Basic
-        // credentials (never stored, never shown).
-        let netrc = request.value(forHTTPHeaderField: "Authorization").flatMap(Self.basicCredentials)
-        part = scheme.overSSH ? SSHPart(url: url, settings: settings.ssh, netrc: netrc) : FTPPart(url: url, netrc: netrc, settings: settings)
-        let method = (request.httpMethod ?? "GET").uppercased()
-        let header = { (name: String) in request.value(forHTTPHeaderField: name) }
-        switch method {
-        case "HEAD":
-            ask = .head
-        case "PUT":
-            ask = .put(from: header("Content-Range").flatMap(Self.uploadOffset) ?? 0)
-        case "GET":
-            let asked = header("Range").flatMap(Self.byteRange)
-            ask = .get(from: asked?.from ?? 0, end: asked?.end, ifRange: header("If-Range"))
-        case "LIST" where url.hasDirectoryPath && scheme.listsDirectories:
-            ask = .list
-        case "MKCOL" where url.hasDirectoryPath && scheme.listsDirectories:
-            ask = .makeDirectory
-        default:
-            ask = .unsupported(method)
-        }
+        guard let asked = FileRequest(request: request) else { return nil }
+        scheme = asked.scheme
+        url = asked.url
+        ask = asked.ask
+        part = scheme.overSSH ? SSHPart(url: url, settings: settings.ssh, netrc: asked.netrc)
+            : FTPPart(url: url, netrc: asked.netrc, settings: settings)
         switch ask {
         case .head: step = .stat
         case .list, .makeDirectory: step = .transfer
@@ -86,55 +54,14 @@ final class FileWire {
         }
     }
 
-    /// `bytes=N-` or `bytes=N-M`: N and one past M.
-    private static func byteRange(_ header: String) -> (from: Int64, end: Int64?)? {
-        let value = HTTPText.trimmed(header)
-        guard value.lowercased().hasPrefix("bytes=") else { return nil }
-        let ends = value.dropFirst(6).split(separator: "-", maxSplits: 1, omittingEmptySubsequences: false)
-        guard ends.count == 2, let from = Int64(HTTPText.trimmed(ends[0])) else { return nil }
-        let last = HTTPText.trimmed(ends[1])
-        if last.isEmpty { return (from, nil) }
-        guard let end = Int64(last), end >= from else { return nil }
-        return (from, end + 1)
-    }
-
-    /// `Basic base64(user:password)`: the user and password.
-    private static func basicCredentials(_ header: String) -> (user: String, password: String)? {
-        let value = HTTPText.trimmed(header)
-        guard value.lowercased().hasPrefix("basic "), let data = Data(base64Encoded: String(HTTPText.trimmed(value.dropFirst(6)))),
-              let text = String(data: data, encoding: .utf8), let colon = text.firstIndex(of: ":") else { return nil }
-        return (String(text[..<colon]), String(text[text.index(after: colon)...]))
-    }
-
-    /// `bytes N-*/TOTAL` (or `bytes N-M/TOTAL`) of an upload that goes on at N.
-    private static func uploadOffset(_ header: String) -> Int64? {
-        let value = HTTPText.trimmed(header)
-        guard value.lowercased().hasPrefix("bytes ") else { return nil }
-        return value.dropFirst(6).split(separator: "-").first.flatMap { Int64(HTTPText.trimmed($0)) }
-    }
-
     // MARK: Steps (transport thread)
 
     /// What libcurl hands over in this step is not the file: a stat's (ftp writes the SIZE and MDTM it asked as
     /// `Content-Length:` and `Last-Modified:` lines into the body, as `curl -I` prints them).
     var dropsBody: Bool { step == .stat }
 
-    /// Why the request cannot go out at all (a method a file protocol has no meaning for, a directory); nil when it can.
-    var refusal: (FailureKind, String)? {
-        if case let .unsupported(method) = ask {
-            return (.badURL, "\(scheme.rawValue) cannot \(TerminalSafe.sanitize(method)): it reads (GET), writes (PUT) or looks at (HEAD) a file,"
-                    + " or lists or makes a directory (LIST, MKCOL; sftp and ftp)")
-        }
-        // A directory's name goes into a protocol command line: a line break in it would end the command.
-        if case .makeDirectory = ask, url.path(percentEncoded: false).unicodeScalars.contains(where: { $0.value < 0x20 || $0.value == 0x7F }) {
-            return (.badURL, "cannot make a directory whose name holds a control character: \(TerminalSafe.redactedURL(url))")
-        }
-        // A path ending in / names a directory (libcurl would hand over its listing as if it were the file).
-        if case .get = ask, url.hasDirectoryPath {
-            return (.isDirectory, "\(TerminalSafe.redactedURL(url)) is a directory: ferry get takes a file")
-        }
-        return nil
-    }
+    /// Why the request cannot go out at all (FileRequest.refusal); nil when it can.
+    var refusal: (FailureKind, String)? { FileRequest.refusal(ask, url: url, scheme: scheme) }
 
     /// Sets the step's options on a new handle (the carrier set the URL, the callbacks and the timeouts).
     /// `bodyLength`: an upload's length from where it starts, nil when unknown.
@@ -215,7 +142,7 @@ final class FileWire {
         case .stat:
             let found = remoteFile(easy)
             if case .head = ask {
-                return .done(takeAnswer(status: 200, headers: headers(size: found.size, mtime: found.mtime, ranges: part.offersRanges)))
+                return .done(takeAnswer(status: 200, headers: FileRequest.headers(size: found.size, mtime: found.mtime, ranges: part.offersRanges)))
             }
             guard case let .get(from, end, ifRange) = ask else { return .done(nil) }
             step = .transfer
@@ -231,28 +158,11 @@ final class FileWire {
         }
     }
 
-    /// After a stat, what to fetch and the answer that says so (ResumeRule reads it): the range asked while the
-    /// file is the one the range's validator names (`If-Range`), else the whole file; `416` and nothing to fetch
-    /// at or past its end.
+    /// After a stat, what to fetch and the answer that says so (FileRequest.plan).
     private func plan(from: Int64, end: Int64?, ifRange: String?, size: Int64?, mtime: Int64?) -> (HTTPURLResponse?, fetch: Bool) {
-        var headers = headers(size: size, mtime: mtime, ranges: part.offersRanges)
-        let unchanged = ifRange.map { asked in [headers["ETag"], headers["Last-Modified"]].contains(asked) } ?? true
-        // No range to fetch (none asked, or none this protocol or file can give): the whole file.
-        guard unchanged, part.offersRanges, let size, from > 0 || end != nil else {
-            range = nil
-            return (takeAnswer(status: 200, headers: headers), true)
-        }
-        let last = min(end ?? size, size) - 1
-        guard from < size, last >= from else {
-            // The engine has the whole file (from == size, asked open-ended) or asks past its end.
-            headers["Content-Range"] = "bytes */\(size)"
-            headers["Content-Length"] = "0"
-            return (takeAnswer(status: 416, headers: headers), false)
-        }
-        range = (from, end == nil ? nil : last + 1)
-        headers["Content-Range"] = "bytes \(from)-\(last)/\(size)"
-        headers["Content-Length"] = "\(last - from + 1)"
-        return (takeAnswer(status: 206, headers: headers), true)
+        let planned = FileRequest.plan(from: from, end: end, ifRange: ifRange, size: size, mtime: mtime, ranges: part.offersRanges)
+        range = planned.range
+        return (takeAnswer(status: planned.status, headers: planned.headers), planned.fetch)
     }
 
     /// The answer for a download without a stat, made when the first byte arrives (or at its end: an empty file):
@@ -261,7 +171,7 @@ final class FileWire {
         guard !answered else { return nil }
         if case .list = ask { return takeAnswer(status: 200, headers: ["Content-Type": DirectoryLines.contentType]) }
         let found = remoteFile(easy)
-        return takeAnswer(status: 200, headers: headers(size: found.size, mtime: found.mtime, ranges: part.offersRanges))
+        return takeAnswer(status: 200, headers: FileRequest.headers(size: found.size, mtime: found.mtime, ranges: part.offersRanges))
     }
 
     private func takeAnswer(status: Int, headers: [String: String]) -> HTTPURLResponse? {
@@ -279,19 +189,6 @@ final class FileWire {
         _ = ferry_curl_easy_getinfo_offset(easy, FERRY_CURLINFO_CONTENT_LENGTH_DOWNLOAD_T, &size)
         _ = ferry_curl_easy_getinfo_offset(easy, FERRY_CURLINFO_FILETIME_T, &mtime)
         return (size >= 0 ? size : nil, mtime >= 0 ? mtime : nil)
-    }
-
-    /// The file's size and validator in HTTP's words; `ranges`: byte ranges can be asked (sftp, ftp; not scp).
-    /// A file whose size the server did not say has no length and offers no ranges.
-    private func headers(size: Int64?, mtime: Int64?, ranges: Bool) -> [String: String] {
-        guard let size else { return mtime.map { ["Last-Modified": HTTPDate.format(Date(timeIntervalSince1970: TimeInterval($0)))] } ?? [:] }
-        var headers = ["Content-Length": "\(size)"]
-        if ranges { headers["Accept-Ranges"] = "bytes" }
-        if let mtime {
-            headers["ETag"] = "\"\(size)-\(mtime)\""
-            headers["Last-Modified"] = HTTPDate.format(Date(timeIntervalSince1970: TimeInterval(mtime)))
-        }
-        return headers
     }
 
     // MARK: Failures

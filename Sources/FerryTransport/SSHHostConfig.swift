@@ -13,6 +13,8 @@ struct SSHHost: Sendable, Equatable {
     var user: String?
     /// In the config's order; only those that exist are offered.
     var identityFiles: [String]
+    /// The ciphers allowed, in the order of preference (the config's, else OpenSSH's own).
+    var ciphers: [String]?
 
     /// `ssh -G`'s lines (`key value`, keys in lower case).
     init?(resolved text: String) {
@@ -20,6 +22,7 @@ struct SSHHost: Sendable, Equatable {
         var port: Int?
         var user: String?
         var identities: [String] = []
+        var ciphers: [String]?
         for line in text.split(whereSeparator: \.isNewline) {
             let parts = line.split(separator: " ", maxSplits: 1)
             guard parts.count == 2 else { continue }
@@ -29,6 +32,7 @@ struct SSHHost: Sendable, Equatable {
             case "port": port = Int(value)
             case "user": user = value
             case "identityfile": identities.append(value)
+            case "ciphers": ciphers = value.split(separator: ",").map(String.init)
             default: break
             }
         }
@@ -37,6 +41,7 @@ struct SSHHost: Sendable, Equatable {
         self.port = port
         self.user = user
         self.identityFiles = identities
+        self.ciphers = ciphers
     }
 }
 

@@ -12,19 +12,16 @@ import FoundationNetworking
 final class SSHPart: FileProtocolPart {
     private let scheme: TransferScheme
     private let url: URL
-    private let settings: SSHSettings
-    private let netrcLogin: (user: String, password: String)?
-    /// The host as the user's ssh config has it (an alias's name, port, user, keys); nil: as written.
-    private let resolved: SSHHost?
+    private let who: SSHLogin
+    private var settings: SSHSettings { who.settings }
+    private var resolved: SSHHost? { who.resolved }
     /// What libcurl's host-key check found (its callback writes it: it stays where it is).
     private let hostKey = UnsafeMutablePointer<ferry_host_key>.allocate(capacity: 1)
 
     init(url: URL, settings: SSHSettings, netrc: (user: String, password: String)?) {
         scheme = TransferScheme(url) ?? .sftp
         self.url = url
-        self.settings = settings
-        netrcLogin = netrc
-        resolved = settings.config.flatMap { config in url.host.flatMap { SSHHostConfig.shared.resolve($0, config: config) } }
+        who = SSHLogin(url: url, settings: settings, netrc: netrc)
         hostKey.initialize(to: ferry_host_key())
     }
 
@@ -58,12 +55,12 @@ final class SSHPart: FileProtocolPart {
         // An SSH server is reached directly (libcurl would take an http proxy from the environment for it).
         set(FERRY_CURLOPT_PROXY, "")
         _ = ferry_curl_easy_check_host_key(easy, settings.knownHosts, hostKey)
-        if url.user == nil { set(FERRY_CURLOPT_USERNAME, login) }
-        if url.password == nil, let netrcLogin { set(FERRY_CURLOPT_PASSWORD, netrcLogin.password) }
+        if url.user == nil { set(FERRY_CURLOPT_USERNAME, who.login) }
+        if url.password == nil, let netrc = who.netrc { set(FERRY_CURLOPT_PASSWORD, netrc.password) }
         var methods = FERRY_CURLSSH_AUTH_PUBLICKEY | FERRY_CURLSSH_AUTH_PASSWORD | FERRY_CURLSSH_AUTH_KEYBOARD
         if settings.agent { methods |= FERRY_CURLSSH_AUTH_AGENT }
         set(FERRY_CURLOPT_SSH_AUTH_TYPES, methods)
-        if let key = identityFile { set(FERRY_CURLOPT_SSH_PRIVATE_KEYFILE, key) }
+        if let key = who.identityFile { set(FERRY_CURLOPT_SSH_PRIVATE_KEYFILE, key) }
     }
 
     // MARK: The host
@@ -78,18 +75,8 @@ final class SSHPart: FileProtocolPart {
         return parts.url?.absoluteString
     }
 
-    /// The host and port connected to (known_hosts names them so).
-    private var connectHost: String { resolved?.hostname ?? url.host ?? "" }
-    private var connectPort: Int? { url.port ?? resolved?.port }
-
-    /// The login name: the URL's, the .netrc's for the host, the config's, the local user's.
-    private var login: String { url.user ?? netrcLogin?.user ?? resolved?.user ?? settings.user }
-
-    /// The key file offered: the config's first that exists, else the first of the usual ones.
-    private var identityFile: String? {
-        let configured = (resolved?.identityFiles ?? []).map(settings.expanded)
-        return configured.first { FileManager.default.isReadableFile(atPath: $0) } ?? settings.identityFile
-    }
+    private var connectHost: String { who.connectHost }
+    private var connectPort: Int? { who.connectPort }
 
     // MARK: Failures
 
@@ -98,23 +85,11 @@ final class SSHPart: FileProtocolPart {
     func describe(_ result: Int, detail: String, ask: FileWire.Ask) -> (URLError.Code, FailureKind, String)? {
         switch result {
         case FERRY_CURLE_PEER_FAILED_VERIFICATION where hostKey.pointee.match == 1:
-            return (.serverCertificateUntrusted, .hostKeyChanged,
-                    "THE HOST KEY OF \(host) HAS CHANGED: it is now \(fingerprint), not the key \(settings.knownHosts) has for it. "
-                        + "Someone may be intercepting the connection, or the host's key was replaced. Nothing was sent. "
-                        + "Only if you know why it changed, remove the old key (ssh-keygen -R \(knownHostsName)) and check the new one")
+            return who.hostKeyChanged(fingerprint)
         case FERRY_CURLE_PEER_FAILED_VERIFICATION where hostKey.pointee.match == 2:
-            return (.serverCertificateUntrusted, .hostKeyUnknown,
-                    "the host key of \(host) is not known (\(fingerprint)); nothing was sent. If that is the server's key "
-                        + "(ssh-keyscan\(portOption) \(connectHost) | ssh-keygen -lf - shows it), add it to \(settings.knownHosts): "
-                        + "ssh-keyscan\(portOption) \(connectHost) >> \(settings.knownHosts)")
-        case FERRY_CURLE_LOGIN_DENIED where identityFile.map(SSHSettings.needsPassphrase) == true:
-            let key = identityFile ?? ""
-            return (.userAuthenticationRequired, .loginRefused,
-                    "\(host) refused the login of \(login): the key \(key) needs its passphrase, which ferry does not ask for; "
-                        + "add it to an ssh-agent (ssh-add \(key)) and run ferry where SSH_AUTH_SOCK reaches that agent (tried: \(methodsTried))")
+            return who.hostKeyUnknown(fingerprint)
         case FERRY_CURLE_LOGIN_DENIED:
-            return (.userAuthenticationRequired, .loginRefused,
-                    "\(host) refused the login of \(login) (tried: \(methodsTried)): \(detail)")
+            return who.loginRefused(detail)
         case FERRY_CURLE_SSH where detail.contains("establishing ssh session") || detail.contains("Failure establishing"):
             // The SSH handshake broke off (a server at its MaxStartups drops new connections): worth another try.
             return (.networkConnectionLost, .connectionLost, "the SSH session with \(host) could not be set up: \(detail)")
@@ -132,32 +107,9 @@ final class SSHPart: FileProtocolPart {
     /// `ED25519 key SHA256:...`, as ssh shows a host key.
     private var fingerprint: String {
         let key = hostKey.pointee
-        let type: String
-        switch key.type {
-        case 2: type = "RSA"
-        case 3: type = "DSA"
-        case 4: type = "ECDSA"
-        case 5: type = "ED25519"
-        default: type = "its"
-        }
-        guard key.length > 0 else { return "\(type) key" }
+        guard key.length > 0 else { return SSHLogin.fingerprint(type: "\(key.type)", sha256: "") }
         let blob = withUnsafeBytes(of: key.blob) { Data($0.prefix(key.length)) }
         let base64 = Data(SHA256.hash(data: blob)).base64EncodedString().replacingOccurrences(of: "=", with: "")
-        return "\(type) key SHA256:\(base64)"
-    }
-
-    /// The host as known_hosts names it (`[host]:port` off port 22).
-    private var knownHostsName: String {
-        connectPort.map { $0 == 22 ? connectHost : "[\(connectHost)]:\($0)" } ?? connectHost
-    }
-
-    private var portOption: String { connectPort.map { $0 == 22 ? "" : " -p \($0)" } ?? "" }
-
-    private var methodsTried: String {
-        var tried: [String] = []
-        if settings.agent { tried.append("ssh-agent") }
-        tried.append(identityFile.map { "key \($0)" } ?? "no key file (none of \(settings.identityFiles.joined(separator: ", ")))")
-        tried.append(url.password != nil ? "the URL's password" : netrcLogin != nil ? "the .netrc password" : "no password")
-        return tried.joined(separator: ", ")
+        return SSHLogin.fingerprint(type: "\(key.type)", sha256: "SHA256:\(base64)")
     }
 }

@@ -109,6 +109,24 @@ public final class TestSSHServer: @unchecked Sendable {
     }
 
     /// The URL of `relativePath` under the server's directory (each component percent-encoded).
+    /// Ends every connection the server has (its per-connection processes), as a server restarting or timing out
+    /// idle clients does; the server itself keeps listening. Returns how many it ended.
+    @discardableResult
+    public func dropConnections() -> Int {
+        let parent = process.processIdentifier
+        var ended = 0
+        for entry in (try? FileManager.default.contentsOfDirectory(atPath: "/proc")) ?? [] {
+            guard let pid = Int32(entry), let stat = try? String(contentsOfFile: "/proc/\(entry)/stat", encoding: .utf8),
+                  let close = stat.lastIndex(of: ")") else { continue }
+            // pid (comm) state ppid ...
+            let fields = stat[stat.index(after: close)...].split(separator: " ")
+            guard fields.count > 1, Int32(fields[1]) == parent else { continue }
+            kill(pid, SIGTERM)
+            ended += 1
+        }
+        return ended
+    }
+
     public func url(_ relativePath: String, scheme: String = "sftp", user: String? = nil) -> URL {
         let path = (directory + "/" + relativePath).split(separator: "/").map {
             String($0).addingPercentEncoding(withAllowedCharacters: .urlPathAllowed.subtracting(CharacterSet(charactersIn: "/"))) ?? String($0)
@@ -211,7 +229,15 @@ public final class TestSSHServer: @unchecked Sendable {
             guard agent.isRunning else { break }
             usleep(10_000)
         }
-        try Self.run("/usr/bin/ssh-add", ["-q", userKey], environment: ["SSH_AUTH_SOCK": socket])
+        // The socket is there once bound, and refuses a connection until the agent listens on it: asked again.
+        for attempt in 0..<100 {
+            do {
+                try Self.run("/usr/bin/ssh-add", ["-q", userKey], environment: ["SSH_AUTH_SOCK": socket])
+                break
+            } catch where attempt < 99 && agent.isRunning {
+                usleep(20_000)
+            }
+        }
         return socket
     }
 }

@@ -60,6 +60,9 @@ int ferry_curl_multi_add_handle(void *multi, void *easy);
 int ferry_curl_multi_remove_handle(void *multi, void *easy);
 int ferry_curl_multi_perform(void *multi, int *running);
 int ferry_curl_multi_poll(void *multi, int timeout_ms, int *numfds);
+/* libcurl's struct curl_waitfd: a descriptor of our own to wait on beside libcurl's (an sftp connection's). */
+struct ferry_waitfd { int fd; short events; short revents; };
+int ferry_curl_multi_poll_fds(void *multi, struct ferry_waitfd *fds, unsigned int count, int timeout_ms, int *numfds);
 int ferry_curl_multi_wakeup(void *multi);
 /// The next finished transfer: its easy handle (NULL when there is none) and its CURLcode.
 void *ferry_curl_multi_next_done(void *multi, int *result);

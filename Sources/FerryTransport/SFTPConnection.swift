@@ -1,0 +1,537 @@
+import FerryModel
+import Foundation
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// One OpenSSH client (`ssh -s HOST sftp`) and the SFTP conversation over its standard input and output, as lftp
+/// and sshfs speak it: ssh makes the connection, checks the host key against known_hosts (never adding to it),
+/// logs in (agent, keys, a password through askpass) and encrypts with OpenSSH's ciphers, reading the user's ssh
+/// config as `ssh HOST` does; ferry speaks SFTP (SFTPPacket) over a socket pair, without blocking, on the
+/// transport's thread. What ssh says on its standard error (`-v`: the host key it was shown, why it gave up) is
+/// how its failures are told in ferry's words. Transport thread only.
+final class SFTPConnection {
+    enum State: Equatable {
+        /// ssh is connecting and logging in; the server has not said its SFTP version yet.
+        case starting
+        case ready
+        /// ssh ended or was closed: nothing more is sent or answered.
+        case ended
+    }
+
+    /// What makes two connections interchangeable: ssh's arguments and the password offered.
+    let key: String
+    private(set) var state = State.starting
+    /// Why it ended before it was closed (a failure in ferry's words); nil while it runs or after a close.
+    private(set) var failure: (URLError.Code, FailureKind, String)?
+    /// The server's host key as ssh was shown it and checked it (`ED25519 key SHA256:...`).
+    private(set) var peer: String?
+    /// Told when the connection is ready or has ended (the transfer using it, or none).
+    var onChange: (() -> Void)?
+    /// When it last went back to the pool unused (transport thread's monotonic seconds).
+    var idleSince: TimeInterval = 0
+
+    private let login: SSHLogin
+    private var pid: pid_t = 0
+    /// Our end of the socket pair that is ssh's standard input and output; its standard error's pipe.
+    private var channel: Int32 = -1
+    private var errors: Int32 = -1
+    private var outgoing: [Data] = []
+    private var outgoingOffset = 0
+    private var incoming = Data()
+    private var incomingStart = 0
+    /// What ssh said on its standard error, line by line (the last 64 lines kept).
+    private var errorText = Data()
+    private var said: [String] = []
+    private var nextID: UInt32 = 1
+    private var replies: [UInt32: (SFTPPacket.Reply) -> Void] = [:]
+    /// The askpass script's directory while ssh may ask for the password.
+    private var askpassDirectory: String?
+
+    /// Replies received (a transfer tells by it whether anything of its own was answered).
+    private(set) var answers = 0
+
+    /// Requests sent and not answered.
+    var unanswered: Int { replies.count }
+
+    /// What is still on its way is answered to no one (its transfer stopped part way).
+    func abandonReplies() {
+        for id in replies.keys { replies[id] = { _ in } }
+    }
+
+    init(login: SSHLogin, key: String, arguments: [String], password: String?) {
+        self.login = login
+        self.key = key
+        start(arguments, password: password)
+    }
+
+    deinit {
+        close()
+        readBuffer.deallocate()
+    }
+
+    /// ssh's arguments for `login` (the key of a connection), with `idleTimeout` as its connect timeout.
+    static func arguments(_ login: SSHLogin, idleTimeout: TimeInterval) -> [String] {
+        let settings = login.settings
+        var arguments = [SSHHostConfig.ssh, "-v", "-T", "-x", "-a", "-k"]
+        let config = settings.config.flatMap { FileManager.default.isReadableFile(atPath: $0) ? $0 : nil } ?? "/dev/null"
+        func option(_ text: String) { arguments += ["-o", text] }
+        arguments += ["-F", config]
+        option("UserKnownHostsFile=\(settings.knownHosts)")
+        option("StrictHostKeyChecking=yes")
+        option("UpdateHostKeys=no")
+        option("CheckHostIP=no")
+        option("ControlMaster=no")
+        option("ControlPath=none")
+        option("ClearAllForwardings=yes")
+        option("ConnectTimeout=\(max(1, Int(idleTimeout.rounded(.up))))")
+        option("ServerAliveInterval=15")
+        if let ciphers = Self.preferredCiphers(login.resolved?.ciphers) { option("Ciphers=\(ciphers)") }
+        if login.password != nil {
+            // The password goes to ssh through askpass (never on a command line, never in a file): one try.
+            option("BatchMode=no")
+            option("NumberOfPasswordPrompts=1")
+        } else {
+            option("BatchMode=yes")
+        }
+        if !settings.agent { option("IdentityAgent=none") }
+        if let key = login.identityFile { option("IdentityFile=\(key)") }
+        arguments += ["-l", login.login]
+        if let port = login.url.port { arguments += ["-p", "\(port)"] }
+        arguments += ["-s", "--", login.url.host ?? "", "sftp"]
+        return arguments
+    }
+
+    /// AES-GCM first where the processor has AES instructions, as Go's ssh (rclone) chooses: OpenSSH puts
+    /// chacha20-poly1305 first, and on such a processor a gigabyte over it took 1.3 times as long (bench-sftp,
+    /// docs/ssh.md). Only among the ciphers the user's config allows (`configured`, in its order otherwise);
+    /// without a config, OpenSSH's own list with the two put first. Nil: ssh's choice stands.
+    static func preferredCiphers(_ configured: [String]?, aes: Bool = hasAESInstructions) -> String? {
+        guard aes else { return nil }
+        let gcm = ["aes128-gcm@openssh.com", "aes256-gcm@openssh.com"]
+        guard let configured else { return "^" + gcm.joined(separator: ",") }
+        let first = gcm.filter(configured.contains)
+        guard !first.isEmpty, configured.first.map(first.contains) == false else { return nil }
+        return (first + configured.filter { !first.contains($0) }).joined(separator: ",")
+    }
+
+    /// The processor has AES instructions (`aes` among /proc/cpuinfo's flags or features).
+    static let hasAESInstructions: Bool = {
+        guard let text = try? String(contentsOfFile: "/proc/cpuinfo", encoding: .utf8) else { return false }
+        return text.split(whereSeparator: \.isNewline).contains { line in
+            (line.hasPrefix("flags") || line.hasPrefix("Features")) && line.split(separator: " ").contains("aes")
+        }
+    }()
+
+    private func start(_ arguments: [String], password: String?) {
+        guard FileManager.default.isExecutableFile(atPath: SSHHostConfig.ssh) else {
+            end((.cannotConnectToHost, .noConnection, "sftp needs OpenSSH's client, \(SSHHostConfig.ssh): apt-get install openssh-client"))
+            return
+        }
+        var pair: [Int32] = [0, 0]
+        var errorPipe: [Int32] = [0, 0]
+        guard socketpair(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0, &pair) == 0 else {
+            end((.cannotConnectToHost, .noConnection, "cannot start ssh: \(String(cString: strerror(errno)))"))
+            return
+        }
+        guard pipe(&errorPipe) == 0 else {
+            Glibc.close(pair[0]); Glibc.close(pair[1])
+            end((.cannotConnectToHost, .noConnection, "cannot start ssh: \(String(cString: strerror(errno)))"))
+            return
+        }
+        for fd in errorPipe { _ = fcntl(fd, F_SETFD, FD_CLOEXEC) }
+        var size: Int32 = 1 << 20
+        for fd in pair {
+            setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &size, socklen_t(MemoryLayout<Int32>.size))
+            setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &size, socklen_t(MemoryLayout<Int32>.size))
+        }
+        var environment = ProcessInfo.processInfo.environment
+        if let password, let script = Self.askpass(&askpassDirectory) {
+            environment["SSH_ASKPASS"] = script
+            environment["SSH_ASKPASS_REQUIRE"] = "force"
+            environment[Self.passwordVariable] = password
+        } else {
+            environment["SSH_ASKPASS_REQUIRE"] = "never"
+        }
+        do throws(Spawn.Failure) {
+            pid = try Spawn.start(arguments, environment: environment,
+                                  streams: [.descriptor(pair[1]), .descriptor(pair[1]), .descriptor(errorPipe[1])])
+        } catch {
+            Glibc.close(pair[0]); Glibc.close(pair[1]); Glibc.close(errorPipe[0]); Glibc.close(errorPipe[1])
+            end((.cannotConnectToHost, .noConnection, "cannot start ssh: \(error)"))
+            return
+        }
+        Glibc.close(pair[1])
+        Glibc.close(errorPipe[1])
+        channel = pair[0]
+        errors = errorPipe[0]
+        _ = fcntl(channel, F_SETFL, fcntl(channel, F_GETFL) | O_NONBLOCK)
+        _ = fcntl(errors, F_SETFL, fcntl(errors, F_GETFL) | O_NONBLOCK)
+        queue(SFTPPacket.hello)
+    }
+
+    // MARK: Requests
+
+    /// Sends a request; `reply` is called with the server's answer (not if the connection ends first).
+    func send(_ kind: SFTPPacket.Kind, _ fields: (inout SFTPPacket.Writer) -> Void = { _ in },
+              reply: @escaping (SFTPPacket.Reply) -> Void) {
+        let id = takeID()
+        replies[id] = reply
+        queue(SFTPPacket.request(kind, id: id, fields))
+    }
+
+    /// Sends a WRITE of `data` at `offset` of the open file `handle`.
+    func write(handle: Data, offset: Int64, data: Data, reply: @escaping (SFTPPacket.Reply) -> Void) {
+        let id = takeID()
+        replies[id] = reply
+        queue(SFTPPacket.writeHead(id: id, handle: handle, offset: offset, count: data.count))
+        queue(data)
+    }
+
+    private func takeID() -> UInt32 {
+        defer { nextID &+= 1 }
+        return nextID
+    }
+
+    /// Bytes queued for ssh and not written yet.
+    var unsent: Int { outgoing.reduce(0) { $0 + $1.count } - outgoingOffset }
+
+    private func queue(_ data: Data) {
+        guard state != .ended else { return }
+        outgoing.append(data)
+    }
+
+    // MARK: I/O (transport thread)
+
+    /// The descriptors to wait on, and for what.
+    var descriptors: [(fd: Int32, events: Int16)] {
+        guard state != .ended else { return [] }
+        var list: [(Int32, Int16)] = [(channel, Int16(POLLIN) | (outgoing.isEmpty ? 0 : Int16(POLLOUT)))]
+        if errors >= 0 { list.append((errors, Int16(POLLIN))) }
+        return list
+    }
+
+    /// Reads what ssh said and answered, hands each answer to its request's `reply`, and writes what is queued.
+    func service() {
+        guard state != .ended else { return }
+        readErrors()
+        readReplies()
+        guard state != .ended else { return }
+        writeQueued()
+    }
+
+    private func readErrors() {
+        guard errors >= 0 else { return }
+        var buffer = [UInt8](repeating: 0, count: 16 << 10)
+        while true {
+            let n = read(errors, &buffer, buffer.count)
+            if n > 0 {
+                errorText.append(contentsOf: buffer[0..<n])
+                takeErrorLines()
+            } else if n == 0 {
+                Glibc.close(errors)
+                errors = -1
+                return
+            } else {
+                if errno == EINTR { continue }
+                return
+            }
+        }
+    }
+
+    private func takeErrorLines() {
+        while let newline = errorText.firstIndex(of: UInt8(ascii: "\n")) {
+            let line = String(decoding: errorText[errorText.startIndex..<newline], as: UTF8.self)
+                .trimmingCharacters(in: .whitespacesAndNewlines)
+            errorText.removeSubrange(errorText.startIndex...newline)
+            // debug1: Server host key: ssh-ed25519 SHA256:...
+            if line.hasPrefix("debug1: Server host key: ") {
+                let parts = line.dropFirst("debug1: Server host key: ".count).split(separator: " ")
+                if parts.count >= 2 { peer = SSHLogin.fingerprint(type: String(parts[0]), sha256: String(parts[1])) }
+            }
+            said.append(line)
+            if said.count > 64 { said.removeFirst(said.count - 64) }
+        }
+        // A line that never ends is not kept whole.
+        if errorText.count > 64 << 10 { errorText.removeAll() }
+    }
+
+    private func readReplies() {
+        let buffer = readBuffer
+        while true {
+            let n = recv(channel, buffer, Self.readSize, 0)
+            if n > 0 {
+                incoming.append(buffer.assumingMemoryBound(to: UInt8.self), count: n)
+                if !dispatch() { return }
+                continue
+            }
+            if n == 0 {
+                ended()
+                return
+            }
+            if errno == EINTR { continue }
+            if errno != EAGAIN && errno != EWOULDBLOCK { ended() }
+            return
+        }
+    }
+
+    /// What one read off the socket takes at most, and where it goes first.
+    private static let readSize = 128 << 10
+    private lazy var readBuffer = UnsafeMutableRawPointer.allocate(byteCount: Self.readSize, alignment: 16)
+
+    /// Hands on each whole packet received; false when the connection ended over one that makes no sense.
+    private func dispatch() -> Bool {
+        while true {
+            let parsed: (kind: UInt8, id: UInt32?, reply: SFTPPacket.Reply?, next: Int)?
+            do throws(SFTPProtocolError) {
+                parsed = try SFTPPacket.parse(incoming, from: incomingStart)
+            } catch {
+                let host = hostDescription(login.url)
+                close()
+                end((.badServerResponse, .protocol, "\(host) does not speak SFTP as ferry does: \(error.message)"))
+                return false
+            }
+            guard let parsed else { break }
+            incomingStart = parsed.next
+            answers += 1
+            if parsed.kind == SFTPPacket.Kind.version.rawValue {
+                if state == .starting {
+                    state = .ready
+                    removeAskpass()
+                    onChange?()
+                }
+            } else if let id = parsed.id, let reply = parsed.reply, let handler = replies.removeValue(forKey: id) {
+                handler(reply)
+            }
+            if state == .ended { return false }
+        }
+        if incomingStart == incoming.count {
+            incoming.removeAll(keepingCapacity: true)
+            incomingStart = 0
+        } else if incomingStart > 256 << 10 {
+            incoming.removeSubrange(0..<incomingStart)
+            incomingStart = 0
+        }
+        return true
+    }
+
+    private func writeQueued() {
+        while let first = outgoing.first {
+            let n = first.withUnsafeBytes { bytes in
+                Glibc.send(channel, bytes.baseAddress! + outgoingOffset, bytes.count - outgoingOffset, Int32(MSG_NOSIGNAL))
+            }
+            if n > 0 {
+                outgoingOffset += n
+                if outgoingOffset == first.count {
+                    outgoing.removeFirst()
+                    outgoingOffset = 0
+                }
+                continue
+            }
+            if n < 0 && errno == EINTR { continue }
+            if n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK) { return }
+            ended()
+            return
+        }
+    }
+
+    // MARK: Its end
+
+    /// ssh ended (its output closed): why, from what it said.
+    private func ended() {
+        guard state != .ended else { return }
+        readErrors()
+        if !errorText.isEmpty {
+            errorText.append(UInt8(ascii: "\n"))
+            takeErrorLines()
+        }
+        let wasReady = state == .ready
+        closeDescriptors()
+        end(wasReady ? lost() : refusal())
+    }
+
+    private func end(_ failure: (URLError.Code, FailureKind, String)) {
+        state = .ended
+        self.failure = failure
+        replies.removeAll()
+        outgoing.removeAll()
+        removeAskpass()
+        onChange?()
+    }
+
+    /// Ends it from our side (done with it, or cancelled): ssh sees its input end and goes.
+    func close() {
+        guard state != .ended else { return }
+        state = .ended
+        replies.removeAll()
+        outgoing.removeAll()
+        closeDescriptors()
+        removeAskpass()
+    }
+
+    private func closeDescriptors() {
+        if channel >= 0 { Glibc.close(channel) }
+        if errors >= 0 { Glibc.close(errors) }
+        channel = -1
+        errors = -1
+        if pid > 0 {
+            // It ends on its closed input; a hung one is killed. Reaped without blocking (reapEnded).
+            kill(pid, SIGTERM)
+            Self.ending.append(pid)
+            pid = 0
+        }
+    }
+
+    /// ssh processes closed and not reaped yet (transport thread).
+    nonisolated(unsafe) private static var ending: [pid_t] = []
+
+    /// Reaps the ssh processes that have ended (called every round of the transport's loop).
+    static func reapEnded() {
+        guard !ending.isEmpty else { return }
+        ending.removeAll { pid in
+            var status: Int32 = 0
+            let done = waitpid(pid, &status, WNOHANG)
+            return done == pid || (done == -1 && errno == ECHILD)
+        }
+    }
+
+    /// Why ssh gave up before SFTP began, in ferry's words.
+    private func refusal() -> (URLError.Code, FailureKind, String) {
+        let host = hostDescription(login.url)
+        let fingerprint = peer ?? "its key"
+        if said.contains(where: { $0.contains("REMOTE HOST IDENTIFICATION HAS CHANGED") || $0.contains("has changed and you have requested strict checking") }) {
+            return login.hostKeyChanged(fingerprint)
+        }
+        if said.contains(where: { $0.contains("host key is known for") || $0.contains("Host key verification failed") }) {
+            return login.hostKeyUnknown(fingerprint)
+        }
+        if let denied = said.last(where: { $0.contains("Permission denied (") }) {
+            return login.loginRefused(Self.words(denied))
+        }
+        let last = said.last { !$0.hasPrefix("debug") && !$0.hasPrefix("OpenSSH_") && !$0.hasPrefix("Transferred:") } ?? "ssh ended"
+        if last.contains("Connection refused") {
+            return (.cannotConnectToHost, .refused, "cannot connect to \(host) (connection refused)")
+        }
+        if last.contains("Could not resolve hostname") {
+            return (.cannotFindHost, .noSuchHost, "cannot resolve host name \(login.connectHost) (DNS): \(Self.words(last))")
+        }
+        if last.contains("timed out") {
+            return (.timedOut, .timedOut, "timed out connecting to \(host): \(Self.words(last))")
+        }
+        if last.contains("subsystem request failed") {
+            return (.cannotConnectToHost, .protocol, "\(host) has no sftp service (its sshd has no sftp subsystem)")
+        }
+        return (.networkConnectionLost, .connectionLost, "the SSH session with \(host) could not be set up: \(Self.words(last))")
+    }
+
+    /// Why a connection that was under way ended.
+    private func lost() -> (URLError.Code, FailureKind, String) {
+        let last = said.last { !$0.hasPrefix("debug") && !$0.hasPrefix("Transferred:") }
+        return (.networkConnectionLost, .connectionLost,
+                "the SSH session with \(hostDescription(login.url)) ended" + (last.map { ": \(Self.words($0))" } ?? ""))
+    }
+
+    /// A line of ssh's, safe for a terminal.
+    private static func words(_ line: String) -> String {
+        TerminalSafe.sanitize(String(line.prefix(300)))
+    }
+
+    // MARK: The password
+
+    static let passwordVariable = "FERRY_SSH_PASSWORD"
+
+    /// A script ssh runs for the password (`SSH_ASKPASS`): it says the variable ssh was started with, for a
+    /// password prompt only (a key's passphrase is never answered with it). In a directory of its own, made for
+    /// one connection and removed once the login is over.
+    private static func askpass(_ directory: inout String?) -> String? {
+        var template = Array((NSTemporaryDirectory() + "/ferry-askpass-XXXXXX").utf8CString)
+        guard let made = mkdtemp(&template) else { return nil }
+        let path = String(cString: made)
+        let script = path + "/askpass"
+        let text = "#!/bin/sh\ncase \"$1\" in *assword*) printf '%s\\n' \"$\(passwordVariable)\" ;; *) exit 1 ;; esac\n"
+        guard FileManager.default.createFile(atPath: script, contents: Data(text.utf8), attributes: [.posixPermissions: 0o700]) else {
+            try? FileManager.default.removeItem(atPath: path)
+            return nil
+        }
+        directory = path
+        return script
+    }
+
+    private func removeAskpass() {
+        guard let askpassDirectory else { return }
+        try? FileManager.default.removeItem(atPath: askpassDirectory)
+        self.askpassDirectory = nil
+    }
+}
+
+/// The SFTP connections of the transport: each carries one transfer at a time; one whose transfer ended cleanly
+/// waits here for the next transfer with the same login (a thousand small files over one ssh login, not a
+/// thousand), and is closed after a minute unused. Transport thread only.
+final class SFTPConnections {
+    private var all: [SFTPConnection] = []
+    private var idle: [String: [SFTPConnection]] = [:]
+    /// Back from a transfer that stopped part way, until what it still had on its way is answered.
+    private var settling: [SFTPConnection] = []
+    static let idleLimit: TimeInterval = 60
+
+    /// A connection for `login`: one waiting unused, else a new one.
+    func take(_ login: SSHLogin, idleTimeout: TimeInterval) -> SFTPConnection {
+        let arguments = SFTPConnection.arguments(login, idleTimeout: idleTimeout)
+        let key = arguments.joined(separator: "\u{0}") + "\u{0}" + (login.password ?? "")
+        if var waiting = idle[key], let found = waiting.popLast() {
+            idle[key] = waiting.isEmpty ? nil : waiting
+            if found.state == .ready { return found }
+        }
+        let made = SFTPConnection(login: login, key: key, arguments: arguments, password: login.password)
+        all.append(made)
+        return made
+    }
+
+    /// Back from a transfer that ended cleanly (nothing but its file's CLOSE may be unanswered): kept for the next
+    /// one while it is ready, else closed.
+    func giveBack(_ connection: SFTPConnection, now: TimeInterval) {
+        connection.onChange = nil
+        guard connection.state == .ready else {
+            connection.close()
+            return
+        }
+        connection.idleSince = now
+        idle[connection.key, default: []].append(connection)
+    }
+
+    /// Back from a transfer that stopped part way (paused, cancelled, refused by the server): what it still has on
+    /// its way is answered to no one, and once all of it is, it waits for the next transfer as `giveBack` keeps one.
+    func settle(_ connection: SFTPConnection, now: TimeInterval) {
+        connection.onChange = nil
+        connection.abandonReplies()
+        guard connection.state == .ready else {
+            connection.close()
+            return
+        }
+        connection.idleSince = now
+        settling.append(connection)
+    }
+
+    var descriptors: [(fd: Int32, events: Int16)] { all.flatMap(\.descriptors) }
+    var isEmpty: Bool { all.isEmpty }
+
+    /// A round of I/O for every connection; those ended or unused too long are let go.
+    func service(now: TimeInterval) {
+        for connection in all { connection.service() }
+        let settled = settling.filter { $0.state != .ready || $0.unanswered == 0 || now - $0.idleSince > Self.idleLimit }
+        settling.removeAll { connection in settled.contains { $0 === connection } }
+        for connection in settled {
+            if connection.unanswered == 0 { giveBack(connection, now: now) } else { connection.close() }
+        }
+        for (key, waiting) in idle {
+            for connection in waiting where now - connection.idleSince > Self.idleLimit { connection.close() }
+            let left = waiting.filter { $0.state == .ready }
+            idle[key] = left.isEmpty ? nil : left
+        }
+        all.removeAll { $0.state == .ended }
+        SFTPConnection.reapEnded()
+    }
+}

@@ -1,0 +1,94 @@
+import Foundation
+@testable import FerryTransport
+import Testing
+
+/// SFTP version 3 as ferry frames and reads it (SFTPPacket): what the bytes on the wire are, and what a reply
+/// that arrives in pieces, or makes no sense, comes to. The conversation itself is tested against OpenSSH's
+/// sftp-server (SFTPTests).
+@Suite struct SFTPPacketTests {
+    /// A reply as a server frames it: length, kind, id, then `payload`.
+    func reply(_ kind: SFTPPacket.Kind, id: UInt32, _ payload: [UInt8]) -> Data {
+        var body: [UInt8] = [kind.rawValue] + be32(id) + payload
+        body = be32(UInt32(body.count)) + body
+        return Data(body)
+    }
+
+    func be32(_ value: UInt32) -> [UInt8] { withUnsafeBytes(of: value.bigEndian) { Array($0) } }
+    func be64(_ value: UInt64) -> [UInt8] { withUnsafeBytes(of: value.bigEndian) { Array($0) } }
+    func string(_ text: String) -> [UInt8] { be32(UInt32(text.utf8.count)) + Array(text.utf8) }
+
+    @Test func aRequestIsFramedAsTheDraftSays() {
+        let packet = SFTPPacket.request(.read, id: 7) { $0.string(Data([1, 2])); $0.uint64(5); $0.uint32(100) }
+        // length 1 + 4 + (4 + 2) + 8 + 4 = 23, kind 5 (READ), id 7
+        var read: [UInt8] = be32(23) + [5] + be32(7)
+        read += be32(2) + [1, 2]
+        read += be64(5) + be32(100)
+        #expect(Array(packet) == read)
+        #expect(Array(SFTPPacket.hello) == be32(5) + [1] + be32(3))
+        // A WRITE's head says the length of the data that follows it.
+        let head = SFTPPacket.writeHead(id: 9, handle: Data([4]), offset: 1 << 33, count: 1000)
+        var expected: [UInt8] = be32(1 + 4 + 5 + 8 + 4 + 1000) + [6]
+        expected += be32(9) + be32(1) + [4]
+        expected += be64(1 << 33) + be32(1000)
+        #expect(Array(head) == expected)
+    }
+
+    @Test func aReplyThatHasNotAllArrivedWaitsAndTwoInOneReadAreBothRead() throws {
+        let data = reply(.data, id: 3, string("hello"))
+        let status = reply(.status, id: 4, be32(1) + string("End of file") + string(""))
+        let both = data + status
+        for cut in 0..<data.count {
+            #expect(try SFTPPacket.parse(both.prefix(cut), from: 0) == nil, "\(cut) bytes are not a packet yet")
+        }
+        let first = try #require(try SFTPPacket.parse(both, from: 0))
+        #expect(first.id == 3 && first.next == data.count)
+        guard case let .data(bytes)? = first.reply else { Issue.record("\(String(describing: first.reply))"); return }
+        #expect(bytes == Data("hello".utf8))
+        let second = try #require(try SFTPPacket.parse(both, from: first.next))
+        guard case let .status(code, raw, message)? = second.reply else { Issue.record("\(String(describing: second.reply))"); return }
+        #expect(code == .eof && raw == 1 && message == "End of file" && second.next == both.count)
+    }
+
+    @Test func attributesAndADirectorysNamesAreRead() throws {
+        // size, permissions (a directory) and times, as OpenSSH's server sends them.
+        let attributes = be32(0x1 | 0x4 | 0x8) + be64(4096) + be32(0o040755) + be32(1_700_000_000) + be32(1_700_000_123)
+        let name = reply(.name, id: 1, be32(1) + string("sub dir") + string("drwxr-xr-x 2 u g 4096 Nov 14 2023 sub dir") + attributes)
+        let parsed = try #require(try SFTPPacket.parse(name, from: 0))
+        guard case let .name(entries)? = parsed.reply else { Issue.record("\(String(describing: parsed.reply))"); return }
+        #expect(entries.count == 1 && entries[0].filename == "sub dir" && entries[0].longname.hasSuffix(" sub dir"))
+        #expect(entries[0].attributes == SFTPPacket.Attributes(size: 4096, permissions: 0o040755, mtime: 1_700_000_123))
+        #expect(entries[0].attributes.isDirectory)
+        // A file's: size and time only.
+        let file = reply(.attrs, id: 2, be32(0x1 | 0x8) + be64(5) + be32(0) + be32(42))
+        guard case let .attributes(found)? = try SFTPPacket.parse(file, from: 0)?.reply else { Issue.record("no attributes"); return }
+        #expect(found == SFTPPacket.Attributes(size: 5, permissions: nil, mtime: 42) && !found.isDirectory)
+    }
+
+    @Test func aPacketThatMakesNoSenseIsRefusedNotTrusted() {
+        // Longer than any server sends: not waited for (it would hold a gigabyte).
+        #expect(throws: SFTPProtocolError.self) { try SFTPPacket.parse(Data(be32(1 << 30) + [103]), from: 0) }
+        // A string that claims more than its packet holds.
+        let lying = reply(.data, id: 1, be32(1000) + [1, 2, 3])
+        #expect(throws: SFTPProtocolError.self) { try SFTPPacket.parse(lying, from: 0) }
+        // An empty packet.
+        #expect(throws: SFTPProtocolError.self) { try SFTPPacket.parse(Data(be32(0)), from: 0) }
+    }
+}
+
+/// Which cipher ferry asks OpenSSH's client to prefer (SFTPConnection.preferredCiphers).
+@Suite struct SSHCipherPreferenceTests {
+    @Test func aesGCMGoesFirstOnlyWhereTheProcessorHelpsAndTheConfigAllowsIt() {
+        let openssh = ["chacha20-poly1305@openssh.com", "aes128-ctr", "aes192-ctr", "aes256-ctr", "aes128-gcm@openssh.com", "aes256-gcm@openssh.com"]
+        // No config: OpenSSH's list, the two put first.
+        #expect(SFTPConnection.preferredCiphers(nil, aes: true) == "^aes128-gcm@openssh.com,aes256-gcm@openssh.com")
+        // A config's list keeps its ciphers and no others.
+        #expect(SFTPConnection.preferredCiphers(openssh, aes: true)
+                == "aes128-gcm@openssh.com,aes256-gcm@openssh.com,chacha20-poly1305@openssh.com,aes128-ctr,aes192-ctr,aes256-ctr")
+        #expect(SFTPConnection.preferredCiphers(["aes256-ctr", "aes256-gcm@openssh.com"], aes: true) == "aes256-gcm@openssh.com,aes256-ctr")
+        // A config without them, one that already puts one first, or no AES instructions: ssh's choice stands.
+        #expect(SFTPConnection.preferredCiphers(["chacha20-poly1305@openssh.com"], aes: true) == nil)
+        #expect(SFTPConnection.preferredCiphers(["aes128-gcm@openssh.com", "aes128-ctr"], aes: true) == nil)
+        #expect(SFTPConnection.preferredCiphers(openssh, aes: false) == nil)
+        #expect(SFTPConnection.preferredCiphers(nil, aes: false) == nil)
+    }
+}
