@@ -167,6 +167,10 @@ public struct TransferSpec: Sendable, Codable, Equatable {
     /// The netrc file whose login for the URL's host is sent (read by the engine at each attempt); nil: none.
     /// The path only: the secret stays in the user's file, out of the queue's store.
     public var netrcFile: String?
+    /// sftp and scp: the ssh-agent of the shell session that asked (its `SSH_AUTH_SOCK`), offered before the
+    /// engine's own: an engine started from a session that has since ended still logs in with the agent of the
+    /// session that asks now (while its socket is there). A path, not a secret; nil for other schemes.
+    public var sshAgent: String?
 
     /// A tree's file as its walk saw it: a download's (`get -r`) the server's file as its listing described it,
     /// an upload's (`put -r`) the local file. The download's copy is the server's (FileFinisher): it takes the
@@ -347,6 +351,11 @@ public struct OptionChange: Sendable, Codable, Equatable {
 }
 
 extension TransferSpec {
+    /// Keeps `socket` (the asking session's `SSH_AUTH_SOCK`) as the item's ssh-agent when it is an sftp or scp item.
+    public mutating func takeAgent(_ socket: String?) {
+        sshAgent = TransferScheme(url)?.overSSH == true ? socket.flatMap { $0.isEmpty ? nil : $0 } : nil
+    }
+
     /// The options in which this spec (asked now) differs from `old` (the item's), for the same transfer:
     /// what an item asked again takes. Empty when they are the same.
     public func optionChanges(from old: TransferSpec) -> [OptionChange] {
@@ -379,6 +388,8 @@ extension TransferSpec {
         var requests = self
         requests.sha256 = old.sha256
         requests.rateLimit = old.rateLimit
+        // Another session's agent is taken for the next login; a running attempt is logged in already.
+        requests.sshAgent = old.sshAgent
         return requests != old
     }
 }

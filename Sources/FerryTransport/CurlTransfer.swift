@@ -80,7 +80,8 @@ final class CurlTransfer: @unchecked Sendable {
         self.settings = delegate?.transportSettings ?? TransportSettings()
         self.originalURL = request.url
         self.file = FileWire(request: request, settings: settings)
-        courier.drained = { [transport, self] in transport.submit(.unpause(self)) }
+        // Weak: the courier is the transfer's own (a strong capture would keep every finished transfer).
+        courier.drained = { [transport, weak self] in if let self { transport.submit(.unpause(self)) } }
     }
 
     deinit {

@@ -97,7 +97,12 @@ final class SFTPConnection {
         } else {
             option("BatchMode=yes")
         }
-        if !settings.agent { option("IdentityAgent=none") }
+        // The asking session's agent, else the engine's own (its SSH_AUTH_SOCK), else none.
+        if let socket = login.agentSocket {
+            option("IdentityAgent=\"\(socket.replacingOccurrences(of: "%", with: "%%"))\"")
+        } else if !settings.agent {
+            option("IdentityAgent=none")
+        }
         if let key = login.identityFile { option("IdentityFile=\(key)") }
         arguments += ["-l", login.login]
         if let port = login.url.port { arguments += ["-p", "\(port)"] }

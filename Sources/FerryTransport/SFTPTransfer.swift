@@ -71,10 +71,12 @@ final class SFTPTransfer: @unchecked Sendable {
         self.delegate = delegate
         self.transport = transport
         let settings = delegate?.transportSettings ?? TransportSettings()
-        who = SSHLogin(url: file.url, settings: settings.ssh, netrc: file.netrc)
+        who = SSHLogin(url: file.url, settings: settings.ssh, netrc: file.netrc,
+                       askingAgent: request.value(forHTTPHeaderField: TransferScheme.sshAgentHeader))
         idleTimeout = max(1, request.timeoutInterval)
         courier = Courier(delivery: delivery, transport: transport, delegateQueue: delegate?.transportDelegateQueue)
-        courier.drained = { [transport, self] in transport.submit(.wakeSFTP(self)) }
+        // Weak: the courier is the transfer's own (a strong capture would keep every finished transfer).
+        courier.drained = { [transport, weak self] in if let self { transport.submit(.wakeSFTP(self)) } }
     }
 
     deinit {
@@ -96,7 +98,7 @@ final class SFTPTransfer: @unchecked Sendable {
             case let .pipe(path): body = PipeBodySource(path: path)
             case nil: break
             }
-            body?.onReady = { [transport, self] in transport.submit(.wakeSFTP(self)) }
+            body?.onReady = { [transport, weak self] in if let self { transport.submit(.wakeSFTP(self)) } }
         }
         connect(connections)
     }

@@ -13,12 +13,18 @@ struct SSHLogin {
     let netrc: (user: String, password: String)?
     /// The host as the user's ssh config has it (an alias's name, port, user, keys); nil: as written.
     let resolved: SSHHost?
+    /// The ssh-agent of the session that asked for the item (TransferSpec.sshAgent), while its socket is there.
+    let agentSocket: String?
 
-    init(url: URL, settings: SSHSettings, netrc: (user: String, password: String)?) {
+    init(url: URL, settings: SSHSettings, netrc: (user: String, password: String)?, askingAgent: String? = nil) {
         self.url = url
         self.settings = settings
         self.netrc = netrc
         resolved = settings.config.flatMap { config in url.host.flatMap { SSHHostConfig.shared.resolve($0, config: config) } }
+        agentSocket = askingAgent.flatMap { path in
+            var found = stat()
+            return stat(path, &found) == 0 && found.st_mode & S_IFMT == S_IFSOCK ? path : nil
+        }
     }
 
     /// The host and port connected to (known_hosts names them so).
@@ -47,7 +53,11 @@ struct SSHLogin {
 
     var methodsTried: String {
         var tried: [String] = []
-        if settings.agent { tried.append("ssh-agent") }
+        if let agentSocket {
+            tried.append("ssh-agent at \(agentSocket) (the asking session's)")
+        } else if settings.agent {
+            tried.append("ssh-agent")
+        }
         tried.append(identityFile.map { "key \($0)" } ?? "no key file (none of \(settings.identityFiles.joined(separator: ", ")))")
         tried.append(url.password != nil ? "the URL's password" : netrc != nil ? "the .netrc password" : "no password")
         return tried.joined(separator: ", ")

@@ -192,6 +192,10 @@ struct StateOptions: ParsableArguments {
 struct CommonOptions: ParsableArguments {
     @OptionGroup var state: StateOptions
 
+    /// This shell session's ssh-agent (`SSH_AUTH_SOCK`): the sftp and scp items it asks for log in with it
+    /// (TransferSpec.sshAgent), whichever engine carries them.
+    var sshAgent: String? { ProcessInfo.processInfo.environment["SSH_AUTH_SOCK"] }
+
     @Flag(name: .customLong("no-tui"), help: "Run without the terminal UI (implied when stdout is not a terminal).")
     var noTUI = false
 

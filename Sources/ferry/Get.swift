@@ -59,6 +59,7 @@ struct Get: AsyncParsableCommand {
             if count > 1 { spec.segments = count }
             spec.rateLimit = rate
             spec.netrcFile = netrcFile
+            spec.takeAgent(common.sshAgent)
         }
         if recursive {
             var job = try treeJob(config: config)

@@ -64,6 +64,7 @@ struct Put: AsyncParsableCommand {
         spec.rateLimit = try limit.rate()
         let netrcFile = try netrc.file()
         spec.netrcFile = netrcFile
+        spec.takeAgent(common.sshAgent)
         if spec.upload?.isRepeatable == false {
             // Standard input belongs to this process: it cannot be handed to another engine or resumed later.
             let exitCode = await common.headlessRun(config)
@@ -92,7 +93,7 @@ struct Put: AsyncParsableCommand {
         for text in headers { extraHeaders.append(try InputValidation.header(text)) }
         let rate = try limit.rate()
         let netrcFile = try netrc.file()
-        let requests = TreeRequests(headers: extraHeaders, netrcFile: netrcFile, userAgent: config.userAgent, timeout: config.idleTimeout)
+        let requests = TreeRequests(headers: extraHeaders, netrcFile: netrcFile, sshAgent: common.sshAgent, userAgent: config.userAgent, timeout: config.idleTimeout)
         let resumable: ResumableProtocol? = noResumable ? nil : .ietf
         let plan = try await TreePut.plan(source, to: target, requests: requests, filter: filter.filter) { path, url in
             let (upload, destination) = try UploadSpec.to(url, try InputValidation.uploadSource(path), contentType: contentType, form: nil,
@@ -100,6 +101,7 @@ struct Put: AsyncParsableCommand {
             var spec = TransferSpec(upload: upload, to: destination, headers: extraHeaders)
             spec.rateLimit = rate
             spec.netrcFile = netrcFile
+            spec.takeAgent(common.sshAgent)
             return spec
         }
         printErrors(plan.report)

@@ -60,6 +60,7 @@ enum TerminalUIRun {
             forceASCII: config.ascii == .auto ? nil : config.ascii == .always,
             framesPerSecond: config.refreshHz,
             netrcFile: netrcFile,
+            sshAgent: common.sshAgent,
             bell: config.bell)
         // (Typed throws across MainActor.run crashes the 6.3.1 compiler: the error comes back as a value.)
         let failure = await MainActor.run { () -> String? in

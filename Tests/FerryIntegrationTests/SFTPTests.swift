@@ -519,4 +519,35 @@ import FerryRPC
         #expect(item.state == .completed && item.retries == 0, "\(item.state) \(item.retries) \(item.lastError ?? "")")
         #expect(dir.contents("two.bin") == second)
     }
+
+    /// An engine started from a session that has since ended has no agent (or a dead one): an item logs in with
+    /// the agent of the session that asked for it (its SSH_AUTH_SOCK, kept on the item), while that is there.
+    @Test func anItemLogsInWithTheAgentOfTheSessionThatAskedForIt() async throws {
+        let body = Resource.randomBytes(count: 200_000, seed: 54)
+        try server.put(body, at: "asked.bin")
+        let socket = try server.startAgent()
+        // The engine's own ways: no agent, a key file that does not exist.
+        let manager = try TransferManager(configuration: configuration(identity: dir.path + "/no key here"))
+        defer { manager.shutdown() }
+        var asked = TransferSpec(download: server.url("asked.bin"), directory: dir.path)
+        asked.takeAgent(socket)
+        #expect(asked.sshAgent == socket)
+        let id = manager.add(asked)
+        try await finish(manager, [id])
+        let item = try #require(manager.snapshot(of: id))
+        #expect(item.state == .completed, "\(item.lastError ?? "")")
+        #expect(dir.contents("asked.bin") == body)
+        // A session whose agent is gone (its socket with it): the engine's own ways are tried, and refused.
+        var gone = TransferSpec(download: server.url("asked.bin"), directory: dir.path, fileName: "gone.bin")
+        gone.takeAgent(dir.path + "/ended-session.sock")
+        let refused = manager.add(gone)
+        try await finish(manager, [refused])
+        let failed = try #require(manager.snapshot(of: refused))
+        #expect(failed.failure?.kind == .loginRefused, "\(failed.lastError ?? "")")
+        #expect(!(failed.lastError ?? "").contains("asking session"), "\(failed.lastError ?? "")")
+        // An http item keeps no agent.
+        var http = TransferSpec(download: URL(string: "http://127.0.0.1/x")!, directory: dir.path)
+        http.takeAgent(socket)
+        #expect(http.sshAgent == nil)
+    }
 }

@@ -31,6 +31,9 @@ enum RequestHeaders {
         applyNetrc(credentials.netrc, orDefault: true, to: &request)
         if request.value(forHTTPHeaderField: "User-Agent") == nil { request.setValue(userAgent, forHTTPHeaderField: "User-Agent") }
         if spec.direction == .download { request.setValue("identity", forHTTPHeaderField: "Accept-Encoding") }
+        if let agent = spec.sshAgent, TransferScheme(spec.url)?.overSSH == true {
+            request.setValue(agent, forHTTPHeaderField: TransferScheme.sshAgentHeader)
+        }
         return request
     }
 

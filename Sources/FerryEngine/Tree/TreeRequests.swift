@@ -20,11 +20,14 @@ public struct TreeRequests: Sendable {
     let userAgent: String
     let timeout: TimeInterval
     let netrc: Netrc?
+    /// sftp, scp: the asking session's ssh-agent (TransferSpec.sshAgent).
+    let sshAgent: String?
 
-    public init(headers: [HTTPHeader], netrcFile: String?, userAgent: String, timeout: TimeInterval) {
+    public init(headers: [HTTPHeader], netrcFile: String?, sshAgent: String? = nil, userAgent: String, timeout: TimeInterval) {
         self.headers = headers
         self.userAgent = userAgent
         self.timeout = timeout
+        self.sshAgent = sshAgent
         netrc = netrcFile.flatMap(NetrcFiles().netrc(at:))
     }
 
@@ -66,6 +69,7 @@ public struct TreeRequests: Sendable {
     public func send(_ url: URL, method: String, extra: [String: String] = [:]) async -> Result<Answer, TreeRequestFailure> {
         var spec = TransferSpec(download: url, directory: "/")
         spec.headers = headers
+        spec.takeAgent(sshAgent)
         var request = RequestHeaders.request(for: spec, method: method, userAgent: userAgent, timeout: timeout,
                                              credentials: HostCredentials(netrc: netrc))
         for (name, value) in extra { request.setValue(value, forHTTPHeaderField: name) }

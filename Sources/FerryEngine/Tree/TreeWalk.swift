@@ -29,6 +29,8 @@ public struct TreeWalk: Sendable {
         /// The request's own headers (`-H`) and netrc file, as a download of the tree's files has them.
         public var headers: [HTTPHeader] = []
         public var netrcFile: String?
+        /// sftp: the asking session's ssh-agent (TransferSpec.sshAgent).
+        public var sshAgent: String?
         public var userAgent = EngineConfiguration().userAgent
         public var timeout: TimeInterval = 30
         /// Listings fetched at once.
@@ -78,7 +80,7 @@ public struct TreeWalk: Sendable {
     public init(scope: TreeScope, options: Options) {
         self.scope = scope
         self.options = options
-        requests = TreeRequests(headers: options.headers, netrcFile: options.netrcFile, userAgent: options.userAgent, timeout: options.timeout)
+        requests = TreeRequests(headers: options.headers, netrcFile: options.netrcFile, sshAgent: options.sshAgent, userAgent: options.userAgent, timeout: options.timeout)
     }
 
     /// What a HEAD of a file says of it (a 200's Content-Length and Last-Modified), for a listing that gives no size.

@@ -171,6 +171,7 @@ extension TransferManager {
         options.filter = job.filter
         options.headers = job.template.headers
         options.netrcFile = job.template.netrcFile
+        options.sshAgent = job.template.sshAgent
         options.userAgent = configuration.userAgent
         options.timeout = configuration.idleTimeout
         let walker = TreeWalk(scope: scope, options: options)

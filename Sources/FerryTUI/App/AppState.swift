@@ -153,6 +153,8 @@ public struct AppState: Sendable, Equatable {
     public var workingDirectory: String
     /// The netrc file items added here use (nil: none).
     public var netrcFile: String?
+    /// The ssh-agent sftp and scp items added here log in with (TransferSpec.sshAgent; nil: the engine's).
+    public var sshAgent: String?
     public var width: Int
     public var height: Int
 

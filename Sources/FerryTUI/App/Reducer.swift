@@ -363,6 +363,7 @@ private func submit(_ stateIn: AppState, _ promptIn: AppState.Prompt, _ snapshot
             return (state, [.add(urls.map { url in
                 var spec = TransferSpec(download: url, directory: state.downloadDirectory)
                 spec.netrcFile = state.netrcFile
+                spec.takeAgent(state.sshAgent)
                 return spec
             })])
         case let .downloadFolder(url):
@@ -389,6 +390,7 @@ private func submit(_ stateIn: AppState, _ promptIn: AppState.Prompt, _ snapshot
             state.message = .init(text: "added upload (\(shape.title)) to \(TerminalSafe.redactedURL(destination))", isError: false)
             var spec = TransferSpec(upload: upload, to: destination)
             spec.netrcFile = state.netrcFile
+            spec.takeAgent(state.sshAgent)
             return (state, [.add([spec])])
         case let .itemLimit(id):
             let rate = try RateText.parse(text)

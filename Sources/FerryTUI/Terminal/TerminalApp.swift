@@ -23,13 +23,16 @@ public final class TerminalApp {
         public var framesPerSecond: Int
         /// The netrc file of items added with `a` and `u` (the command line's default one); nil: none.
         public var netrcFile: String?
+        /// The ssh-agent of sftp and scp items added with `a` and `u` (this session's `SSH_AUTH_SOCK`).
+        public var sshAgent: String?
         /// Ring the terminal's bell when the queue empties (`[ui] bell`).
         public var bell: Bool
 
         public init(downloadDirectory: String, colorAllowed: Bool, term: String?, forceASCII: Bool? = nil,
-                    framesPerSecond: Int = 10, netrcFile: String? = nil, bell: Bool = false) {
+                    framesPerSecond: Int = 10, netrcFile: String? = nil, sshAgent: String? = nil, bell: Bool = false) {
             self.downloadDirectory = downloadDirectory
             self.netrcFile = netrcFile
+            self.sshAgent = sshAgent
             self.bell = bell
             self.colorAllowed = colorAllowed
             self.term = term
@@ -101,6 +104,7 @@ public final class TerminalApp {
         unicode = options.forceASCII.map { !$0 } ?? terminal.unicode
         state = AppState(downloadDirectory: options.downloadDirectory, width: terminal.width, height: terminal.height)
         state.netrcFile = options.netrcFile
+        state.sshAgent = options.sshAgent
     }
 
     private func start() {
