@@ -550,4 +550,51 @@ import FerryRPC
         http.takeAgent(socket)
         #expect(http.sshAgent == nil)
     }
+
+    /// A connection cut part way (the server's side of it ended, as a dropped link ends it): the retry goes on
+    /// from the `.part` file's end, and the server reads only the rest.
+    @Test func aCutSFTPDownloadResumesWithTheRestOnly() async throws {
+        let body = Resource.randomBytes(count: 8 << 20, seed: 55)
+        try server.put(body, at: "cut.bin")
+        let manager = try TransferManager(configuration: configuration())
+        defer { manager.shutdown() }
+        let id = download(server.url("cut.bin"), manager, limit: 128 << 10)
+        try await eventually("some on disk") { (manager.snapshot(of: id)?.bytesDone ?? 0) >= 256 << 10 }
+        #expect(server.dropConnections() >= 1)
+        try await eventually("retried") { (manager.snapshot(of: id)?.retries ?? 0) >= 1 }
+        _ = manager.setRateLimit(id, nil)
+        try await finish(manager, [id])
+        let item = try #require(manager.snapshot(of: id))
+        #expect(item.state == .completed, "\(item.lastError ?? "")")
+        #expect(dir.contents("cut.bin") == body)
+        let from = try #require(item.attempts.last?.fromOffset)
+        #expect(from > 0 && item.attempts.last?.restartedFrom == nil, "resumed, not started over: \(item.attempts)")
+        try await eventually("the server closed the file") { server.sftpTransfers.contains { $0.read == Int64(body.count) - from } }
+    }
+
+    /// An upload whose connection is cut part way: the retry asks the server what it has, checks its last MiB and
+    /// writes only the rest; the server wrote the file once in all.
+    @Test func aCutSFTPUploadWritesOnlyTheRest() async throws {
+        let body = Resource.randomBytes(count: 8 << 20, seed: 56)
+        let local = dir.path + "/cut up.bin"
+        try body.write(to: URL(fileURLWithPath: local))
+        try server.put(Data(), at: "in/.keep")
+        var spec = TransferSpec(upload: UploadSpec(method: "PUT", body: .raw(.file(path: local), contentType: "application/octet-stream")),
+                                to: server.url("in/cut up.bin"))
+        spec.rateLimit = 128 << 10
+        let manager = try TransferManager(configuration: configuration())
+        defer { manager.shutdown() }
+        let id = manager.add(spec)
+        try await eventually("some sent") { (manager.snapshot(of: id)?.bytesDone ?? 0) >= 256 << 10 }
+        #expect(server.dropConnections() >= 1)
+        try await eventually("retried") { (manager.snapshot(of: id)?.retries ?? 0) >= 1 }
+        _ = manager.setRateLimit(id, nil)
+        try await finish(manager, [id])
+        #expect(manager.snapshot(of: id)?.state == .completed, "\(manager.snapshot(of: id)?.lastError ?? "")")
+        #expect(FileManager.default.contents(atPath: server.path("in/cut up.bin")) == body)
+        try await eventually("the server closed the appended file") { server.sftpTransfers.filter { $0.written > 0 }.count >= 2 }
+        let log = server.sftpTransfers
+        #expect(log.map(\.written).reduce(0, +) == Int64(body.count), "written once in all: \(log)")
+        #expect(log.contains { $0.read > 0 && $0.read <= 1 << 20 && $0.written == 0 }, "the last MiB the server had was read back: \(log)")
+    }
 }

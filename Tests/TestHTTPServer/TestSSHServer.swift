@@ -150,7 +150,9 @@ public final class TestSSHServer: @unchecked Sendable {
     public var sftpTransfers: [(path: String, read: Int64, written: Int64)] {
         // Its lines end in CR LF (stderr as a log): "\r\n" is one Character, not split by "\n".
         ((try? String(contentsOfFile: sftpLog, encoding: .utf8)) ?? "").split(whereSeparator: \.isNewline).compactMap { line in
-            // close "/path" bytes read 123 written 0
+            // close "/path" bytes read 123 written 0; "forced close" for a file still open when the session ended.
+            let forced = "forced "
+            let line = line.hasPrefix(forced) ? line.dropFirst(forced.count) : line[...]
             guard line.hasPrefix("close \"") else { return nil }
             let halves = String(line.dropFirst(7)).components(separatedBy: "\" bytes read ")
             guard halves.count == 2 else { return nil }
