@@ -79,8 +79,10 @@ final class SFTPConnection {
         var arguments = [SSHHostConfig.ssh, "-v", "-T", "-x", "-a", "-k"]
         let config = settings.config.flatMap { FileManager.default.isReadableFile(atPath: $0) ? $0 : nil } ?? "/dev/null"
         func option(_ text: String) { arguments += ["-o", text] }
+        // A path as an option's value: quoted (a blank would end it), its % kept from ssh's %-tokens.
+        func quoted(_ path: String) -> String { "\"" + path.replacingOccurrences(of: "%", with: "%%") + "\"" }
         arguments += ["-F", config]
-        option("UserKnownHostsFile=\(settings.knownHosts)")
+        option("UserKnownHostsFile=\(quoted(settings.knownHosts))")
         option("StrictHostKeyChecking=yes")
         option("UpdateHostKeys=no")
         option("CheckHostIP=no")
@@ -99,11 +101,11 @@ final class SFTPConnection {
         }
         // The asking session's agent, else the engine's own (its SSH_AUTH_SOCK), else none.
         if let socket = login.agentSocket {
-            option("IdentityAgent=\"\(socket.replacingOccurrences(of: "%", with: "%%"))\"")
+            option("IdentityAgent=\(quoted(socket))")
         } else if !settings.agent {
             option("IdentityAgent=none")
         }
-        if let key = login.identityFile { option("IdentityFile=\(key)") }
+        if let key = login.identityFile { option("IdentityFile=\(quoted(key))") }
         arguments += ["-l", login.login]
         if let port = login.url.port { arguments += ["-p", "\(port)"] }
         arguments += ["-s", "--", login.url.host ?? "", "sftp"]

@@ -470,11 +470,13 @@ import FerryRPC
         #expect(dir.files().isEmpty, "\(dir.files())")
     }
 
-    /// Debian's and Ubuntu's ssh writes known_hosts with hashed host names (HashKnownHosts yes): they are known too.
+    /// Debian's and Ubuntu's ssh writes known_hosts with hashed host names (HashKnownHosts yes): they are known too,
+    /// in a file whose path has a blank and a %.
     @Test func aHashedKnownHostsEntryIsKnown() async throws {
         let body = Resource.randomBytes(count: 100_000, seed: 35)
         try server.put(body, at: "hashed.bin")
-        let hashed = dir.path + "/known_hosts"
+        // A blank and a % in its path (ssh reads both as its own unless quoted).
+        let hashed = dir.path + "/known hosts 100%"
         try FileManager.default.copyItem(atPath: server.knownHosts, toPath: hashed)
         try TestSSHServer.run(TestSSHServer.keygen, ["-q", "-H", "-f", hashed])
         #expect(try String(contentsOfFile: hashed, encoding: .utf8).hasPrefix("|1|"))
