@@ -395,6 +395,9 @@ final class SFTPConnection {
     /// ssh processes closed and not reaped yet (transport thread).
     nonisolated(unsafe) private static var ending: [pid_t] = []
 
+    /// Some ssh process was closed and is not reaped yet.
+    static var reaping: Bool { !ending.isEmpty }
+
     /// Reaps the ssh processes that have ended (called every round of the transport's loop).
     static func reapEnded() {
         guard !ending.isEmpty else { return }
@@ -523,7 +526,8 @@ final class SFTPConnections {
     }
 
     var descriptors: [(fd: Int32, events: Int16)] { all.flatMap(\.descriptors) }
-    var isEmpty: Bool { all.isEmpty }
+    /// No connection, and no ssh process left to reap.
+    var isEmpty: Bool { all.isEmpty && !SFTPConnection.reaping }
 
     /// A round of I/O for every connection; those ended or unused too long are let go.
     func service(now: TimeInterval) {
