@@ -143,6 +143,21 @@ enum SFTPPacket {
         return (kind, id, reply, end)
     }
 
+    /// The bytes free for an unprivileged user on the file system of a path, from the reply to OpenSSH's
+    /// `statvfs@openssh.com` extension (eleven 64-bit numbers: block size, fragment size, blocks, free, available,
+    /// ...); nil for a reply that is not one.
+    static func spaceAvailable(_ reply: Data) -> Int64? {
+        var reader = Reader(reply, at: reply.startIndex)
+        var fields: [UInt64] = []
+        for _ in 0..<5 {
+            guard let value = try? reader.uint64() else { return nil }
+            fields.append(value)
+        }
+        let unit = fields[1] > 0 ? fields[1] : fields[0]
+        let (bytes, overflow) = fields[4].multipliedReportingOverflow(by: unit)
+        return overflow || bytes > UInt64(Int64.max) ? Int64.max : Int64(bytes)
+    }
+
     /// A packet no larger than this is read (OpenSSH's sftp-server sends at most 256 KiB and some).
     static let maxPacket = 1 << 20
 

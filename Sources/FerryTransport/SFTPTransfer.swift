@@ -58,6 +58,8 @@ final class SFTPTransfer: @unchecked Sendable {
     private var writes = 0
     private var bodyEnded = false
     private var closing = false
+    /// A write was refused and the server's free space is being asked (askWhetherFull): nothing more goes.
+    private var askingSpace = false
 
     /// Where an upload's body is read into, a piece at a time.
     private var scratch: UnsafeMutableRawPointer?
@@ -286,7 +288,7 @@ final class SFTPTransfer: @unchecked Sendable {
     private var deliverySize: Int { min(CurlTransfer.maxDeliverySize, courier.maxBytesInFlight / 2) }
 
     private func pumpWrites(_ connection: SFTPConnection, _ handle: Data, _ now: TimeInterval) {
-        guard let body, !closing else { return }
+        guard let body, !closing, !askingSpace else { return }
         let scratch = self.scratch ?? UnsafeMutableRawPointer.allocate(byteCount: Self.pieceSize, alignment: 16)
         self.scratch = scratch
         while writes < Self.piecesAtOnce, !bodyEnded {
@@ -424,6 +426,7 @@ final class SFTPTransfer: @unchecked Sendable {
 
     /// A reply that is not what was asked for: a status in ferry's words.
     private func failed(_ reply: SFTPPacket.Reply) {
+        guard !askingSpace else { return }
         let host = hostDescription(file.url)
         let shown = TerminalSafe.sanitize(path)
         guard case let .status(status, code, message) = reply else {
@@ -439,12 +442,35 @@ final class SFTPTransfer: @unchecked Sendable {
             fail(.noPermissionsToReadFile, .noPermission, "permission denied on \(host): \(shown)\(said)", settles: true)
         case .noConnection, .connectionLost:
             fail(.networkConnectionLost, .connectionLost, "the SSH session with \(host) was lost\(said)")
+        case .failure where upload && handle != nil:
+            // sftp-server says "Failure" for what it cannot tell apart; a full disk shows in the server's free space.
+            askWhetherFull("\(host) could not write \(shown): SFTP status \(code)\(said)")
         default:
             // sftp-server says "Failure" for what it cannot tell apart (a full disk, a directory where a file is asked).
             let doing = upload ? "write" : "read"
             fail(.cannotOpenFile, .other, "\(host) could not \(doing) \(shown): SFTP status \(code)\(said)", settles: true)
         }
     }
+
+    /// An upload's write was refused: the space left on the server's file system (OpenSSH's `statvfs@openssh.com`)
+    /// tells a full disk from another refusal. Nothing more is written meanwhile; what else comes back is not said.
+    private func askWhetherFull(_ otherwise: String) {
+        guard let connection, !askingSpace else { return }
+        askingSpace = true
+        let host = hostDescription(file.url)
+        let shown = TerminalSafe.sanitize(path)
+        let path = path
+        connection.send(.extended, { $0.string("statvfs@openssh.com"); $0.string(path) }) { [unowned self] reply in
+            if case let .extended(data) = reply, let free = SFTPPacket.spaceAvailable(data), free < Self.fullBelow {
+                return fail(.cannotWriteToFile, .diskFull,
+                            "the disk (or the quota) on \(host) is full: \(shown) (\(ByteFormat.bytes(free)) free there)", settles: true)
+            }
+            fail(.cannotOpenFile, .other, otherwise, settles: true)
+        }
+    }
+
+    /// A write refused with less than this free on the server's file system was refused for the space.
+    static let fullBelow: Int64 = 1 << 20
 
     /// `settles`: the server refused a request and the connection is sound: it is kept (letGo).
     private func fail(_ code: URLError.Code, _ kind: FailureKind, _ message: String, settles: Bool = false) {

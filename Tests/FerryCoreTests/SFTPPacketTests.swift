@@ -92,3 +92,24 @@ import Testing
         #expect(SFTPConnection.preferredCiphers(nil, aes: false) == nil)
     }
 }
+
+/// OpenSSH's `statvfs@openssh.com` reply, read for the space an upload's refused write may have run out of.
+@Suite struct SFTPSpaceTests {
+    func reply(_ fields: [UInt64]) -> Data {
+        Data(fields.flatMap { value in withUnsafeBytes(of: value.bigEndian) { Array($0) } })
+    }
+
+    @Test func theSpaceLeftIsTheAvailableFragmentsTimesTheirSize() {
+        // bsize, frsize, blocks, bfree, bavail, files, ffree, favail, fsid, flag, namemax
+        #expect(SFTPPacket.spaceAvailable(reply([4096, 4096, 256, 10, 3, 100, 50, 50, 1, 0, 255])) == Int64(3 * 4096))
+        // A zero fragment size: the block size counts.
+        #expect(SFTPPacket.spaceAvailable(reply([512, 0, 256, 10, 8, 100, 50, 50, 1, 0, 255])) == Int64(8 * 512))
+        // A full file system (tmpfs at its size).
+        #expect(SFTPPacket.spaceAvailable(reply([4096, 4096, 256, 0, 0, 100, 50, 50, 1, 0, 255])) == 0)
+        // Cut short: not a reply to trust.
+        #expect(SFTPPacket.spaceAvailable(reply([4096, 4096, 256])) == nil)
+        // Past Int64: as much as can be said.
+        #expect(SFTPPacket.spaceAvailable(reply([4096, 1 << 40, 1, 1, 1 << 40, 0, 0, 0, 0, 0, 0])) == Int64.max)
+        #expect(0 < SFTPTransfer.fullBelow)
+    }
+}
