@@ -9,6 +9,9 @@ public enum TransferScheme: String, Sendable, CaseIterable {
     /// The ssh-agent socket of the session that asked for an sftp or scp item (TransferSpec.sshAgent), from the
     /// engine to its transport: never sent to a server.
     public static let sshAgentHeader = "X-Ferry-SSH-Agent"
+    /// An sftp upload that writes `NAME.part` and renames it once whole (UploadSpec.remoteTemp), from the engine to
+    /// its transport: never sent to a server.
+    public static let remoteTempHeader = "X-Ferry-Remote-Temp"
 
     case http, https, sftp, scp, ftp
     /// ftp with explicit TLS (AUTH TLS on the ftp port, control and data encrypted, the certificate checked as

@@ -98,6 +98,12 @@ public struct UploadSpec: Sendable, Codable, Equatable {
     /// raw body from a file can resume: standard input cannot be read again, and a form's parts are one body
     /// the server parses as a whole.
     public var resumable: ResumableProtocol?
+    /// sftp (`put --remote-temp`): the bytes go to `NAME.part` on the server, which becomes NAME (replacing what is
+    /// there) only once it is whole; a resume appends to `NAME.part`. nil: NAME itself is written, as scp and sftp do.
+    public var remoteTemp: Bool?
+
+    /// The name an upload's bytes go to on the server before it is whole (`put --remote-temp`).
+    public static let remoteTempSuffix = ".part"
 
     /// The method of the request the item's URL gets: tus makes the upload there with a POST (the bytes then
     /// go by PATCH to the location it answers); otherwise `method`.

@@ -5,7 +5,7 @@ import Foundation
 enum SFTPPacket {
     enum Kind: UInt8 {
         case initialize = 1, version = 2, open = 3, close = 4, read = 5, write = 6, lstat = 7, fstat = 8
-        case opendir = 11, readdir = 12, mkdir = 14, realpath = 16, stat = 17
+        case opendir = 11, readdir = 12, mkdir = 14, realpath = 16, stat = 17, rename = 18
         case status = 101, handle = 102, data = 103, name = 104, attrs = 105
         case extended = 200, extendedReply = 201
     }

@@ -19,6 +19,9 @@ final class SFTPTransfer: @unchecked Sendable {
     private let file: FileRequest
     private let who: SSHLogin
     private let idleTimeout: TimeInterval
+    /// An upload's bytes go to the path with this suffix, renamed to the path once whole (`put --remote-temp`);
+    /// its stat and read-back (a resume's) look at that name too.
+    private let remoteTemp: String?
 
     /// Reads and writes go out this large (OpenSSH's sftp-server answers up to 256 KiB), 16 at once: 2 MiB on their
     /// way, what OpenSSH's channel window lets through per round trip (a link of 100 MB/s with 20 ms of latency).
@@ -77,6 +80,9 @@ final class SFTPTransfer: @unchecked Sendable {
         who = SSHLogin(url: file.url, settings: settings.ssh, netrc: file.netrc,
                        askingAgent: request.value(forHTTPHeaderField: TransferScheme.sshAgentHeader))
         idleTimeout = max(1, request.timeoutInterval)
+        // Only the suffix ferry uses: the header is the engine's, never a server's words.
+        remoteTemp = request.value(forHTTPHeaderField: TransferScheme.remoteTempHeader) == UploadSpec.remoteTempSuffix
+            ? UploadSpec.remoteTempSuffix : nil
         courier = Courier(delivery: delivery, transport: transport, delegateQueue: delegate?.transportDelegateQueue)
         // Weak: the courier is the transfer's own (a strong capture would keep every finished transfer).
         courier.drained = { [transport, weak self] in if let self { transport.submit(.wakeSFTP(self)) } }
@@ -144,12 +150,20 @@ final class SFTPTransfer: @unchecked Sendable {
     }
 
     /// The path as the server names it: `/~/x` is `x` in the login's home directory; a directory's without its `/`.
-    private var path: String {
+    private var finalPath: String {
         var path = file.url.path(percentEncoded: false)
         if path == "/~" || path == "/~/" { return "." }
         if path.hasPrefix("/~/") { path = String(path.dropFirst(3)) }
         while path.count > 1, path.hasSuffix("/") { path.removeLast() }
         return path
+    }
+
+    /// The path the request's file operations use: an upload's temporary name while it is not whole.
+    private var path: String {
+        switch file.ask {
+        case .put, .head, .get: remoteTemp.map { finalPath + $0 } ?? finalPath
+        default: finalPath
+        }
     }
 
     private func begin(_ connection: SFTPConnection) {
@@ -327,7 +341,27 @@ final class SFTPTransfer: @unchecked Sendable {
         closing = true
         connection.send(.close, { $0.string(handle) }) { [unowned self] reply in
             guard case .status(.ok, _, _) = reply else { return failed(reply) }
-            done(answer(status: 201, ["Content-Length": "0"]))
+            guard remoteTemp != nil else { return done(answer(status: 201, ["Content-Length": "0"])) }
+            renameWhole(connection)
+        }
+    }
+
+    /// `put --remote-temp`: the whole file takes its name, replacing what is there in one step (OpenSSH's
+    /// `posix-rename@openssh.com`; a server without it gets SFTP's own rename, which refuses a name in use).
+    private func renameWhole(_ connection: SFTPConnection) {
+        let from = path, to = finalPath
+        connection.send(.extended, { $0.string("posix-rename@openssh.com"); $0.string(from); $0.string(to) }) { [unowned self] reply in
+            switch reply {
+            case .status(.ok, _, _):
+                done(answer(status: 201, ["Content-Length": "0"]))
+            case .status(.unsupported, _, _):
+                connection.send(.rename, { $0.string(from); $0.string(to) }) { [unowned self] reply in
+                    guard case .status(.ok, _, _) = reply else { return failed(reply) }
+                    done(answer(status: 201, ["Content-Length": "0"]))
+                }
+            default:
+                failed(reply)
+            }
         }
     }
 

@@ -44,6 +44,9 @@ struct Put: AsyncParsableCommand {
     @Flag(name: .customLong("no-resumable"), help: "Do not offer the IETF resumable-upload protocol: a cut sends the file again whole.")
     var noResumable = false
 
+    @Flag(name: .customLong("remote-temp"), help: "sftp: write NAME.part on the server and rename it to NAME once whole (what is there under NAME stays until then).")
+    var remoteTemp = false
+
     @Flag(name: [.customShort("r"), .customLong("recursive")], help: "Upload the tree under the directory FILE to URL/ (a WebDAV server, sftp or ftp), keeping its layout (each directory made, then a file per item). Again: only what the server lacks.")
     var recursive = false
 
@@ -61,6 +64,7 @@ struct Put: AsyncParsableCommand {
         if recursive { return try await runTree(config: config) }
         guard filter.filter.isEmpty else { throw UsageError("--include and --exclude go with -r (a tree's upload)") }
         var spec = try makeSpec()
+        try takeRemoteTemp(&spec)
         spec.rateLimit = try limit.rate()
         let netrcFile = try netrc.file()
         spec.netrcFile = netrcFile
@@ -99,6 +103,7 @@ struct Put: AsyncParsableCommand {
             let (upload, destination) = try UploadSpec.to(url, try InputValidation.uploadSource(path), contentType: contentType, form: nil,
                                                           field: field, method: nil, resumable: resumable)
             var spec = TransferSpec(upload: upload, to: destination, headers: extraHeaders)
+            try takeRemoteTemp(&spec)
             spec.rateLimit = rate
             spec.netrcFile = netrcFile
             spec.takeAgent(common.sshAgent)
@@ -112,6 +117,15 @@ struct Put: AsyncParsableCommand {
         }
         try await submit(common, config: config, specs: plan.specs, detach: detach.detach, force: force.force,
                          readout: LiveReadout.wanted(noTUI: common.noTUI), incomplete: plan.incomplete, tree: source)
+    }
+
+    /// `--remote-temp`, over sftp only (ftp and scp write the name itself; http has no such thing).
+    func takeRemoteTemp(_ spec: inout TransferSpec) throws {
+        guard remoteTemp else { return }
+        guard TransferScheme(spec.url) == .sftp else {
+            throw UsageError("--remote-temp works over sftp (it renames the file once whole); \(spec.url.scheme ?? "this scheme") writes the name itself")
+        }
+        spec.upload?.remoteTemp = true
     }
 
     func makeSpec() throws -> TransferSpec {

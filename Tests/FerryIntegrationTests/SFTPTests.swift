@@ -601,4 +601,37 @@ import FerryRPC
         #expect(log.map(\.written).reduce(0, +) == Int64(body.count), "written once in all: \(log)")
         #expect(log.contains { $0.read > 0 && $0.read <= 1 << 20 && $0.written == 0 }, "the last MiB the server had was read back: \(log)")
     }
+
+    /// `put --remote-temp`: the bytes go to NAME.part and become NAME (in place of what was there) only once
+    /// whole; a paused upload goes on in NAME.part, appending the rest only.
+    @Test func aRemoteTempUploadTakesItsNameOnlyOnceWhole() async throws {
+        let body = Resource.randomBytes(count: 8 << 20, seed: 57)
+        let before = Resource.randomBytes(count: 1000, seed: 58)
+        try server.put(before, at: "in/temp.bin")
+        let local = dir.path + "/temp.bin"
+        try body.write(to: URL(fileURLWithPath: local))
+        var upload = UploadSpec(method: "PUT", body: .raw(.file(path: local), contentType: "application/octet-stream"))
+        upload.remoteTemp = true
+        var spec = TransferSpec(upload: upload, to: server.url("in/temp.bin"))
+        spec.rateLimit = 128 << 10
+        let manager = try TransferManager(configuration: configuration())
+        defer { manager.shutdown() }
+        let id = manager.add(spec)
+        try await eventually("some sent") { (manager.snapshot(of: id)?.bytesDone ?? 0) >= 256 << 10 }
+        manager.pause(id)
+        try await eventually("paused") { manager.snapshot(of: id)?.state == .paused }
+        try await eventually("the server closed its copy") { server.sftpTransfers.count == 1 }
+        // Part way: the bytes so far are NAME.part's; NAME is still what was there.
+        let partial = FileManager.default.contents(atPath: server.path("in/temp.bin.part"))
+        #expect((partial?.count ?? 0) > 0 && partial.map { body.starts(with: $0) } == true)
+        #expect(FileManager.default.contents(atPath: server.path("in/temp.bin")) == before)
+        _ = manager.setRateLimit(id, nil)
+        manager.resume(id)
+        try await finish(manager, [id])
+        #expect(manager.snapshot(of: id)?.state == .completed, "\(manager.snapshot(of: id)?.lastError ?? "")")
+        #expect(FileManager.default.contents(atPath: server.path("in/temp.bin")) == body)
+        #expect(!FileManager.default.fileExists(atPath: server.path("in/temp.bin.part")))
+        try await eventually("the server closed the appended file") { server.sftpTransfers.filter { $0.written > 0 }.count >= 2 }
+        #expect(server.sftpTransfers.map(\.written).reduce(0, +) == Int64(body.count), "appended, not written again: \(server.sftpTransfers)")
+    }
 }

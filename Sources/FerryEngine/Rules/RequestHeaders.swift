@@ -34,6 +34,9 @@ enum RequestHeaders {
         if let agent = spec.sshAgent, TransferScheme(spec.url)?.overSSH == true {
             request.setValue(agent, forHTTPHeaderField: TransferScheme.sshAgentHeader)
         }
+        if spec.upload?.remoteTemp == true, TransferScheme(spec.url) == .sftp {
+            request.setValue(UploadSpec.remoteTempSuffix, forHTTPHeaderField: TransferScheme.remoteTempHeader)
+        }
         return request
     }
 
