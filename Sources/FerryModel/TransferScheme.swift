@@ -6,7 +6,7 @@ public enum TransferScheme: String, Sendable, CaseIterable {
     /// The answer header in which ferry's file transport says the SSH host key it checked for the connection
     /// (`ED25519 key SHA256:...`, as ssh shows it): an attempt keeps it (Attempt.hostKey), the detail view shows it.
     public static let hostKeyHeader = "X-Ferry-Host-Key"
-    /// The ssh-agent socket of the session that asked for an sftp or scp item (TransferSpec.sshAgent), from the
+    /// The ssh-agent socket of the session that asked for an sftp item (TransferSpec.sshAgent), from the
     /// engine to its transport: never sent to a server.
     public static let sshAgentHeader = "X-Ferry-SSH-Agent"
     /// An sftp upload that writes `NAME.part` and renames it once whole (UploadSpec.remoteTemp), from the engine to

@@ -173,7 +173,7 @@ public struct TransferSpec: Sendable, Codable, Equatable {
     /// The netrc file whose login for the URL's host is sent (read by the engine at each attempt); nil: none.
     /// The path only: the secret stays in the user's file, out of the queue's store.
     public var netrcFile: String?
-    /// sftp and scp: the ssh-agent of the shell session that asked (its `SSH_AUTH_SOCK`), offered before the
+    /// sftp: the ssh-agent of the shell session that asked (its `SSH_AUTH_SOCK`), offered before the
     /// engine's own: an engine started from a session that has since ended still logs in with the agent of the
     /// session that asks now (while its socket is there). A path, not a secret; nil for other schemes.
     public var sshAgent: String?
@@ -357,9 +357,10 @@ public struct OptionChange: Sendable, Codable, Equatable {
 }
 
 extension TransferSpec {
-    /// Keeps `socket` (the asking session's `SSH_AUTH_SOCK`) as the item's ssh-agent when it is an sftp or scp item.
+    /// Keeps `socket` (the asking session's `SSH_AUTH_SOCK`) as the item's ssh-agent when it is an sftp item (scp's
+    /// libssh2 reads the engine's own environment only).
     public mutating func takeAgent(_ socket: String?) {
-        sshAgent = TransferScheme(url)?.overSSH == true ? socket.flatMap { $0.isEmpty ? nil : $0 } : nil
+        sshAgent = TransferScheme(url) == .sftp ? socket.flatMap { $0.isEmpty ? nil : $0 } : nil
     }
 
     /// The options in which this spec (asked now) differs from `old` (the item's), for the same transfer:

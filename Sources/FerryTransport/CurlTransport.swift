@@ -383,16 +383,16 @@ package final class CurlTransport: @unchecked Sendable {
     /// Makes the transfer's next easy handle and adds it, or lets it fail at once (bad URL, body unreadable).
     private func attach(_ transfer: CurlTransfer, _ multi: UnsafeMutableRawPointer) {
         // Worked out before the handle is made: its read buffer follows from it.
-        inFlightBound.store(Self.inFlightBound(running: running.count + 1), ordering: .relaxed)
+        inFlightBound.store(Self.inFlightBound(running: running.count + sftpRunning.count + 1), ordering: .relaxed)
         guard let easy = transfer.makeEasyHandle() else {
-            inFlightBound.store(Self.inFlightBound(running: running.count), ordering: .relaxed)
+            inFlightBound.store(Self.inFlightBound(running: running.count + sftpRunning.count), ordering: .relaxed)
             return
         }
         if ferry_curl_multi_add_handle(multi, easy) == 0 {
             running[easy] = transfer
             if transfer.limits.map(Self.anythingLimited) ?? false { shareLimits() }
         } else {
-            inFlightBound.store(Self.inFlightBound(running: running.count), ordering: .relaxed)
+            inFlightBound.store(Self.inFlightBound(running: running.count + sftpRunning.count), ordering: .relaxed)
             transfer.failToStart("libcurl refused the transfer")
         }
     }

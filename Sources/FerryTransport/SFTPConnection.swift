@@ -29,6 +29,13 @@ final class SFTPConnection {
     private(set) var failure: (URLError.Code, FailureKind, String)?
     /// The server's host key as ssh was shown it and checked it (`ED25519 key SHA256:...`).
     private(set) var peer: String?
+    /// ssh found the host key known and matching (`-v`): whatever it says after is not about the host key.
+    private var hostKeyMatched = false
+    /// The extensions the server named in its VERSION (OpenSSH's `posix-rename@openssh.com`, `statvfs@openssh.com`).
+    private(set) var extensions: Set<String> = []
+    /// When the server or ssh last said anything (a reply, a line of ssh's while it logs in): the idle timeout
+    /// of the transfer on it counts from here too (transport thread's monotonic seconds).
+    private(set) var lastHeard: TimeInterval = monotonicSeconds()
     /// Told when the connection is ready or has ended (the transfer using it, or none).
     var onChange: (() -> Void)?
     /// When it last went back to the pool unused (transport thread's monotonic seconds).
@@ -91,7 +98,7 @@ final class SFTPConnection {
         option("ClearAllForwardings=yes")
         option("ConnectTimeout=\(max(1, Int(idleTimeout.rounded(.up))))")
         option("ServerAliveInterval=15")
-        if let ciphers = Self.preferredCiphers(login.resolved?.ciphers) { option("Ciphers=\(ciphers)") }
+        if let ciphers = Self.preferredCiphers(login.resolved?.ciphers ?? SSHHostConfig.defaults?.ciphers) { option("Ciphers=\(ciphers)") }
         if login.password != nil {
             // The password goes to ssh through askpass (never on a command line, never in a file): one try.
             option("BatchMode=no")
@@ -99,11 +106,14 @@ final class SFTPConnection {
         } else {
             option("BatchMode=yes")
         }
-        // The asking session's agent, else the engine's own (its SSH_AUTH_SOCK), else none.
-        if let socket = login.agentSocket {
-            option("IdentityAgent=\(quoted(socket))")
-        } else if !settings.agent {
-            option("IdentityAgent=none")
+        // The agent the user's config names for the host, else the asking session's, else the engine's own (its
+        // SSH_AUTH_SOCK), else none.
+        if login.resolved?.identityAgent == nil {
+            if let socket = login.agentSocket {
+                option("IdentityAgent=\(quoted(socket))")
+            } else if !settings.agent {
+                option("IdentityAgent=none")
+            }
         }
         if let key = login.identityFile { option("IdentityFile=\(quoted(key))") }
         arguments += ["-l", login.login]
@@ -114,12 +124,11 @@ final class SFTPConnection {
 
     /// AES-GCM first where the processor has AES instructions, as Go's ssh (rclone) chooses: OpenSSH puts
     /// chacha20-poly1305 first, and on such a processor a gigabyte over it took 1.3 times as long (bench-sftp,
-    /// docs/ssh.md). Only among the ciphers the user's config allows (`configured`, in its order otherwise);
-    /// without a config, OpenSSH's own list with the two put first. Nil: ssh's choice stands.
+    /// docs/ssh.md). Only among the ciphers the user's config allows, else OpenSSH's own (`configured`, as `ssh -G`
+    /// says them: an explicit list, which every OpenSSH takes), in that order otherwise. Nil: ssh's choice stands.
     static func preferredCiphers(_ configured: [String]?, aes: Bool = hasAESInstructions) -> String? {
-        guard aes else { return nil }
+        guard aes, let configured else { return nil }
         let gcm = ["aes128-gcm@openssh.com", "aes256-gcm@openssh.com"]
-        guard let configured else { return "^" + gcm.joined(separator: ",") }
         let first = gcm.filter(configured.contains)
         guard !first.isEmpty, configured.first.map(first.contains) == false else { return nil }
         return (first + configured.filter { !first.contains($0) }).joined(separator: ",")
@@ -156,7 +165,13 @@ final class SFTPConnection {
             setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &size, socklen_t(MemoryLayout<Int32>.size))
         }
         var environment = ProcessInfo.processInfo.environment
-        if let password, let script = Self.askpass(&askpassDirectory) {
+        if let password {
+            // ssh never asks on a terminal: without its askpass script there is no password login.
+            guard let script = Self.askpass(&askpassDirectory) else {
+                for fd in pair + errorPipe { Glibc.close(fd) }
+                end((.cannotConnectToHost, .other, "cannot give ssh the password: no directory for its askpass script in \(NSTemporaryDirectory())"))
+                return
+            }
             environment["SSH_ASKPASS"] = script
             environment["SSH_ASKPASS_REQUIRE"] = "force"
             environment[Self.passwordVariable] = password
@@ -165,7 +180,7 @@ final class SFTPConnection {
         }
         do throws(Spawn.Failure) {
             pid = try Spawn.start(arguments, environment: environment,
-                                  streams: [.descriptor(pair[1]), .descriptor(pair[1]), .descriptor(errorPipe[1])])
+                                  streams: [.descriptor(pair[1]), .descriptor(pair[1]), .descriptor(errorPipe[1])], newSession: true)
         } catch {
             Glibc.close(pair[0]); Glibc.close(pair[1]); Glibc.close(errorPipe[0]); Glibc.close(errorPipe[1])
             end((.cannotConnectToHost, .noConnection, "cannot start ssh: \(error)"))
@@ -232,11 +247,11 @@ final class SFTPConnection {
 
     private func readErrors() {
         guard errors >= 0 else { return }
-        var buffer = [UInt8](repeating: 0, count: 16 << 10)
+        let buffer = readBuffer
         while true {
-            let n = read(errors, &buffer, buffer.count)
+            let n = read(errors, buffer, Self.readSize)
             if n > 0 {
-                errorText.append(contentsOf: buffer[0..<n])
+                errorText.append(buffer.assumingMemoryBound(to: UInt8.self), count: n)
                 takeErrorLines()
             } else if n == 0 {
                 Glibc.close(errors)
@@ -255,6 +270,8 @@ final class SFTPConnection {
                 .trimmingCharacters(in: .whitespacesAndNewlines)
             errorText.removeSubrange(errorText.startIndex...newline)
             // debug1: Server host key: ssh-ed25519 SHA256:...
+            lastHeard = monotonicSeconds()
+            if line.hasPrefix("debug1: Host ") && line.contains(" is known and matches ") { hostKeyMatched = true }
             if line.hasPrefix("debug1: Server host key: ") {
                 let parts = line.dropFirst("debug1: Server host key: ".count).split(separator: " ")
                 if parts.count >= 2 { peer = SSHLogin.fingerprint(type: String(parts[0]), sha256: String(parts[1])) }
@@ -293,6 +310,7 @@ final class SFTPConnection {
     private func dispatch() -> Bool {
         while true {
             let parsed: (kind: UInt8, id: UInt32?, reply: SFTPPacket.Reply?, next: Int)?
+            let packetStart = incomingStart
             do throws(SFTPProtocolError) {
                 parsed = try SFTPPacket.parse(incoming, from: incomingStart)
             } catch {
@@ -304,13 +322,22 @@ final class SFTPConnection {
             guard let parsed else { break }
             incomingStart = parsed.next
             answers += 1
+            lastHeard = monotonicSeconds()
             if parsed.kind == SFTPPacket.Kind.version.rawValue {
                 if state == .starting {
+                    extensions = SFTPPacket.extensions(incoming, from: packetStart, to: parsed.next)
                     state = .ready
                     removeAskpass()
                     onChange?()
                 }
-            } else if let id = parsed.id, let reply = parsed.reply, let handler = replies.removeValue(forKey: id) {
+            } else if let id = parsed.id, let handler = replies.removeValue(forKey: id) {
+                guard let reply = parsed.reply else {
+                    // A reply of a kind no request of ferry's gets: not a server to go on with.
+                    let host = hostDescription(login.url)
+                    close()
+                    end((.badServerResponse, .protocol, "\(host) answered an SFTP request with a packet of kind \(parsed.kind)"))
+                    return false
+                }
                 handler(reply)
             }
             if state == .ended { return false }
@@ -385,15 +412,16 @@ final class SFTPConnection {
         channel = -1
         errors = -1
         if pid > 0 {
-            // It ends on its closed input; a hung one is killed. Reaped without blocking (reapEnded).
+            // It ends on its closed input and SIGTERM; one still there 5 s later is killed. Reaped without blocking
+            // (reapEnded).
             kill(pid, SIGTERM)
-            Self.ending.append(pid)
+            Self.ending.append((pid, monotonicSeconds()))
             pid = 0
         }
     }
 
     /// ssh processes closed and not reaped yet (transport thread).
-    nonisolated(unsafe) private static var ending: [pid_t] = []
+    nonisolated(unsafe) private static var ending: [(pid: pid_t, since: TimeInterval)] = []
 
     /// Some ssh process was closed and is not reaped yet.
     static var reaping: Bool { !ending.isEmpty }
@@ -401,10 +429,14 @@ final class SFTPConnection {
     /// Reaps the ssh processes that have ended (called every round of the transport's loop).
     static func reapEnded() {
         guard !ending.isEmpty else { return }
-        ending.removeAll { pid in
+        let now = monotonicSeconds()
+        ending.removeAll { pid, since in
             var status: Int32 = 0
             let done = waitpid(pid, &status, WNOHANG)
-            return done == pid || (done == -1 && errno == ECHILD)
+            if done == pid || (done == -1 && errno == ECHILD) { return true }
+            // One that did not go on its closed input and SIGTERM (stopped, hung) is killed.
+            if now - since > 5 { kill(pid, SIGKILL) }
+            return false
         }
     }
 
@@ -412,16 +444,21 @@ final class SFTPConnection {
     private func refusal() -> (URLError.Code, FailureKind, String) {
         let host = hostDescription(login.url)
         let fingerprint = peer ?? "its key"
-        if said.contains(where: { $0.contains("REMOTE HOST IDENTIFICATION HAS CHANGED") || $0.contains("has changed and you have requested strict checking") }) {
-            return login.hostKeyChanged(fingerprint)
+        // ssh's own lines only, and only before the host key was found matching (a server's banner comes after,
+        // and may say anything).
+        if !hostKeyMatched {
+            if said.contains(where: { $0.contains("WARNING: REMOTE HOST IDENTIFICATION HAS CHANGED!")
+                || ($0.hasPrefix("Host key for ") && $0.hasSuffix("has changed and you have requested strict checking.")) }) {
+                return login.hostKeyChanged(fingerprint)
+            }
+            if said.contains(where: { ($0.hasPrefix("No ") && $0.contains(" host key is known for ")) || $0 == "Host key verification failed." }) {
+                return login.hostKeyUnknown(fingerprint)
+            }
         }
-        if said.contains(where: { $0.contains("host key is known for") || $0.contains("Host key verification failed") }) {
-            return login.hostKeyUnknown(fingerprint)
-        }
-        if let denied = said.last(where: { $0.contains("Permission denied (") }) {
+        if let denied = said.last(where: { $0.contains(": Permission denied (") && $0.hasSuffix(").") }) {
             return login.loginRefused(Self.words(denied))
         }
-        let last = said.last { !$0.hasPrefix("debug") && !$0.hasPrefix("OpenSSH_") && !$0.hasPrefix("Transferred:") } ?? "ssh ended"
+        let last = said.last(where: Self.saysWhy) ?? "ssh ended"
         if last.contains("Connection refused") {
             return (.cannotConnectToHost, .refused, "cannot connect to \(host) (connection refused)")
         }
@@ -439,9 +476,14 @@ final class SFTPConnection {
 
     /// Why a connection that was under way ended.
     private func lost() -> (URLError.Code, FailureKind, String) {
-        let last = said.last { !$0.hasPrefix("debug") && !$0.hasPrefix("Transferred:") }
+        let last = said.last(where: Self.saysWhy)
         return (.networkConnectionLost, .connectionLost,
                 "the SSH session with \(hostDescription(login.url)) ended" + (last.map { ": \(Self.words($0))" } ?? ""))
+    }
+
+    /// A line of ssh's that may say why it ended: not its debug lines, version, or the figures it prints at its end.
+    private static func saysWhy(_ line: String) -> Bool {
+        !["debug", "OpenSSH_", "Transferred:", "Bytes per second:", "Authenticated to "].contains { line.hasPrefix($0) }
     }
 
     /// A line of ssh's, safe for a terminal.

@@ -143,6 +143,17 @@ enum SFTPPacket {
         return (kind, id, reply, end)
     }
 
+    /// The extensions a VERSION packet (`buffer[from..<to]`) names: after its length, kind and version, pairs of
+    /// strings (name, data) to its end.
+    static func extensions(_ buffer: Data, from: Int, to: Int) -> Set<String> {
+        var reader = Reader(buffer, at: from)
+        reader.end = to
+        guard (try? reader.uint32()) != nil, (try? reader.byte()) != nil, (try? reader.uint32()) != nil else { return [] }
+        var names: Set<String> = []
+        while reader.left > 0, let name = try? reader.text(), (try? reader.string()) != nil { names.insert(name) }
+        return names
+    }
+
     /// The bytes free for an unprivileged user on the file system of a path, from the reply to OpenSSH's
     /// `statvfs@openssh.com` extension (eleven 64-bit numbers: block size, fragment size, blocks, free, available,
     /// ...); nil for a reply that is not one.
@@ -207,7 +218,11 @@ enum SFTPPacket {
         mutating func attributes() throws(SFTPProtocolError) -> Attributes {
             let flags = try uint32()
             var attributes = Attributes()
-            if flags & 0x1 != 0 { attributes.size = Int64(bitPattern: try uint64()) }
+            if flags & 0x1 != 0 {
+                // A size past Int64 is no size a file has: unknown.
+                let size = Int64(bitPattern: try uint64())
+                attributes.size = size >= 0 ? size : nil
+            }
             if flags & 0x2 != 0 { _ = try uint32(); _ = try uint32() }
             if flags & 0x4 != 0 { attributes.permissions = try uint32() }
             if flags & 0x8 != 0 {

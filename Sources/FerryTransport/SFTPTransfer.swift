@@ -48,6 +48,8 @@ final class SFTPTransfer: @unchecked Sendable {
     // A download: the part of the file asked, what was asked of it so far, what came back out of order, and
     // what is not handed on yet.
     private var statted = false
+    /// The server did not say the file's size: it is read to its end.
+    private var sizeUnknown = false
     private var nextOffset: Int64 = 0
     private var endOffset: Int64 = 0
     private var reads = 0
@@ -100,6 +102,10 @@ final class SFTPTransfer: @unchecked Sendable {
             fail(.unsupportedURL, kind, refusal)
             return
         }
+        if let unsafe = who.unsafeName {
+            fail(.badURL, .badURL, unsafe)
+            return
+        }
         limits = delegate?.transportLimits(for: task)
         if case .put = file.ask {
             switch delegate?.transportBody(for: task) {
@@ -132,6 +138,7 @@ final class SFTPTransfer: @unchecked Sendable {
         case .ready:
             guard !begun else { return }
             begun = true
+            lastProgress = monotonicSeconds()
             begin(connection)
         case .ended:
             // A kept connection the server had closed meanwhile, found out before it answered anything of this
@@ -188,6 +195,7 @@ final class SFTPTransfer: @unchecked Sendable {
                 let plan = FileRequest.plan(from: from, end: end, ifRange: ifRange, size: found.size, mtime: found.mtime, ranges: true)
                 deliver(answer(status: plan.status, plan.headers))
                 statted = true
+                sizeUnknown = found.size == nil
                 nextOffset = plan.range?.from ?? 0
                 deliverAt = nextOffset
                 endOffset = plan.fetch ? plan.range?.end ?? found.size ?? Int64.max : nextOffset
@@ -262,14 +270,17 @@ final class SFTPTransfer: @unchecked Sendable {
         connection.send(.read, { $0.string(handle); $0.uint64(UInt64(offset)); $0.uint32(UInt32(count)) }) { [unowned self] reply in
             reads -= 1
             switch reply {
+            case let .data(data) where data.count > count:
+                return fail(.badServerResponse, .protocol, "\(hostDescription(file.url)) answered a read of \(count) bytes with \(data.count)")
             case let .data(data) where !data.isEmpty:
+                guard offset < endOffset else { break }
                 received(data, at: offset)
                 // A short answer: the rest of the piece is asked again.
                 if data.count < count { self.read(connection, handle, at: offset + Int64(data.count), count - data.count) }
-            case .status(.eof, _, _) where endOffset == Int64.max, .data where endOffset == Int64.max:
-                // A file whose size the server did not say ends where reading it ends.
-                endOffset = offset
-                nextOffset = min(nextOffset, offset)
+            case .status(.eof, _, _) where sizeUnknown, .data where sizeUnknown:
+                // A file whose size the server did not say ends where reading it ends (reads past it answer so too).
+                endOffset = min(endOffset, offset)
+                nextOffset = min(nextOffset, endOffset)
             case .status(.eof, _, _), .data:
                 let host = hostDescription(file.url)
                 return fail(.networkConnectionLost, .connectionLost,
@@ -341,6 +352,7 @@ final class SFTPTransfer: @unchecked Sendable {
         closing = true
         connection.send(.close, { $0.string(handle) }) { [unowned self] reply in
             guard case .status(.ok, _, _) = reply else { return failed(reply) }
+            self.handle = nil
             guard remoteTemp != nil else { return done(answer(status: 201, ["Content-Length": "0"])) }
             renameWhole(connection)
         }
@@ -350,18 +362,18 @@ final class SFTPTransfer: @unchecked Sendable {
     /// `posix-rename@openssh.com`; a server without it gets SFTP's own rename, which refuses a name in use).
     private func renameWhole(_ connection: SFTPConnection) {
         let from = path, to = finalPath
-        connection.send(.extended, { $0.string("posix-rename@openssh.com"); $0.string(from); $0.string(to) }) { [unowned self] reply in
-            switch reply {
-            case .status(.ok, _, _):
-                done(answer(status: 201, ["Content-Length": "0"]))
-            case .status(.unsupported, _, _):
-                connection.send(.rename, { $0.string(from); $0.string(to) }) { [unowned self] reply in
-                    guard case .status(.ok, _, _) = reply else { return failed(reply) }
-                    done(answer(status: 201, ["Content-Length": "0"]))
-                }
-            default:
-                failed(reply)
-            }
+        let renamed = { [unowned self] (reply: SFTPPacket.Reply) in
+            if case .status(.ok, _, _) = reply { return done(answer(status: 201, ["Content-Length": "0"])) }
+            guard case let .status(status, code, message) = reply else { return failed(reply) }
+            let said = message.isEmpty ? "" : " (\(TerminalSafe.sanitize(String(message.prefix(200)))))"
+            fail(.cannotWriteToFile, status == .permissionDenied ? .noPermission : .other,
+                 "\(hostDescription(file.url)) could not rename \(TerminalSafe.sanitize(from)) to \(TerminalSafe.sanitize(to)): SFTP status \(code)\(said)",
+                 settles: true)
+        }
+        if connection.extensions.contains("posix-rename@openssh.com") {
+            connection.send(.extended, { $0.string("posix-rename@openssh.com"); $0.string(from); $0.string(to) }, reply: renamed)
+        } else {
+            connection.send(.rename, { $0.string(from); $0.string(to) }, reply: renamed)
         }
     }
 
@@ -419,7 +431,9 @@ final class SFTPTransfer: @unchecked Sendable {
 
     /// The idle timeout: nothing from the server for that long while it was not waiting on ferry's side.
     func checkIdle(now: TimeInterval) {
-        guard !over, !waiting, now - lastProgress > idleTimeout else { return }
+        // Any reply on its connection (its own: a connection carries one transfer) or a line of ssh's as it logs in.
+        let heard = max(lastProgress, connection?.lastHeard ?? 0)
+        guard !over, !waiting, now - heard > idleTimeout else { return }
         let seconds = Int(idleTimeout.rounded())
         fail(.timedOut, .timedOut, "timed out: nothing from \(hostDescription(file.url)) for \(seconds) s (the idle timeout)")
     }
@@ -489,7 +503,10 @@ final class SFTPTransfer: @unchecked Sendable {
     /// An upload's write was refused: the space left on the server's file system (OpenSSH's `statvfs@openssh.com`)
     /// tells a full disk from another refusal. Nothing more is written meanwhile; what else comes back is not said.
     private func askWhetherFull(_ otherwise: String) {
-        guard let connection, !askingSpace else { return }
+        guard let connection, connection.extensions.contains("statvfs@openssh.com") else {
+            return fail(.cannotOpenFile, .other, otherwise, settles: true)
+        }
+        guard !askingSpace else { return }
         askingSpace = true
         let host = hostDescription(file.url)
         let shown = TerminalSafe.sanitize(path)

@@ -15,6 +15,8 @@ struct SSHHost: Sendable, Equatable {
     var identityFiles: [String]
     /// The ciphers allowed, in the order of preference (the config's, else OpenSSH's own).
     var ciphers: [String]?
+    /// The agent the config names for the host (`IdentityAgent`); nil: none named.
+    var identityAgent: String?
 
     /// `ssh -G`'s lines (`key value`, keys in lower case).
     init?(resolved text: String) {
@@ -23,6 +25,7 @@ struct SSHHost: Sendable, Equatable {
         var user: String?
         var identities: [String] = []
         var ciphers: [String]?
+        var agent: String?
         for line in text.split(whereSeparator: \.isNewline) {
             let parts = line.split(separator: " ", maxSplits: 1)
             guard parts.count == 2 else { continue }
@@ -33,6 +36,7 @@ struct SSHHost: Sendable, Equatable {
             case "user": user = value
             case "identityfile": identities.append(value)
             case "ciphers": ciphers = value.split(separator: ",").map(String.init)
+            case "identityagent": agent = value
             default: break
             }
         }
@@ -42,6 +46,7 @@ struct SSHHost: Sendable, Equatable {
         self.user = user
         self.identityFiles = identities
         self.ciphers = ciphers
+        self.identityAgent = agent
     }
 }
 
@@ -64,14 +69,18 @@ final class SSHHostConfig: Sendable {
         guard let attributes = try? FileManager.default.attributesOfItem(atPath: config),
               let modified = (attributes[.modificationDate] as? Date)?.timeIntervalSince1970,
               FileManager.default.isExecutableFile(atPath: Self.ssh) else { return nil }
-        // A host name that could pass for an option is not asked about.
-        guard !host.hasPrefix("-"), !host.isEmpty else { return nil }
+        // A host name that could pass for an option, or that a config's %h could hand a shell, is not asked about.
+        guard SSHLogin.safeHost(host) else { return nil }
         let key = Key(host: host, config: config, modified: modified)
         if let known = cache.withLock({ $0[key] }) { return known }
         let found = Self.ask(host, config: config)
         cache.withLock { $0[key] = found }
         return found
     }
+
+    /// OpenSSH's own settings for a host no config names (`ssh -G -F /dev/null`), asked once: its ciphers in its
+    /// order, for a preference among them (SFTPConnection.preferredCiphers); nil without the ssh client.
+    static let defaults: SSHHost? = FileManager.default.isExecutableFile(atPath: ssh) ? ask("localhost", config: "/dev/null") : nil
 
     private static func ask(_ host: String, config: String) -> SSHHost? {
         var ends: [Int32] = [0, 0]

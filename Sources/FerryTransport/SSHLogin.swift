@@ -27,6 +27,24 @@ struct SSHLogin {
         }
     }
 
+    /// Why the URL's host or login name cannot go to ssh (a leading `-`, or characters a config's `%h`/`%r` would
+    /// hand a shell in ProxyCommand or Match exec, as OpenSSH 9.6 refuses them too); nil when they can.
+    var unsafeName: String? {
+        if !Self.safeHost(url.host ?? "") { return "the host name \(TerminalSafe.sanitize(url.host ?? "")) is not one ssh is given" }
+        if !Self.safeUser(login) { return "the login name \(TerminalSafe.sanitize(login)) is not one ssh is given" }
+        return nil
+    }
+
+    static func safeHost(_ host: String) -> Bool {
+        !host.isEmpty && !host.hasPrefix("-")
+            && host.unicodeScalars.allSatisfy { $0.isASCII && (CharacterSet.alphanumerics.contains($0) || ".-_:%[]".unicodeScalars.contains($0)) }
+    }
+
+    static func safeUser(_ user: String) -> Bool {
+        !user.isEmpty && !user.hasPrefix("-")
+            && !user.unicodeScalars.contains { $0.value < 0x21 || $0.value == 0x7F || "'\"`$;&<>|(){}\\*?!~#".unicodeScalars.contains($0) }
+    }
+
     /// The host and port connected to (known_hosts names them so).
     var connectHost: String { resolved?.hostname ?? url.host ?? "" }
     var connectPort: Int? { url.port ?? resolved?.port }

@@ -36,9 +36,12 @@ public enum Spawn {
 
     /// Starts `arguments` with `streams` as its standard input, output and error, in `directory` (nil: this
     /// process's), every signal's handling back to its default unless `defaultSignals` is false (then they are
-    /// inherited: the tests' children ignore SIGPIPE as the test process does). Its pid.
+    /// inherited: the tests' children ignore SIGPIPE as the test process does). Its pid. In a process group of its
+    /// own; with `newSession`, in a session of its own too, without a controlling terminal (ssh: it can never open
+    /// the user's terminal to ask something).
     public static func start(_ arguments: [String], program: String? = nil, environment: [String: String]? = nil,
-                             streams: [Stream], directory: String? = nil, defaultSignals: Bool = true) throws(Failure) -> pid_t {
+                             streams: [Stream], directory: String? = nil, defaultSignals: Bool = true,
+                             newSession: Bool = false) throws(Failure) -> pid_t {
         precondition(!arguments.isEmpty, "a program to start")
         var actions = posix_spawn_file_actions_t()
         posix_spawn_file_actions_init(&actions)
@@ -69,13 +72,14 @@ public enum Spawn {
         sigfillset(&all)
         var none = sigset_t()
         sigemptyset(&none)
-        var flags = POSIX_SPAWN_SETPGROUP
+        // glibc's POSIX_SPAWN_SETSID (0x80), which the Glibc module leaves out; a session leader's group is its own.
+        var flags = newSession ? 0x80 : POSIX_SPAWN_SETPGROUP
         if defaultSignals {
             posix_spawnattr_setsigdefault(&attributes, &all)
             posix_spawnattr_setsigmask(&attributes, &none)
             flags |= POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETSIGMASK
         }
-        posix_spawnattr_setpgroup(&attributes, 0)
+        if !newSession { posix_spawnattr_setpgroup(&attributes, 0) }
         posix_spawnattr_setflags(&attributes, Int16(flags))
         let argv = arguments.map { strdup($0) } + [nil]
         let envp = environment.map { $0.map { strdup("\($0.key)=\($0.value)") } + [nil] }

@@ -79,9 +79,9 @@ import Testing
 @Suite struct SSHCipherPreferenceTests {
     @Test func aesGCMGoesFirstOnlyWhereTheProcessorHelpsAndTheConfigAllowsIt() {
         let openssh = ["chacha20-poly1305@openssh.com", "aes128-ctr", "aes192-ctr", "aes256-ctr", "aes128-gcm@openssh.com", "aes256-gcm@openssh.com"]
-        // No config: OpenSSH's list, the two put first.
-        #expect(SFTPConnection.preferredCiphers(nil, aes: true) == "^aes128-gcm@openssh.com,aes256-gcm@openssh.com")
-        // A config's list keeps its ciphers and no others.
+        // OpenSSH's own list (or a config's) keeps its ciphers and no others, the two put first; without a list
+        // (no ssh -G), nothing is asked.
+        #expect(SFTPConnection.preferredCiphers(nil, aes: true) == nil)
         #expect(SFTPConnection.preferredCiphers(openssh, aes: true)
                 == "aes128-gcm@openssh.com,aes256-gcm@openssh.com,chacha20-poly1305@openssh.com,aes128-ctr,aes192-ctr,aes256-ctr")
         #expect(SFTPConnection.preferredCiphers(["aes256-ctr", "aes256-gcm@openssh.com"], aes: true) == "aes256-gcm@openssh.com,aes256-ctr")
@@ -111,5 +111,27 @@ import Testing
         // Past Int64: as much as can be said.
         #expect(SFTPPacket.spaceAvailable(reply([4096, 1 << 40, 1, 1, 1 << 40, 0, 0, 0, 0, 0, 0])) == Int64.max)
         #expect(0 < SFTPTransfer.fullBelow)
+    }
+}
+
+/// What of a URL goes to ssh: no host or login name that could pass for an option, or that a config's `%h` or
+/// `%r` would hand a shell (ProxyCommand, Match exec), as OpenSSH 9.6 refuses them itself.
+@Suite struct SSHNameTests {
+    @Test func hostsAndLoginsWithShellOrOptionCharactersAreNotGivenToSSH() {
+        for host in ["seedbox", "build-1.example.org", "127.0.0.1", "::1", "fe80::1%eth0", "my_host"] {
+            #expect(SSHLogin.safeHost(host), "\(host)")
+        }
+        for host in ["-oProxyCommand=x", "a$(touch x)", "a;b", "a b", "", "a`b`", "ä.example"] {
+            #expect(!SSHLogin.safeHost(host), "\(host)")
+        }
+        for user in ["root", "build.bot", "me@corp", "first-last", "ünïcode"] {
+            #expect(SSHLogin.safeUser(user), "\(user)")
+        }
+        for user in ["-l", "a$(id)", "a;b", "a b", "a|b", "a\\b", "a'b", "a\nb", ""] {
+            #expect(!SSHLogin.safeUser(user), "\(user)")
+        }
+        let login = SSHLogin(url: URL(string: "sftp://a%24%28id%29@host/x")!,
+                             settings: SSHSettings(knownHosts: "/dev/null", identityFiles: [], user: "me", agent: false), netrc: nil)
+        #expect(login.unsafeName?.contains("login name") == true, "\(login.unsafeName ?? "")")
     }
 }

@@ -31,7 +31,7 @@ enum RequestHeaders {
         applyNetrc(credentials.netrc, orDefault: true, to: &request)
         if request.value(forHTTPHeaderField: "User-Agent") == nil { request.setValue(userAgent, forHTTPHeaderField: "User-Agent") }
         if spec.direction == .download { request.setValue("identity", forHTTPHeaderField: "Accept-Encoding") }
-        if let agent = spec.sshAgent, TransferScheme(spec.url)?.overSSH == true {
+        if let agent = spec.sshAgent, TransferScheme(spec.url) == .sftp {
             request.setValue(agent, forHTTPHeaderField: TransferScheme.sshAgentHeader)
         }
         if spec.upload?.remoteTemp == true, TransferScheme(spec.url) == .sftp {
