@@ -81,6 +81,9 @@ final class SFTPTransfer: @unchecked Sendable {
         let settings = delegate?.transportSettings ?? TransportSettings()
         who = SSHLogin(url: file.url, settings: settings.ssh, netrc: file.netrc,
                        askingAgent: request.value(forHTTPHeaderField: TransferScheme.sshAgentHeader))
+        // What the connection's arguments read once (`ssh -G`, /proc/cpuinfo), read here, off the transport's thread.
+        _ = SSHHostConfig.defaults
+        _ = SFTPConnection.hasAESInstructions
         idleTimeout = max(1, request.timeoutInterval)
         // Only the suffix ferry uses: the header is the engine's, never a server's words.
         remoteTemp = request.value(forHTTPHeaderField: TransferScheme.remoteTempHeader) == UploadSpec.remoteTempSuffix

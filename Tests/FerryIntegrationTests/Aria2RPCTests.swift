@@ -782,6 +782,8 @@ import TestHTTPServer
         let gid = String(format: "%016llx", UInt64(batch) | (1 << 63))
         try await eventually("the walk ended") { manager.walks.first?.ended == true }
         try await eventually("a file runs") { manager.treeRow(batch: batch)?.state == .running }
+        // An index page says no sizes: each file's comes with its answer (a busy CI machine asked before any came).
+        try await eventually("every file's size known") { manager.treeRow(batch: batch)?.bytesExpected == 800_000 }
 
         let active = try #require(try await call("aria2.tellActive", [["gid", "status", "files", "dir", "totalLength"]]) as? [[String: Any]])
         #expect(active.map { $0["gid"] as? String } == [gid], "the tree, once, not its files")
