@@ -45,6 +45,7 @@ final class Courier: @unchecked Sendable {
     /// Results of this round not posted yet, and the body bytes among them (transport thread).
     private var outbox: [@Sendable (Delivery) -> Void] = []
     private var outboxBytes = 0
+    private var outboxAfter: [@Sendable () -> Void] = []
     private let inFlight = Atomic<Int>(0)
     private let pausedForBackpressure = Atomic<Bool>(false)
 
@@ -66,17 +67,30 @@ final class Courier: @unchecked Sendable {
         outboxBytes += bytes
     }
 
+    /// `then` is called once the delegate has had what was queued so far (its queue ran after it), on the task's
+    /// work queue: whatever the delegate decided on it (a cancel of the task) has reached the transport before
+    /// `then` sends anything there (transport thread; with something queued this round).
+    func afterHandover(_ then: @escaping @Sendable () -> Void) {
+        outboxAfter.append(then)
+    }
+
     /// Hands the results of this round of the transport's loop to the task's work queue in one block.
     func post() {
         guard !outbox.isEmpty else { return }
         let works = outbox
         let bytes = outboxBytes
+        let afters = outboxAfter
         outbox = []
         outboxBytes = 0
+        outboxAfter = []
         let delivery = delivery
         let delegateQueue = delegateQueue
         delivery.queue.async { [self] in
             for work in works { work(delivery) }
+            if !afters.isEmpty {
+                let done: @Sendable () -> Void = { delivery.queue.async { afters.forEach { $0() } } }
+                if let delegateQueue { delegateQueue.addOperation(done) } else { done() }
+            }
             guard bytes > 0 else { return }
             // After the delegate's own operations for these bytes (the queue is serial), or at once without one.
             if let delegateQueue {

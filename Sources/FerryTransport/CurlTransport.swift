@@ -46,6 +46,8 @@ package final class CurlTransport: @unchecked Sendable {
         case startSFTP(SFTPTransfer)
         case stopSFTP(SFTPTransfer)
         case wakeSFTP(SFTPTransfer)
+        /// The engine has had an sftp download's answer: its reads may go.
+        case answeredSFTP(SFTPTransfer)
     }
 
     private let commands = Mutex<[Command]>([])
@@ -214,6 +216,8 @@ package final class CurlTransport: @unchecked Sendable {
             transfer.stopped()
         case let .wakeSFTP(transfer):
             if sftpRunning[ObjectIdentifier(transfer)] != nil { transfer.wake() }
+        case let .answeredSFTP(transfer):
+            if sftpRunning[ObjectIdentifier(transfer)] != nil { transfer.answerHandedOver() }
         }
     }
 

@@ -48,6 +48,8 @@ final class SFTPTransfer: @unchecked Sendable {
     // A download: the part of the file asked, what was asked of it so far, what came back out of order, and
     // what is not handed on yet.
     private var statted = false
+    /// The engine has had the answer (Courier.afterHandover): reads may go.
+    private var answerTaken = false
     /// The server did not say the file's size: it is read to its end.
     private var sizeUnknown = false
     private var nextOffset: Int64 = 0
@@ -197,6 +199,9 @@ final class SFTPTransfer: @unchecked Sendable {
                 }
                 let plan = FileRequest.plan(from: from, end: end, ifRange: ifRange, size: found.size, mtime: found.mtime, ranges: true)
                 deliver(answer(status: plan.status, plan.headers))
+                // Nothing is read before the engine has had the answer: it may stop this stream at once (a probe
+                // it splits into ranges), and reads on their way meanwhile cost the server 2 MiB it sent for nothing.
+                courier.afterHandover { [transport, weak self] in if let self { transport.submit(.answeredSFTP(self)) } }
                 statted = true
                 sizeUnknown = found.size == nil
                 nextOffset = plan.range?.from ?? 0
@@ -250,7 +255,7 @@ final class SFTPTransfer: @unchecked Sendable {
             pumpWrites(connection, handle, now)
             return
         }
-        guard statted else { return }
+        guard statted, answerTaken else { return }
         while reads < Self.piecesAtOnce, nextOffset < endOffset {
             if courier.mustWait() {
                 waiting = true
@@ -422,6 +427,14 @@ final class SFTPTransfer: @unchecked Sendable {
         waiting = true
         pacer.hold(now)
         transport.waitForRate(self)
+    }
+
+    /// The engine has had the download's answer and did not stop it: its reads go.
+    func answerHandedOver() {
+        guard !over else { return }
+        answerTaken = true
+        lastProgress = monotonicSeconds()
+        pump()
     }
 
     /// Room on the way to the delegate, an upload's body, or its rate: it goes on.
