@@ -7,8 +7,10 @@ import TestHTTPServer
 import FerryRPC
 
 /// sftp:// and scp:// through the real engine against OpenSSH's sshd, started for each test on 127.0.0.1 with
-/// a throwaway host key and user key (TestSSHServer). What the server read is in its own log.
-@Suite struct SFTPTests {
+/// a throwaway host key and user key (TestSSHServer). What the server read is in its own log. One at a time: each
+/// test's set-up (three ssh-keygen runs, sshd's start) blocks a thread of the test pool, and 29 of them at once
+/// starved other suites' polls (a fresh clone's CI: two command-line tests waited 65 s for a poll that never ran).
+@Suite(.serialized) struct SFTPTests {
     let server: TestSSHServer
     let dir: TempDir
 
