@@ -86,9 +86,7 @@ struct FileRequest {
     }
 
     /// Why the request cannot go out at all (a method a file protocol has no meaning for, a directory); nil when it can.
-    var refusal: (FailureKind, String)? { Self.refusal(ask, url: url, scheme: scheme) }
-
-    static func refusal(_ ask: Ask, url: URL, scheme: TransferScheme) -> (FailureKind, String)? {
+    var refusal: (FailureKind, String)? {
         if case let .unsupported(method) = ask {
             return (.badURL, "\(scheme.rawValue) cannot \(TerminalSafe.sanitize(method)): it reads (GET), writes (PUT) or looks at (HEAD) a file,"
                     + " or lists or makes a directory (LIST, MKCOL; sftp and ftp)")
@@ -102,6 +100,22 @@ struct FileRequest {
             return (.isDirectory, "\(TerminalSafe.redactedURL(url)) is a directory: ferry get takes a file")
         }
         return nil
+    }
+
+    // MARK: Failures every file protocol has, in ferry's words (FileWire's libcurl results, SFTPTransfer's statuses)
+
+    private var host: String { hostDescription(url) }
+    private var shownPath: String { TerminalSafe.sanitize(url.path.removingPercentEncoding ?? url.path) }
+
+    /// The file (or, for an upload, its directory) is not there.
+    var noSuchFile: (URLError.Code, FailureKind, String) {
+        if case .put = ask { return (.fileDoesNotExist, .noSuchFile, "no such directory on \(host) for \(shownPath)") }
+        return (.fileDoesNotExist, .noSuchFile, "no such file on \(host): \(shownPath)")
+    }
+
+    /// The server refused access; `detail`: its own words, if any.
+    func permissionDenied(_ detail: String?) -> (URLError.Code, FailureKind, String) {
+        (.noPermissionsToReadFile, .noPermission, "permission denied on \(host): \(shownPath)" + (detail.map { " (\($0))" } ?? ""))
     }
 
     /// What a stat's answer leads to: the answer's status and headers, the part of the file to fetch (nil: the

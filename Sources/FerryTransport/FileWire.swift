@@ -28,10 +28,12 @@ final class FileWire {
         case transfer
     }
 
-    private let scheme: TransferScheme
-    private let url: URL
+    /// What was asked (the ask, its URL and scheme, the .netrc login).
+    private let request: FileRequest
+    private var scheme: TransferScheme { request.scheme }
+    private var url: URL { request.url }
+    private var ask: Ask { request.ask }
     private let part: any FileProtocolPart
-    private let ask: Ask
     private var step: Step
     /// The answer for URLSession, made before the body (after a stat) or at its first byte, is handed over once.
     private var answered = false
@@ -40,12 +42,10 @@ final class FileWire {
     /// The part for `request`'s scheme; nil for http(s).
     init?(request: URLRequest, settings: TransportSettings) {
         guard let asked = FileRequest(request: request) else { return nil }
-        scheme = asked.scheme
-        url = asked.url
-        ask = asked.ask
-        part = scheme.overSSH ? SSHPart(url: url, settings: settings.ssh, netrc: asked.netrc)
-            : FTPPart(url: url, netrc: asked.netrc, settings: settings)
-        switch ask {
+        self.request = asked
+        part = asked.scheme.overSSH ? SSHPart(url: asked.url, settings: settings.ssh, netrc: asked.netrc)
+            : FTPPart(url: asked.url, netrc: asked.netrc, settings: settings)
+        switch asked.ask {
         case .head: step = .stat
         case .list, .makeDirectory: step = .transfer
         case let .get(from, end, _) where part.offersRanges && (from > 0 || end != nil): step = .stat
@@ -61,7 +61,7 @@ final class FileWire {
     var dropsBody: Bool { step == .stat }
 
     /// Why the request cannot go out at all (FileRequest.refusal); nil when it can.
-    var refusal: (FailureKind, String)? { FileRequest.refusal(ask, url: url, scheme: scheme) }
+    var refusal: (FailureKind, String)? { request.refusal }
 
     /// Sets the step's options on a new handle (the carrier set the URL, the callbacks and the timeouts).
     /// `bodyLength`: an upload's length from where it starts, nil when unknown.
@@ -201,10 +201,9 @@ final class FileWire {
         if let own = part.describe(result, detail: detail, ask: ask) { return own }
         switch result {
         case FERRY_CURLE_REMOTE_FILE_NOT_FOUND:
-            if case .put = ask { return (.fileDoesNotExist, .noSuchFile, "no such directory on \(host) for \(path)") }
-            return (.fileDoesNotExist, .noSuchFile, "no such file on \(host): \(path)")
+            return request.noSuchFile
         case FERRY_CURLE_REMOTE_ACCESS_DENIED:
-            return (.noPermissionsToReadFile, .noPermission, "permission denied on \(host): \(path) (\(detail))")
+            return request.permissionDenied(detail)
         case FERRY_CURLE_REMOTE_DISK_FULL:
             return (.cannotWriteToFile, .diskFull, "the disk (or the quota) on \(host) is full: \(path)")
         case FERRY_CURLE_UPLOAD_FAILED:

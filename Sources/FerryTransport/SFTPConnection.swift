@@ -218,9 +218,6 @@ final class SFTPConnection {
         return nextID
     }
 
-    /// Bytes queued for ssh and not written yet.
-    var unsent: Int { outgoing.reduce(0) { $0 + $1.count } - outgoingOffset }
-
     private func queue(_ data: Data) {
         guard state != .ended else { return }
         outgoing.append(data)
@@ -304,7 +301,7 @@ final class SFTPConnection {
 
     /// What one read off the socket takes at most, and where it goes first.
     private static let readSize = 128 << 10
-    private lazy var readBuffer = UnsafeMutableRawPointer.allocate(byteCount: Self.readSize, alignment: 16)
+    private let readBuffer = UnsafeMutableRawPointer.allocate(byteCount: SFTPConnection.readSize, alignment: 16)
 
     /// Hands on each whole packet received; false when the connection ended over one that makes no sense.
     private func dispatch() -> Bool {

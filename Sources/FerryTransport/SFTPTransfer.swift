@@ -373,7 +373,7 @@ final class SFTPTransfer: @unchecked Sendable {
         let renamed = { [unowned self] (reply: SFTPPacket.Reply) in
             if case .status(.ok, _, _) = reply { return done(answer(status: 201, ["Content-Length": "0"])) }
             guard case let .status(status, code, message) = reply else { return failed(reply) }
-            let said = message.isEmpty ? "" : " (\(TerminalSafe.sanitize(String(message.prefix(200)))))"
+            let said = Self.serverWords(message).map { " (\($0))" } ?? ""
             fail(.cannotWriteToFile, status == .permissionDenied ? .noPermission : .other,
                  "\(hostDescription(file.url)) could not rename \(TerminalSafe.sanitize(from)) to \(TerminalSafe.sanitize(to)): SFTP status \(code)\(said)",
                  settles: true)
@@ -496,14 +496,15 @@ final class SFTPTransfer: @unchecked Sendable {
         guard case let .status(status, code, message) = reply else {
             return fail(.badServerResponse, .protocol, "\(host) answered an SFTP request with something else")
         }
-        let said = message.isEmpty ? "" : " (\(TerminalSafe.sanitize(String(message.prefix(200)))))"
+        let said = Self.serverWords(message).map { " (\($0))" } ?? ""
         let upload = { if case .put = file.ask { true } else { false } }()
         switch status {
         case .noSuchFile:
-            if upload { return fail(.fileDoesNotExist, .noSuchFile, "no such directory on \(host) for \(shown)", settles: true) }
-            fail(.fileDoesNotExist, .noSuchFile, "no such file on \(host): \(shown)", settles: true)
+            let (code, kind, words) = file.noSuchFile
+            fail(code, kind, words, settles: true)
         case .permissionDenied:
-            fail(.noPermissionsToReadFile, .noPermission, "permission denied on \(host): \(shown)\(said)", settles: true)
+            let (code, kind, words) = file.permissionDenied(Self.serverWords(message))
+            fail(code, kind, words, settles: true)
         case .noConnection, .connectionLost:
             fail(.networkConnectionLost, .connectionLost, "the SSH session with \(host) was lost\(said)")
         case .failure where upload && handle != nil:
@@ -538,6 +539,11 @@ final class SFTPTransfer: @unchecked Sendable {
 
     /// A write refused with less than this free on the server's file system was refused for the space.
     static let fullBelow: Int64 = 1 << 20
+
+    /// A status reply's message, safe for a terminal and cut short; nil for none.
+    private static func serverWords(_ message: String) -> String? {
+        message.isEmpty ? nil : TerminalSafe.sanitize(String(message.prefix(200)))
+    }
 
     /// `settles`: the server refused a request and the connection is sound: it is kept (letGo).
     private func fail(_ code: URLError.Code, _ kind: FailureKind, _ message: String, settles: Bool = false) {
