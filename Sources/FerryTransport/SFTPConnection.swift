@@ -22,20 +22,45 @@ final class SFTPConnection {
         case ended
     }
 
+    /// How it shares its login with others to the same host (OpenSSH's connection sharing, `ControlMaster`):
+    /// not at all; as the master, which logged in and carries its own SFTP session and the others' over its control
+    /// socket; or as one of those others, an ssh that asks the master for a session and needs no login of its own.
+    enum Sharing {
+        case alone
+        case master(controlPath: String)
+        case session(of: SFTPConnection, controlPath: String)
+    }
+
     /// What makes two connections interchangeable: ssh's arguments and the password offered.
     let key: String
+    let sharing: Sharing
     private(set) var state = State.starting
     /// Why it ended before it was closed (a failure in ferry's words); nil while it runs or after a close.
     private(set) var failure: (URLError.Code, FailureKind, String)?
-    /// The server's host key as ssh was shown it and checked it (`ED25519 key SHA256:...`).
-    private(set) var peer: String?
+    /// The server's host key as ssh was shown it and checked it (`ED25519 key SHA256:...`); a session over a master
+    /// was shown nothing: the master's.
+    var peer: String? { shownKey ?? master?.peer }
+    private var shownKey: String?
+    /// The master it shares a login with, if it is a session over one.
+    var master: SFTPConnection? {
+        if case let .session(master, _) = sharing { master } else { nil }
+    }
+    /// A master the server would not give another session (its sshd's MaxSessions): others get a master of their own.
+    private(set) var full = false
+    /// A session's ssh, not started before its master has logged in (its arguments and password).
+    private var waitingForMaster: ([String], String?)?
     /// ssh found the host key known and matching (`-v`): whatever it says after is not about the host key.
     private var hostKeyMatched = false
     /// The extensions the server named in its VERSION (OpenSSH's `posix-rename@openssh.com`, `statvfs@openssh.com`).
     private(set) var extensions: Set<String> = []
-    /// When the server or ssh last said anything (a reply, a line of ssh's while it logs in): the idle timeout
-    /// of the transfer on it counts from here too (transport thread's monotonic seconds).
-    private(set) var lastHeard: TimeInterval = monotonicSeconds()
+    /// When the server or ssh last said anything (a reply, a line of ssh's while it logs in; the master's, while a
+    /// session waits for its login): the idle timeout of the transfer on it counts from here too (transport
+    /// thread's monotonic seconds).
+    var lastHeard: TimeInterval {
+        guard waitingForMaster != nil, let master else { return heard }
+        return max(heard, master.lastHeard)
+    }
+    private var heard: TimeInterval = monotonicSeconds()
     /// Told when the connection is ready or has ended (the transfer using it, or none).
     var onChange: (() -> Void)?
     /// When it last went back to the pool unused (transport thread's monotonic seconds).
@@ -69,19 +94,38 @@ final class SFTPConnection {
         for id in replies.keys { replies[id] = { _ in } }
     }
 
-    init(login: SSHLogin, key: String, arguments: [String], password: String?) {
+    /// `arguments` as `arguments(_:idleTimeout:sharing:)` makes them for `sharing`. A session over a master that is
+    /// still logging in starts once the master has (masterChanged).
+    init(login: SSHLogin, key: String, arguments: [String], password: String?, sharing: Sharing = .alone) {
         self.login = login
         self.key = key
-        start(arguments, password: password)
+        self.sharing = sharing
+        if let master, master.state == .starting {
+            waitingForMaster = (arguments, password)
+        } else {
+            start(arguments, password: password)
+        }
     }
 
     deinit {
         close()
+        terminate()
         readBuffer.deallocate()
     }
 
-    /// ssh's arguments for `login` (the key of a connection), with `idleTimeout` as its connect timeout.
-    static func arguments(_ login: SSHLogin, idleTimeout: TimeInterval) -> [String] {
+    /// A session waiting for its master (the pool asks at every round): it starts once the master is ready, and
+    /// ends with the master's failure if the master could not log in. One whose master was closed before it had
+    /// logged in starts too: its ssh then finds no master and logs in itself.
+    func masterChanged() {
+        guard let (arguments, password) = waitingForMaster, let master, master.state != .starting else { return }
+        waitingForMaster = nil
+        if master.state == .ended, let failure = master.failure { return end(failure) }
+        start(arguments, password: password)
+    }
+
+    /// ssh's arguments for `login` (the key of a connection), with `idleTimeout` as its connect timeout; a shared
+    /// connection's name its control socket.
+    static func arguments(_ login: SSHLogin, idleTimeout: TimeInterval, sharing: Sharing = .alone) -> [String] {
         let settings = login.settings
         var arguments = [SSHHostConfig.ssh, "-v", "-T", "-x", "-a", "-k"]
         let config = settings.config.flatMap { FileManager.default.isReadableFile(atPath: $0) ? $0 : nil } ?? "/dev/null"
@@ -93,8 +137,19 @@ final class SFTPConnection {
         option("StrictHostKeyChecking=yes")
         option("UpdateHostKeys=no")
         option("CheckHostIP=no")
-        option("ControlMaster=no")
-        option("ControlPath=none")
+        switch sharing {
+        case .alone:
+            option("ControlMaster=no")
+            option("ControlPath=none")
+        case let .master(path):
+            // It stays while it carries sessions, and ends with the last (never in the background: ControlPersist).
+            option("ControlMaster=yes")
+            option("ControlPersist=no")
+            option("ControlPath=\(quoted(path))")
+        case let .session(_, path):
+            option("ControlMaster=no")
+            option("ControlPath=\(quoted(path))")
+        }
         option("ClearAllForwardings=yes")
         option("ConnectTimeout=\(max(1, Int(idleTimeout.rounded(.up))))")
         option("ServerAliveInterval=15")
@@ -227,7 +282,7 @@ final class SFTPConnection {
 
     /// The descriptors to wait on, and for what.
     var descriptors: [(fd: Int32, events: Int16)] {
-        guard state != .ended else { return [] }
+        guard state != .ended, channel >= 0 else { return [] }
         var list: [(Int32, Int16)] = [(channel, Int16(POLLIN) | (outgoing.isEmpty ? 0 : Int16(POLLOUT)))]
         if errors >= 0 { list.append((errors, Int16(POLLIN))) }
         return list
@@ -235,7 +290,7 @@ final class SFTPConnection {
 
     /// Reads what ssh said and answered, hands each answer to its request's `reply`, and writes what is queued.
     func service() {
-        guard state != .ended else { return }
+        guard state != .ended, channel >= 0 else { return }
         readErrors()
         readReplies()
         guard state != .ended else { return }
@@ -267,11 +322,13 @@ final class SFTPConnection {
                 .trimmingCharacters(in: .whitespacesAndNewlines)
             errorText.removeSubrange(errorText.startIndex...newline)
             // debug1: Server host key: ssh-ed25519 SHA256:...
-            lastHeard = monotonicSeconds()
+            heard = monotonicSeconds()
+            // A master that refused a session (the server's MaxSessions): this ssh logs in itself.
+            if line.hasPrefix("mux_client_request_session: session request failed") { master?.full = true }
             if line.hasPrefix("debug1: Host ") && line.contains(" is known and matches ") { hostKeyMatched = true }
             if line.hasPrefix("debug1: Server host key: ") {
                 let parts = line.dropFirst("debug1: Server host key: ".count).split(separator: " ")
-                if parts.count >= 2 { peer = SSHLogin.fingerprint(type: String(parts[0]), sha256: String(parts[1])) }
+                if parts.count >= 2 { shownKey = SSHLogin.fingerprint(type: String(parts[0]), sha256: String(parts[1])) }
             }
             said.append(line)
             if said.count > 64 { said.removeFirst(said.count - 64) }
@@ -319,7 +376,7 @@ final class SFTPConnection {
             guard let parsed else { break }
             incomingStart = parsed.next
             answers += 1
-            lastHeard = monotonicSeconds()
+            heard = monotonicSeconds()
             if parsed.kind == SFTPPacket.Kind.version.rawValue {
                 if state == .starting {
                     extensions = SFTPPacket.extensions(incoming, from: packetStart, to: parsed.next)
@@ -393,10 +450,12 @@ final class SFTPConnection {
         onChange?()
     }
 
-    /// Ends it from our side (done with it, or cancelled): ssh sees its input end and goes.
+    /// Ends it from our side (done with it, or cancelled): ssh sees its input end and goes (a master once the
+    /// sessions over it have ended too: terminate).
     func close() {
         guard state != .ended else { return }
         state = .ended
+        waitingForMaster = nil
         replies.removeAll()
         outgoing.removeAll()
         closeDescriptors()
@@ -408,14 +467,22 @@ final class SFTPConnection {
         if errors >= 0 { Glibc.close(errors) }
         channel = -1
         errors = -1
-        if pid > 0 {
-            // It ends on its closed input and SIGTERM; one still there 5 s later is killed. Reaped without blocking
-            // (reapEnded).
-            kill(pid, SIGTERM)
-            Self.ending.append((pid, monotonicSeconds()))
-            pid = 0
-        }
+        // A master's ssh carries other sessions still: it goes once they have (the pool terminates it then).
+        if case .master = sharing { return }
+        terminate()
     }
+
+    /// Its ssh is ended: it ends on its closed input and SIGTERM; one still there 5 s later is killed. Reaped
+    /// without blocking (reapEnded).
+    func terminate() {
+        guard pid > 0 else { return }
+        kill(pid, SIGTERM)
+        Self.ending.append((pid, monotonicSeconds()))
+        pid = 0
+    }
+
+    /// A master whose ssh has not been terminated yet.
+    var lingers: Bool { pid > 0 }
 
     /// ssh processes closed and not reaped yet (transport thread).
     nonisolated(unsafe) private static var ending: [(pid: pid_t, since: TimeInterval)] = []
@@ -518,15 +585,27 @@ final class SFTPConnection {
 
 /// The SFTP connections of the transport: each carries one transfer at a time; one whose transfer ended cleanly
 /// waits here for the next transfer with the same login (a thousand small files over one ssh login, not a
-/// thousand), and is closed after a minute unused. Transport thread only.
+/// thousand), and is closed after a minute unused. Transfers at once to one login share its ssh connection: the
+/// first connection is a master (OpenSSH's ControlMaster), the next ones sessions over it, which need no login
+/// of their own (a login costs the client and the server a post-quantum key exchange each: eight at once took
+/// a thousand small files a third of their time). Each session is a channel of its own, with its own window, so
+/// one busy transfer does not slow another's. Transport thread only.
 final class SFTPConnections {
     private var all: [SFTPConnection] = []
     private var idle: [String: [SFTPConnection]] = [:]
+    /// The masters that take more sessions, by key.
+    private var masters: [String: [SFTPConnection]] = [:]
+    /// Masters whose own session is over while their ssh still carries others: terminated once those have ended.
+    private var lingering: [SFTPConnection] = []
     /// Back from a transfer that stopped part way, until what it still had on its way is answered.
     private var settling: [SFTPConnection] = []
     static let idleLimit: TimeInterval = 60
+    /// Sessions over one master besides its own: sshd's MaxSessions is 10 unless its config says less (a master
+    /// refused one is full: the next connection is a master of its own).
+    static let sessionsPerMaster = 8
 
-    /// A connection for `login`: one waiting unused, else a new one.
+    /// A connection for `login`: one waiting unused, else a session over a master with room, else a new master
+    /// (or, without a directory for control sockets, a connection alone).
     func take(_ login: SSHLogin, idleTimeout: TimeInterval) -> SFTPConnection {
         let arguments = SFTPConnection.arguments(login, idleTimeout: idleTimeout)
         let key = arguments.joined(separator: "\u{0}") + "\u{0}" + (login.password ?? "")
@@ -534,9 +613,24 @@ final class SFTPConnections {
             idle[key] = waiting.isEmpty ? nil : waiting
             if found.state == .ready { return found }
         }
-        let made = SFTPConnection(login: login, key: key, arguments: arguments, password: login.password)
+        let sharing: SFTPConnection.Sharing
+        if let master = masters[key]?.first(where: hasRoom), case let .master(path) = master.sharing {
+            sharing = .session(of: master, controlPath: path)
+        } else if let path = Self.controlPath() {
+            sharing = .master(controlPath: path)
+        } else {
+            sharing = .alone
+        }
+        let made = SFTPConnection(login: login, key: key, arguments: SFTPConnection.arguments(login, idleTimeout: idleTimeout, sharing: sharing),
+                                  password: login.password, sharing: sharing)
+        if case .master = sharing { masters[key, default: []].append(made) }
         all.append(made)
         return made
+    }
+
+    private func hasRoom(_ master: SFTPConnection) -> Bool {
+        guard master.state != .ended, !master.full else { return false }
+        return all.count { $0.master === master && $0.state != .ended } < Self.sessionsPerMaster
     }
 
     /// Back from a transfer that ended cleanly (nothing but its file's CLOSE may be unanswered): kept for the next
@@ -565,12 +659,14 @@ final class SFTPConnections {
     }
 
     var descriptors: [(fd: Int32, events: Int16)] { all.flatMap(\.descriptors) }
-    /// No connection, and no ssh process left to reap.
-    var isEmpty: Bool { all.isEmpty && !SFTPConnection.reaping }
+    /// No connection, and no ssh process left to end or reap.
+    var isEmpty: Bool { all.isEmpty && lingering.isEmpty && !SFTPConnection.reaping }
 
-    /// A round of I/O for every connection; those ended or unused too long are let go.
+    /// A round of I/O for every connection; those ended or unused too long are let go, sessions waiting for their
+    /// master's login start once it is over, and a master's ssh ends after the last session over it.
     func service(now: TimeInterval) {
         for connection in all { connection.service() }
+        for connection in all where connection.state == .starting { connection.masterChanged() }
         let settled = settling.filter { $0.state != .ready || $0.unanswered == 0 || now - $0.idleSince > Self.idleLimit }
         settling.removeAll { connection in settled.contains { $0 === connection } }
         for connection in settled {
@@ -581,7 +677,48 @@ final class SFTPConnections {
             let left = waiting.filter { $0.state == .ready }
             idle[key] = left.isEmpty ? nil : left
         }
+        for (key, list) in masters {
+            let left = list.filter { $0.state != .ended }
+            masters[key] = left.isEmpty ? nil : left
+        }
+        lingering += all.filter { $0.state == .ended && $0.lingers }
         all.removeAll { $0.state == .ended }
+        lingering.removeAll { master in
+            guard !all.contains(where: { $0.master === master }) else { return false }
+            master.terminate()
+            return true
+        }
         SFTPConnection.reapEnded()
+    }
+
+    // MARK: Control sockets
+
+    /// Where masters' control sockets go: a directory of the user's own that no one else may enter
+    /// (`$XDG_RUNTIME_DIR/ferry-ssh`, else `/tmp/ferry-ssh-UID`); nil, and no sharing, when there is none such, or
+    /// when its path would leave a socket's name too long.
+    static let controlDirectory: String? = {
+        let uid = getuid()
+        let runtime = ProcessInfo.processInfo.environment["XDG_RUNTIME_DIR"].flatMap { $0.hasPrefix("/") ? $0 : nil }
+        let directory = runtime.map { $0 + "/ferry-ssh" } ?? "/tmp/ferry-ssh-\(uid)"
+        // A socket's path has room for 107 bytes; ssh adds 17 while it makes it, ferry up to 22 (`/PID-N`).
+        guard directory.utf8.count <= 107 - 17 - 22,
+              directory.unicodeScalars.allSatisfy({ $0.isASCII && (CharacterSet.alphanumerics.contains($0) || "/._-".unicodeScalars.contains($0)) })
+        else { return nil }
+        if mkdir(directory, 0o700) != 0 && errno != EEXIST { return nil }
+        var info = stat()
+        guard lstat(directory, &info) == 0, info.st_mode & S_IFMT == S_IFDIR, info.st_uid == uid, info.st_mode & 0o077 == 0 else { return nil }
+        return directory
+    }()
+
+    nonisolated(unsafe) private static var mastersMade = 0
+
+    /// A new master's control socket: one no other master of this process has had (one left by another process
+    /// that had this process's number is removed).
+    private static func controlPath() -> String? {
+        guard let directory = controlDirectory else { return nil }
+        mastersMade += 1
+        let path = "\(directory)/\(getpid())-\(mastersMade)"
+        unlink(path)
+        return path
     }
 }

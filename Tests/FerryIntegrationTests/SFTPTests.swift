@@ -507,6 +507,84 @@ import FerryRPC
         #expect(logins == 1, "\(logins) logins for \(bodies.count) files")
     }
 
+    /// Files at once to one host share one login too: the first connection is a master (OpenSSH's ControlMaster),
+    /// the others sessions over it; each item still shows the host key the master checked.
+    @Test func filesAtOnceShareOneLogin() async throws {
+        let bodies = (0..<8).map { Resource.randomBytes(count: 300_000 + $0, seed: 60 + UInt64($0)) }
+        for (i, body) in bodies.enumerated() { try server.put(body, at: "at once/\(i).bin") }
+        let manager = try TransferManager(configuration: configuration(maxConcurrent: 8))
+        defer { manager.shutdown() }
+        let ids = bodies.indices.map { download(server.url("at once/\($0).bin"), manager) }
+        try await finish(manager, Set(ids))
+        for (i, body) in bodies.enumerated() { #expect(dir.contents("\(i).bin") == body, "\(i).bin") }
+        for id in ids {
+            let item = try #require(manager.snapshot(of: id))
+            #expect(item.state == .completed && item.retries == 0, "\(item.lastError ?? "")")
+            #expect(item.attempts.last?.hostKey == "ED25519 key " + server.hostKeyFingerprint, "\(item.attempts)")
+        }
+        let logins = server.logText.components(separatedBy: "Accepted publickey").count - 1
+        #expect(logins == 1, "\(logins) logins for \(bodies.count) files at once")
+        #expect(server.sftpTransfers.count == bodies.count, "\(server.sftpTransfers)")
+    }
+
+    /// A server that gives one connection fewer sessions than ferry asks for (sshd's MaxSessions) refuses the
+    /// rest: they log in themselves, and every file arrives without a failure.
+    @Test func aServerThatAllowsFewSessionsStillGetsEveryFile() async throws {
+        let strict = try TestSSHServer(maxSessions: 2)
+        defer { strict.stop() }
+        let bodies = (0..<6).map { Resource.randomBytes(count: 200_000 + $0, seed: 70 + UInt64($0)) }
+        for (i, body) in bodies.enumerated() { try strict.put(body, at: "few/\(i).bin") }
+        var configuration = testConfiguration(maxConcurrent: 6)
+        configuration.transport.ssh = SSHSettings(knownHosts: strict.knownHosts, identityFiles: [strict.userKey], user: strict.user, agent: false)
+        let manager = try TransferManager(configuration: configuration)
+        defer { manager.shutdown() }
+        let ids = bodies.indices.map { download(strict.url("few/\($0).bin"), manager) }
+        try await finish(manager, Set(ids))
+        for (i, body) in bodies.enumerated() { #expect(dir.contents("\(i).bin") == body, "\(i).bin") }
+        for id in ids {
+            let item = try #require(manager.snapshot(of: id))
+            #expect(item.state == .completed && item.retries == 0, "\(item.lastError ?? "")")
+        }
+        let logins = strict.logText.components(separatedBy: "Accepted publickey").count - 1
+        #expect(logins >= 2, "the server refused sessions, and \(logins) logins were made")
+    }
+
+    /// The ssh processes end with ferry, even with a ferry killed mid-transfer: the sessions on ferry's end of
+    /// them closing, the master with the last of its sessions (no ssh left behind in the background).
+    @Test func noSSHOutlivesAKilledFerry() async throws {
+        for name in ["a", "b"] { try server.put(Resource.randomBytes(count: 2 << 20, seed: 80), at: "kill/\(name).bin") }
+        let home = try homeWithHostAlias()
+        let runtime = dir.path + "/run"
+        try FileManager.default.createDirectory(atPath: runtime, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+        let out = dir.path + "/out"
+        let child = ChildProcess()
+        child.executableURL = builtExecutable("ferry")
+        child.arguments = ["get", "--no-tui", "-j", "2", "--limit-rate", "64K", "-o", out,
+                           "sftp://box" + server.url("kill/a.bin").path, "sftp://box" + server.url("kill/b.bin").path]
+        child.environment = isolatedEnvironment(stateDir: dir.path + "/state", configHome: dir.path + "/config")
+            .merging(["HOME": home, "XDG_RUNTIME_DIR": runtime]) { $1 }
+        child.standardOutput = FileHandle.nullDevice
+        child.standardError = FileHandle.nullDevice
+        try child.run()
+        // A master and a session over it, each an ssh naming the control socket in `runtime`.
+        try await eventually("a master and a session under way: \(sshNaming(runtime))") {
+            sshNaming(runtime).count == 2 && (try? FileManager.default.contentsOfDirectory(atPath: out).count) == 2
+        }
+        kill(child.processIdentifier, SIGKILL)
+        await exited(child)
+        try await eventually("every ssh ended: \(sshNaming(runtime))") { sshNaming(runtime).isEmpty }
+        let control = (try? FileManager.default.contentsOfDirectory(atPath: runtime + "/ferry-ssh")) ?? []
+        #expect(control.isEmpty, "the master removed its control socket: \(control)")
+    }
+
+    /// The processes whose command line names `path` (ssh's `ControlPath=...`).
+    func sshNaming(_ path: String) -> [Int32] {
+        ((try? FileManager.default.contentsOfDirectory(atPath: "/proc")) ?? []).compactMap { entry in
+            guard let pid = Int32(entry), let line = FileManager.default.contents(atPath: "/proc/\(entry)/cmdline") else { return nil }
+            return String(decoding: line, as: UTF8.self).contains(path) ? pid : nil
+        }
+    }
+
     /// A kept connection the server has since ended (a restart, an idle timeout) is replaced: the next file
     /// arrives without a failure or a retry.
     @Test func aKeptConnectionTheServerEndedIsReplacedWithoutARetry() async throws {

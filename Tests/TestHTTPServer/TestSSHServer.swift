@@ -36,7 +36,8 @@ public final class TestSSHServer: @unchecked Sendable {
     private let agents = Mutex<[ChildProcess]>([])
 
     /// `passwords`: logins by password are allowed too (a wrong one is then refused by sshd itself, and logged).
-    public init(passwords: Bool = false) throws {
+    /// `maxSessions`: sessions one connection may carry (sshd's MaxSessions; its own default is 10).
+    public init(passwords: Bool = false, maxSessions: Int = 100) throws {
         for tool in [Self.sshd, Self.keygen, Self.sftpServer] where !FileManager.default.isExecutableFile(atPath: tool) {
             throw Missing(description: "\(tool) is not installed: the SSH tests need OpenSSH's server (apt-get install openssh-server, the README's set-up line)")
         }
@@ -72,7 +73,7 @@ public final class TestSSHServer: @unchecked Sendable {
             PasswordAuthentication \(passwords ? "yes" : "no")
             KbdInteractiveAuthentication no
             MaxStartups 200
-            MaxSessions 100
+            MaxSessions \(maxSessions)
             LogLevel INFO
             Subsystem sftp \(Self.sftpServer) -e -l INFO 2>>\(sftpLog)
 
