@@ -58,6 +58,7 @@ import Testing
             base_delay = 0.5
             max_delay = 10
             max_retry_after = 30.0
+            patience = 7
             uploads = false
             [uploads]
             resumable = false
@@ -91,7 +92,7 @@ import Testing
                     .engine.uploadChunking(for: "b.example") == .auto)
         #expect(try Config.parse("[uploads]\nchunk = \"auto\"\n[[hosts]]\nmatch = \"a.example\"\nupload_chunk = 0\n", file: "c.toml")
                     .engine.uploadChunking(for: "a.example") == UploadChunking(size: 0, grows: false))
-        #expect(config.engine.retry.maxRetries == 2)
+        #expect(config.engine.retry.maxRetries == 2 && config.retryPatience == 7 && config.engine.retry.patience == 7)
         #expect(!config.resumableUploads && !config.engine.offerResumableUploads)
     }
 
@@ -163,7 +164,7 @@ import Testing
     @Test func everySectionsKeysAreKnown() throws {
         // The list the suggestions come from names every key the parser reads: each one set alone parses.
         let values = ["concurrency": "2", "per_host": "2", "download_dir": "\"/tmp\"", "segments": "2", "attempts": "2",
-                      "base_delay": "1", "max_delay": "2", "max_retry_after": "3", "uploads": "true", "idle_timeout": "3",
+                      "base_delay": "1", "max_delay": "2", "max_retry_after": "3", "patience": "4", "uploads": "true", "idle_timeout": "3",
                       "user_agent": "\"a\"", "ca_file": "\"/etc/hostname\"", "download": "\"1M\"", "upload": "\"1M\"",
                       "schedule": "\"08:00,1M\"", "linger": "3", "on_done": "\"true\"", "on_failed": "\"true\"", "timeout": "3",
                       "refresh_hz": "3", "ascii": "\"auto\"", "color": "\"auto\"", "bell": "true", "enable": "true",

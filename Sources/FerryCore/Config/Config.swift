@@ -17,6 +17,8 @@ public struct Config: Sendable, Equatable {
     public var baseDelay = 1.0
     public var maxDelay = 60.0
     public var maxRetryAfter = 600.0
+    /// How long a failure that costs nothing to wait out is retried past `retryAttempts` (`[retry] patience`).
+    public var retryPatience = 60.0
     public var retryUploads = true
     /// A raw file's upload offers the IETF resumable-upload protocol (`[uploads] resumable`).
     public var resumableUploads = true
@@ -55,6 +57,7 @@ public struct Config: Sendable, Equatable {
         engine.retry.baseDelay = baseDelay
         engine.retry.maxDelay = maxDelay
         engine.retry.maxRetryAfter = maxRetryAfter
+        engine.retry.patience = retryPatience
         engine.retryUploads = retryUploads
         engine.offerResumableUploads = resumableUploads
         engine.uploadChunking = uploadChunking
@@ -92,7 +95,7 @@ public struct Config: Sendable, Equatable {
     static let knownKeys: [String: [String]] = [
         "": ["transfers", "retry", "uploads", "network", "limits", "engine", "hooks", "ui", "hosts", "rpc"],
         "transfers": ["concurrency", "per_host", "download_dir", "segments"],
-        "retry": ["attempts", "base_delay", "max_delay", "max_retry_after", "uploads"],
+        "retry": ["attempts", "base_delay", "max_delay", "max_retry_after", "patience", "uploads"],
         "uploads": ["resumable", "chunk"],
         "network": ["idle_timeout", "user_agent", "ca_file"],
         "limits": ["download", "upload", "schedule"],
@@ -137,6 +140,7 @@ public struct Config: Sendable, Equatable {
                     case "base_delay": config.baseDelay = try reader.seconds(table, key, name)
                     case "max_delay": config.maxDelay = try reader.seconds(table, key, name)
                     case "max_retry_after": config.maxRetryAfter = try reader.seconds(table, key, name)
+                    case "patience": config.retryPatience = try reader.seconds(table, key, name)
                     case "uploads": config.retryUploads = try reader.bool(table, key, name)
                     default: throw reader.unknown(key, name)
                     }
