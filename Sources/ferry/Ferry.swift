@@ -194,6 +194,7 @@ struct CommonOptions: ParsableArguments {
 
     /// This shell session's ssh-agent (`SSH_AUTH_SOCK`): the sftp and scp items it asks for log in with it
     /// (TransferSpec.sshAgent), whichever engine carries them.
+    /// (Read it once per command: ProcessInfo copies the whole environment at each read.)
     var sshAgent: String? { ProcessInfo.processInfo.environment["SSH_AUTH_SOCK"] }
 
     @Flag(name: .customLong("no-tui"), help: "Run without the terminal UI (implied when stdout is not a terminal).")
