@@ -224,7 +224,8 @@ final class SFTPConnection {
             // ssh never asks on a terminal: without its askpass script there is no password login.
             guard let script = Self.askpass(&askpassDirectory) else {
                 for fd in pair + errorPipe { Glibc.close(fd) }
-                end((.cannotConnectToHost, .other, "cannot give ssh the password: no directory for its askpass script in \(NSTemporaryDirectory())"))
+                let tried = Self.askpassCandidates().joined(separator: ", ")
+                end((.cannotConnectToHost, .other, "cannot give ssh the password: no directory for its askpass script that may run programs (tried \(tried))"))
                 return
             }
             environment["SSH_ASKPASS"] = script
@@ -563,7 +564,8 @@ final class SFTPConnection {
     /// password prompt only (a key's passphrase is never answered with it). In a directory of its own, made for
     /// one connection and removed once the login is over.
     private static func askpass(_ directory: inout String?) -> String? {
-        var template = Array((NSTemporaryDirectory() + "/ferry-askpass-XXXXXX").utf8CString)
+        guard let base = askpassBase else { return nil }
+        var template = Array((base + "/ferry-askpass-XXXXXX").utf8CString)
         guard let made = mkdtemp(&template) else { return nil }
         let path = String(cString: made)
         let script = path + "/askpass"
@@ -574,6 +576,36 @@ final class SFTPConnection {
         }
         directory = path
         return script
+    }
+
+    /// Where askpass scripts go: the first of the candidates that is a directory ferry may write in, on a file
+    /// system that runs programs. A hardened host mounts /tmp `noexec`: a script there does not run, and ssh's
+    /// password login failed as if the password were wrong.
+    static let askpassBase: String? = askpassBase(askpassCandidates())
+
+    static func askpassBase(_ candidates: [String], runsPrograms: (String) -> Bool = runsPrograms) -> String? {
+        candidates.first { access($0, W_OK | X_OK) == 0 && runsPrograms($0) }
+    }
+
+    /// The temporary directory, `$XDG_RUNTIME_DIR`, `~/.cache`.
+    static func askpassCandidates(_ environment: [String: String] = ProcessInfo.processInfo.environment) -> [String] {
+        var candidates = [NSTemporaryDirectory()]
+        if let runtime = environment["XDG_RUNTIME_DIR"], runtime.hasPrefix("/") { candidates.append(runtime) }
+        if let home = environment["HOME"], home.hasPrefix("/") {
+            let cache = home + "/.cache"
+            try? FileManager.default.createDirectory(atPath: cache, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+            candidates.append(cache)
+        }
+        return candidates
+    }
+
+    /// The file system under `path` is not mounted `noexec`.
+    static func runsPrograms(_ path: String) -> Bool {
+        var info = statvfs()
+        guard statvfs(path, &info) == 0 else { return false }
+        // ST_NOEXEC (glibc's statvfs.h declares it under _GNU_SOURCE only: Swift does not see it).
+        let noexec: UInt = 8
+        return info.f_flag & noexec == 0
     }
 
     private func removeAskpass() {

@@ -93,6 +93,46 @@ import Testing
     }
 }
 
+/// Where the askpass script for an sftp password goes (SFTPConnection.askpassBase): a hardened host mounts /tmp
+/// `noexec`, and a script there does not run (ssh then took the password as refused).
+@Suite struct AskpassDirectoryTests {
+    @Test func theFirstWritableDirectoryThatRunsProgramsIsTaken() throws {
+        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("ferry-askpass-test-\(UUID().uuidString)").path
+        try FileManager.default.createDirectory(atPath: dir + "/a", withIntermediateDirectories: true)
+        try FileManager.default.createDirectory(atPath: dir + "/b", withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        #expect(SFTPConnection.askpassBase([dir + "/a", dir + "/b"]) == dir + "/a")
+        #expect(SFTPConnection.askpassBase([dir + "/a", dir + "/b"], runsPrograms: { $0 != dir + "/a" }) == dir + "/b")
+        #expect(SFTPConnection.askpassBase([dir + "/none", dir + "/b"]) == dir + "/b")
+        #expect(SFTPConnection.askpassBase([dir + "/a"], runsPrograms: { _ in false }) == nil)
+        #expect(SFTPConnection.runsPrograms(dir))
+        // A real noexec mount (root only: mount(8)); CI runs as root.
+        if getuid() == 0 {
+            let mounted = dir + "/noexec"
+            try FileManager.default.createDirectory(atPath: mounted, withIntermediateDirectories: true)
+            let mount = Process()
+            mount.executableURL = URL(fileURLWithPath: "/bin/mount")
+            mount.arguments = ["-t", "tmpfs", "-o", "noexec,size=1m", "tmpfs", mounted]
+            try mount.run()
+            mount.waitUntilExit()
+            if mount.terminationStatus == 0 {
+                defer {
+                    let unmount = Process()
+                    unmount.executableURL = URL(fileURLWithPath: "/bin/umount")
+                    unmount.arguments = [mounted]
+                    try? unmount.run()
+                    unmount.waitUntilExit()
+                }
+                #expect(!SFTPConnection.runsPrograms(mounted))
+                #expect(SFTPConnection.askpassBase([mounted, dir + "/b"]) == dir + "/b")
+            }
+        }
+        // The candidates: the temporary directory first, then the session's runtime directory and ~/.cache.
+        let candidates = SFTPConnection.askpassCandidates(["XDG_RUNTIME_DIR": "/run/user/7", "HOME": dir])
+        #expect(candidates == [NSTemporaryDirectory(), "/run/user/7", dir + "/.cache"])
+    }
+}
+
 /// OpenSSH's `statvfs@openssh.com` reply, read for the space an upload's refused write may have run out of.
 @Suite struct SFTPSpaceTests {
     func reply(_ fields: [UInt64]) -> Data {

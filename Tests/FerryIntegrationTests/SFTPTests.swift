@@ -390,6 +390,30 @@ import FerryRPC
         #expect(dir.files() == ["netrc"])
     }
 
+    /// A hardened host mounts its temporary directory `noexec`: the askpass script goes where it may run
+    /// (`~/.cache` here), and the password is still offered (sshd logs the wrong one). Without that, ssh could not
+    /// run the script and the login failed before any password was sent. Needs root for the mount (CI has it).
+    @Test func aPasswordIsOfferedWhenTheTemporaryDirectoryRunsNoPrograms() async throws {
+        guard getuid() == 0 else { return }
+        let server = try TestSSHServer(passwords: true)
+        try server.put(Data(count: 1000), at: "locked.bin")
+        let noexec = dir.path + "/noexec-tmp"
+        try FileManager.default.createDirectory(atPath: noexec, withIntermediateDirectories: true)
+        _ = try TestSSHServer.run("/bin/mount", ["-t", "tmpfs", "-o", "noexec,size=1m", "tmpfs", noexec])
+        defer { _ = try? TestSSHServer.run("/bin/umount", [noexec]) }
+        let home = dir.path + "/home"
+        try FileManager.default.createDirectory(atPath: home + "/.ssh", withIntermediateDirectories: true)
+        try FileManager.default.copyItem(atPath: server.knownHosts, toPath: home + "/.ssh/known_hosts")
+        let netrc = dir.path + "/netrc"
+        try "machine 127.0.0.1 login \(server.user) password not-the-password-4712\n".write(toFile: netrc, atomically: true, encoding: .utf8)
+        let result = try await runFerry(["get", "--no-tui", "--netrc-file", netrc, "-o", dir.path + "/out", server.url("locked.bin").absoluteString],
+                                        environment: ["HOME": home, "TMPDIR": noexec])
+        #expect(result.status != 0)
+        #expect(result.stderr.contains("the .netrc password"), "\(result.stderr)")
+        #expect(server.logText.contains("Failed password for \(server.user)"), "sshd was offered the password: \(server.logText)")
+        #expect(((try? FileManager.default.contentsOfDirectory(atPath: noexec)) ?? []).isEmpty)
+    }
+
     /// An item's limit holds at the server: what the sftp server has written never runs ahead of the rate (a
     /// quarter second's burst and the send buffers allowed), however long it is watched.
     @Test func anUploadsLimitHoldsAtTheServer() async throws {
