@@ -197,16 +197,19 @@ final class SFTPTransfer: @unchecked Sendable {
                     return fail(.cannotOpenFile, .isDirectory, "\(TerminalSafe.redactedURL(file.url)) is a directory: ferry get takes a file",
                                 settles: true)
                 }
-                let plan = FileRequest.plan(from: from, end: end, ifRange: ifRange, size: found.size, mtime: found.mtime, ranges: true)
+                // A size of 0 may be a file whose size says nothing (Linux's /proc and /sys files: OpenSSH's sftp
+                // reads them to their end): it is read to its end too (an empty file's first read says so).
+                let size = found.size == 0 ? nil : found.size
+                let plan = FileRequest.plan(from: from, end: end, ifRange: ifRange, size: size, mtime: found.mtime, ranges: true)
                 deliver(answer(status: plan.status, plan.headers))
                 // Nothing is read before the engine has had the answer: it may stop this stream at once (a probe
                 // it splits into ranges), and reads on their way meanwhile cost the server 2 MiB it sent for nothing.
                 courier.afterHandover { [transport, weak self] in if let self { transport.submit(.answeredSFTP(self)) } }
                 statted = true
-                sizeUnknown = found.size == nil
+                sizeUnknown = size == nil
                 nextOffset = plan.range?.from ?? 0
                 deliverAt = nextOffset
-                endOffset = plan.fetch ? plan.range?.end ?? found.size ?? Int64.max : nextOffset
+                endOffset = plan.fetch ? plan.range?.end ?? size ?? Int64.max : nextOffset
                 pump()
             }
             opening = true

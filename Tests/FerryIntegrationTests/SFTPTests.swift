@@ -531,6 +531,22 @@ import FerryRPC
         #expect(logins == 1, "\(logins) logins for \(bodies.count) files")
     }
 
+    /// A file whose size the server says is 0 but which has content (Linux's /proc files) is read to its end, as
+    /// OpenSSH's sftp reads it; an empty file is still empty.
+    @Test func aFileThatSaysItsSizeIsZeroIsReadToItsEnd() async throws {
+        try server.put(Data(), at: "empty.bin")
+        let manager = try TransferManager(configuration: configuration())
+        defer { manager.shutdown() }
+        // The server's own /proc file: the sftp server's status, 0 bytes by its size.
+        let proc = URL(string: "sftp://127.0.0.1:\(server.port)/proc/self/status")!
+        let ids = [download(proc, manager), download(server.url("empty.bin"), manager)]
+        try await finish(manager, Set(ids))
+        for id in ids { #expect(manager.snapshot(of: id)?.state == .completed, "\(manager.snapshot(of: id)?.lastError ?? "")") }
+        let status = String(decoding: dir.contents("status") ?? Data(), as: UTF8.self)
+        #expect(status.hasPrefix("Name:") && status.contains("\nPid:"), "\(status)")
+        #expect(dir.contents("empty.bin") == Data())
+    }
+
     /// Files at once to one host share one login too: the first connection is a master (OpenSSH's ControlMaster),
     /// the others sessions over it; each item still shows the host key the master checked.
     @Test func filesAtOnceShareOneLogin() async throws {
