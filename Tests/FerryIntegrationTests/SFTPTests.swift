@@ -531,6 +531,36 @@ import FerryRPC
         #expect(logins == 1, "\(logins) logins for \(bodies.count) files")
     }
 
+    /// A server's banner is the server's words, shown before the login: one that says what ssh says of a changed or
+    /// unknown host key does not make a refused login a host key failure, nor stop one that logs in.
+    @Test func aBannerThatMimicsSSHSaysNothingAboutTheHostKey() async throws {
+        let banner = "@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@\n"
+            + "@    WARNING: REMOTE HOST IDENTIFICATION HAS CHANGED!     @\n"
+            + "WARNING: REMOTE HOST IDENTIFICATION HAS CHANGED!\nHost key verification failed.\n"
+            + "No ED25519 host key is known for [127.0.0.1]:22 and you have requested strict checking.\n"
+            + "ssh: connect to host 127.0.0.1 port 22: Connection refused\n"
+        let loud = try TestSSHServer(banner: banner)
+        let body = Resource.randomBytes(count: 100_000, seed: 90)
+        try loud.put(body, at: "banner.bin")
+        var configuration = testConfiguration()
+        configuration.transport.ssh = SSHSettings(knownHosts: loud.knownHosts, identityFiles: [loud.userKey], user: loud.user, agent: false)
+        let manager = try TransferManager(configuration: configuration)
+        defer { manager.shutdown() }
+        let good = download(loud.url("banner.bin"), manager)
+        // A key the server does not take: refused, in the login's words.
+        var refusedConfiguration = testConfiguration()
+        refusedConfiguration.transport.ssh = SSHSettings(knownHosts: loud.knownHosts, identityFiles: [server.userKey], user: loud.user, agent: false)
+        let other = try TransferManager(configuration: refusedConfiguration)
+        defer { other.shutdown() }
+        let refused = other.add(TransferSpec(download: loud.url("banner.bin"), directory: dir.path, fileName: "refused.bin"))
+        try await finish(manager, [good])
+        try await finish(other, [refused])
+        #expect(manager.snapshot(of: good)?.state == .completed, "\(manager.snapshot(of: good)?.lastError ?? "")")
+        #expect(dir.contents("banner.bin") == body)
+        let failed = try #require(other.snapshot(of: refused))
+        #expect(failed.failure?.kind == .loginRefused, "\(failed.failure?.kind as Any): \(failed.lastError ?? "")")
+    }
+
     /// A file whose size the server says is 0 but which has content (Linux's /proc files) is read to its end, as
     /// OpenSSH's sftp reads it; an empty file is still empty.
     @Test func aFileThatSaysItsSizeIsZeroIsReadToItsEnd() async throws {

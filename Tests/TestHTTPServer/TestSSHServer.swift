@@ -36,8 +36,9 @@ public final class TestSSHServer: @unchecked Sendable {
     private let agents = Mutex<[ChildProcess]>([])
 
     /// `passwords`: logins by password are allowed too (a wrong one is then refused by sshd itself, and logged).
-    /// `maxSessions`: sessions one connection may carry (sshd's MaxSessions; its own default is 10).
-    public init(passwords: Bool = false, maxSessions: Int = 100) throws {
+    /// `maxSessions`: sessions one connection may carry (sshd's MaxSessions; its own default is 10). `banner`: what
+    /// sshd shows each client before it logs in (its Banner file; ssh prints it on its standard error).
+    public init(passwords: Bool = false, maxSessions: Int = 100, banner: String? = nil) throws {
         for tool in [Self.sshd, Self.keygen, Self.sftpServer] where !FileManager.default.isExecutableFile(atPath: tool) {
             throw Missing(description: "\(tool) is not installed: the SSH tests need OpenSSH's server (apt-get install openssh-server, the README's set-up line)")
         }
@@ -57,6 +58,11 @@ public final class TestSSHServer: @unchecked Sendable {
         sftpLog = directory + "/sftp.log"
         knownHosts = directory + "/known_hosts"
 
+        var bannerLine = ""
+        if let banner {
+            try banner.write(toFile: directory + "/banner", atomically: true, encoding: .utf8)
+            bannerLine = "Banner \(directory)/banner\n"
+        }
         var started: (ChildProcess, Int)?
         for _ in 0..<5 where started == nil {
             let port = try Self.freePort()
@@ -76,7 +82,7 @@ public final class TestSSHServer: @unchecked Sendable {
             MaxSessions \(maxSessions)
             LogLevel INFO
             Subsystem sftp \(Self.sftpServer) -e -l INFO 2>>\(sftpLog)
-
+            \(bannerLine)
             """.write(toFile: config, atomically: true, encoding: .utf8)
             let child = ChildProcess()
             child.executableURL = URL(fileURLWithPath: Self.sshd)
