@@ -27,7 +27,7 @@ public final class TransferManager: Sendable {
     let clock: any EngineClock
     /// The limits the transport applies to this engine's transfers (global and per item).
     public let limits = BandwidthLimits()
-    let core: Mutex<Core>
+    let core: PlainLock<Core>
     let session: URLSession
     let delegateQueue: BoundedDelegateQueue
     let delegate: SessionDelegate
@@ -106,7 +106,7 @@ public final class TransferManager: Sendable {
             core.append(row)
         }
         for batch in try store.batches() { if let tree = batch.tree { core.trees[batch.id] = tree } }
-        self.core = Mutex(core)
+        self.core = PlainLock(core)
         limits.setGlobal(download: configuration.downloadLimit, upload: configuration.uploadLimit)
         if let schedule = configuration.downloadSchedule { followSchedule(schedule) }
         watchMultiplexing()

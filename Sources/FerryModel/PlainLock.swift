@@ -1,0 +1,33 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// A value behind a lock that waits the way most locks do: glibc's adaptive mutex, which spins a little, then
+/// sleeps on a plain futex. The standard library's `Mutex` takes a priority-inheritance futex on Linux, whose
+/// contended path goes through the kernel's rt_mutex: where many threads take one lock for short turns (the
+/// engine's core, taken by every task's events), that path was 8 % of a 2,000-file run's samples (perf).
+public final class PlainLock<Value>: @unchecked Sendable {
+    private let mutex: UnsafeMutablePointer<pthread_mutex_t>
+    private var value: Value
+
+    public init(_ value: Value) {
+        self.value = value
+        mutex = .allocate(capacity: 1)
+        var attributes = pthread_mutexattr_t()
+        pthread_mutexattr_init(&attributes)
+        pthread_mutexattr_settype(&attributes, Int32(PTHREAD_MUTEX_ADAPTIVE_NP))
+        pthread_mutex_init(mutex, &attributes)
+        pthread_mutexattr_destroy(&attributes)
+    }
+
+    deinit {
+        pthread_mutex_destroy(mutex)
+        mutex.deallocate()
+    }
+
+    public func withLock<Result, Failure: Error>(_ body: (inout Value) throws(Failure) -> Result) throws(Failure) -> Result {
+        pthread_mutex_lock(mutex)
+        defer { pthread_mutex_unlock(mutex) }
+        return try body(&value)
+    }
+}
