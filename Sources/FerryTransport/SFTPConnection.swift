@@ -120,6 +120,8 @@ final class SFTPConnection {
         guard let (arguments, password) = waitingForMaster, let master, master.state != .starting else { return }
         waitingForMaster = nil
         if master.state == .ended, let failure = master.failure { return end(failure) }
+        // Its own lines and replies count from now (it followed the master's while it waited).
+        heard = monotonicSeconds()
         start(arguments, password: password)
     }
 
@@ -326,6 +328,9 @@ final class SFTPConnection {
             heard = monotonicSeconds()
             // A master that refused a session (the server's MaxSessions): this ssh logs in itself.
             if line.hasPrefix("mux_client_request_session: session request failed") { master?.full = true }
+            // The master took the session: it is over the master's connection, whose host key matched (what the
+            // server says on it is not ssh's words about a host key).
+            if line.hasPrefix("debug1: mux_client_request_session: master session id:") { hostKeyMatched = true }
             if line.hasPrefix("debug1: Host ") && line.contains(" is known and matches ") { hostKeyMatched = true }
             if line.hasPrefix("debug1: Server host key: ") {
                 let parts = line.dropFirst("debug1: Server host key: ".count).split(separator: " ")
@@ -725,29 +730,33 @@ final class SFTPConnections {
 
     // MARK: Control sockets
 
-    /// Where masters' control sockets go: a directory of the user's own that no one else may enter
-    /// (`$XDG_RUNTIME_DIR/ferry-ssh`, else `/tmp/ferry-ssh-UID`); nil, and no sharing, when there is none such, or
-    /// when its path would leave a socket's name too long.
-    static let controlDirectory: String? = {
+    /// Where masters' control sockets go: a directory of the user's own that no one else may enter, the first of
+    /// `$XDG_RUNTIME_DIR/ferry-ssh` and `/tmp/ferry-ssh-UID` that is one or can be made one; nil, and no sharing,
+    /// when neither is, or when its path would leave a socket's name too long. Looked at again for each master: an
+    /// engine outlives the session whose runtime directory it started in, and /tmp is cleaned (a directory made
+    /// there again by another user is not ferry's).
+    static func controlDirectory(_ environment: [String: String] = ProcessInfo.processInfo.environment) -> String? {
         let uid = getuid()
-        let runtime = ProcessInfo.processInfo.environment["XDG_RUNTIME_DIR"].flatMap { $0.hasPrefix("/") ? $0 : nil }
-        let directory = runtime.map { $0 + "/ferry-ssh" } ?? "/tmp/ferry-ssh-\(uid)"
-        // A socket's path has room for 107 bytes; ssh adds 17 while it makes it, ferry up to 22 (`/PID-N`).
-        guard directory.utf8.count <= 107 - 17 - 22,
-              directory.unicodeScalars.allSatisfy({ $0.isASCII && (CharacterSet.alphanumerics.contains($0) || "/._-".unicodeScalars.contains($0)) })
-        else { return nil }
-        if mkdir(directory, 0o700) != 0 && errno != EEXIST { return nil }
-        var info = stat()
-        guard lstat(directory, &info) == 0, info.st_mode & S_IFMT == S_IFDIR, info.st_uid == uid, info.st_mode & 0o077 == 0 else { return nil }
-        return directory
-    }()
+        var candidates: [String] = []
+        if let runtime = environment["XDG_RUNTIME_DIR"], runtime.hasPrefix("/") { candidates.append(runtime + "/ferry-ssh") }
+        candidates.append("/tmp/ferry-ssh-\(uid)")
+        return candidates.first { directory in
+            // A socket's path has room for 107 bytes; ssh adds 17 while it makes it, ferry up to 19 (`/PID-N`).
+            guard directory.utf8.count <= 107 - 17 - 19,
+                  directory.unicodeScalars.allSatisfy({ $0.isASCII && (CharacterSet.alphanumerics.contains($0) || "/._-".unicodeScalars.contains($0)) })
+            else { return false }
+            if mkdir(directory, 0o700) != 0 && errno != EEXIST { return false }
+            var info = stat()
+            return lstat(directory, &info) == 0 && info.st_mode & S_IFMT == S_IFDIR && info.st_uid == uid && info.st_mode & 0o077 == 0
+        }
+    }
 
     nonisolated(unsafe) private static var mastersMade = 0
 
     /// A new master's control socket: one no other master of this process has had (one left by another process
     /// that had this process's number is removed).
     private static func controlPath() -> String? {
-        guard let directory = controlDirectory else { return nil }
+        guard let directory = controlDirectory() else { return nil }
         mastersMade += 1
         let path = "\(directory)/\(getpid())-\(mastersMade)"
         unlink(path)

@@ -52,6 +52,8 @@ final class SFTPTransfer: @unchecked Sendable {
     private var answerTaken = false
     /// The server did not say the file's size: it is read to its end.
     private var sizeUnknown = false
+    /// Some of the file came back.
+    private var readAny = false
     private var nextOffset: Int64 = 0
     private var endOffset: Int64 = 0
     private var reads = 0
@@ -259,7 +261,9 @@ final class SFTPTransfer: @unchecked Sendable {
             return
         }
         guard statted, answerTaken else { return }
-        while reads < Self.piecesAtOnce, nextOffset < endOffset {
+        // A file of unknown size is asked one piece until it has said it has one (an empty file: one read).
+        let atOnce = sizeUnknown && !readAny ? 1 : Self.piecesAtOnce
+        while reads < atOnce, nextOffset < endOffset {
             if courier.mustWait() {
                 waiting = true
                 break
@@ -304,6 +308,7 @@ final class SFTPTransfer: @unchecked Sendable {
     }
 
     private func received(_ data: Data, at offset: Int64) {
+        readAny = true
         lastProgress = monotonicSeconds()
         pacer.count(data.count)
         if offset == deliverAt {

@@ -101,11 +101,13 @@ import Testing
         try FileManager.default.createDirectory(atPath: dir + "/a", withIntermediateDirectories: true)
         try FileManager.default.createDirectory(atPath: dir + "/b", withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(atPath: dir) }
-        #expect(SFTPConnection.askpassBase([dir + "/a", dir + "/b"]) == dir + "/a")
+        let runs: (String) -> Bool = { _ in true }
+        #expect(SFTPConnection.askpassBase([dir + "/a", dir + "/b"], runsPrograms: runs) == dir + "/a")
         #expect(SFTPConnection.askpassBase([dir + "/a", dir + "/b"], runsPrograms: { $0 != dir + "/a" }) == dir + "/b")
-        #expect(SFTPConnection.askpassBase([dir + "/none", dir + "/b"]) == dir + "/b")
+        #expect(SFTPConnection.askpassBase([dir + "/none", dir + "/b"], runsPrograms: runs) == dir + "/b")
         #expect(SFTPConnection.askpassBase([dir + "/a"], runsPrograms: { _ in false }) == nil)
-        #expect(SFTPConnection.runsPrograms(dir))
+        // The root file system here runs programs (the tests' own binary runs from it).
+        #expect(SFTPConnection.runsPrograms(CommandLine.arguments[0]))
         // A real noexec mount (root only: mount(8)); CI runs as root.
         if getuid() == 0 {
             let mounted = dir + "/noexec"
@@ -130,6 +132,35 @@ import Testing
         // The candidates: the temporary directory first, then the session's runtime directory and ~/.cache.
         let candidates = SFTPConnection.askpassCandidates(["XDG_RUNTIME_DIR": "/run/user/7", "HOME": dir])
         #expect(candidates == [NSTemporaryDirectory(), "/run/user/7", dir + "/.cache"])
+    }
+}
+
+/// Where ssh masters' control sockets go (SFTPConnections.controlDirectory): the user's own directory, looked at
+/// again for each master.
+@Suite struct ControlDirectoryTests {
+    @Test func theRuntimeDirectoryFirstElseTmpAndNeverOneOpenToOthers() throws {
+        var template = Array("/tmp/ferry-cd-XXXXXX".utf8CString)
+        let runtime = String(cString: try #require(mkdtemp(&template)))
+        defer { try? FileManager.default.removeItem(atPath: runtime) }
+        let tmp = "/tmp/ferry-ssh-\(getuid())"
+        #expect(SFTPConnections.controlDirectory(["XDG_RUNTIME_DIR": runtime]) == runtime + "/ferry-ssh")
+        // Gone (the session that made the runtime directory ended, or /tmp was cleaned): made again.
+        try FileManager.default.removeItem(atPath: runtime + "/ferry-ssh")
+        #expect(SFTPConnections.controlDirectory(["XDG_RUNTIME_DIR": runtime]) == runtime + "/ferry-ssh")
+        // Open to others: not taken; /tmp's is.
+        chmod(runtime + "/ferry-ssh", 0o755)
+        #expect(SFTPConnections.controlDirectory(["XDG_RUNTIME_DIR": runtime]) == tmp)
+        // A symlink to a directory of ours is not one.
+        try FileManager.default.removeItem(atPath: runtime + "/ferry-ssh")
+        try FileManager.default.createSymbolicLink(atPath: runtime + "/ferry-ssh", withDestinationPath: tmp)
+        #expect(SFTPConnections.controlDirectory(["XDG_RUNTIME_DIR": runtime]) == tmp)
+        // A runtime directory that is not there (su, sudo -E), or none: /tmp's.
+        #expect(SFTPConnections.controlDirectory(["XDG_RUNTIME_DIR": "/nonexistent-ferry-run/x"]) == tmp)
+        #expect(SFTPConnections.controlDirectory([:]) == tmp)
+        // A path too long for a socket's name.
+        let long = runtime + "/" + String(repeating: "d", count: 80)
+        try FileManager.default.createDirectory(atPath: long, withIntermediateDirectories: true)
+        #expect(SFTPConnections.controlDirectory(["XDG_RUNTIME_DIR": long]) == tmp)
     }
 }
 
