@@ -26,10 +26,15 @@ public enum ByteFormat {
         return full.replacingOccurrences(of: " ", with: "").replacingOccurrences(of: "iB", with: "")
     }
 
-    /// "12.3 MiB/s"; negative or non-finite -> "0 B/s".
+    /// "12.3 MiB/s"; from 1000 of a unit without its tenth ("1010 KiB/s", not "1009.7 KiB/s"): every rate fits
+    /// the 11 columns the row and the readout give it (a steady 1 MiB/s limit read "1009.7 KiB…"). Negative or
+    /// non-finite -> "0 B/s".
     public static func rate(_ bytesPerSecond: Double) -> String {
         guard bytesPerSecond.isFinite, bytesPerSecond > 0 else { return "0 B/s" }
-        return format(min(bytesPerSecond, Double(Int64.max))) + "/s"
+        let text = format(min(bytesPerSecond, Double(Int64.max)))
+        guard let dot = text.firstIndex(of: "."), text.distance(from: text.startIndex, to: dot) >= 4,
+              let value = Double(text[..<text.firstIndex(of: " ")!]) else { return text + "/s" }
+        return "\(Int(value.rounded()))\(text[text.firstIndex(of: " ")!...])/s"
     }
 
     /// Compact duration: 5 -> "5s", 65 -> "1m05s", 3725 -> "1h02m", >= 100 h -> "99h+"; negative/non-finite -> "--".

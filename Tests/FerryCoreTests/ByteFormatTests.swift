@@ -48,6 +48,14 @@ import Testing
         #expect(ByteFormat.rate(512.4) == "512 B/s")
         #expect(ByteFormat.rate(1023.6) == "1.0 KiB/s")
         #expect(ByteFormat.rate(1536) == "1.5 KiB/s")
+        // From 1000 of a unit, no tenth: at most 11 columns ("999.9 KiB/s"), the width a row gives a rate.
+        #expect(ByteFormat.rate(1009.7 * 1024) == "1010 KiB/s")
+        #expect(ByteFormat.rate(999.94 * 1024) == "999.9 KiB/s")
+        #expect(ByteFormat.rate(1023.94 * 1024 * 1024) == "1024 MiB/s")
+        #expect(ByteFormat.rate(1023.96 * 1024 * 1024) == "1.0 GiB/s")
+        // Every width from bytes to tebibytes a second, a thousand steps per factor of 10.
+        let widest = (0..<13_000).map { ByteFormat.rate(pow(10, Double($0) / 1000)) }.max { $0.count < $1.count } ?? ""
+        #expect(widest.count <= 11, "\(widest)")
         #expect(ByteFormat.rate(-5) == "0 B/s")
         #expect(ByteFormat.rate(.nan) == "0 B/s")
         #expect(ByteFormat.rate(.infinity) == "0 B/s")
