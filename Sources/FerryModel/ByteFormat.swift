@@ -31,10 +31,7 @@ public enum ByteFormat {
     /// non-finite -> "0 B/s".
     public static func rate(_ bytesPerSecond: Double) -> String {
         guard bytesPerSecond.isFinite, bytesPerSecond > 0 else { return "0 B/s" }
-        let text = format(min(bytesPerSecond, Double(Int64.max)))
-        guard let dot = text.firstIndex(of: "."), text.distance(from: text.startIndex, to: dot) >= 4,
-              let value = Double(text[..<text.firstIndex(of: " ")!]) else { return text + "/s" }
-        return "\(Int(value.rounded()))\(text[text.firstIndex(of: " ")!...])/s"
+        return format(min(bytesPerSecond, Double(Int64.max)), tenthsBelow1000: true) + "/s"
     }
 
     /// Compact duration: 5 -> "5s", 65 -> "1m05s", 3725 -> "1h02m", >= 100 h -> "99h+"; negative/non-finite -> "--".
@@ -50,7 +47,8 @@ public enum ByteFormat {
     }
 
     /// `v` is finite and in 0...Int64.max.
-    static func format(_ v: Double) -> String {
+    /// `tenthsBelow1000`: from 1000 of a unit, whole ones (rounded from the tenths).
+    static func format(_ v: Double, tenthsBelow1000: Bool = false) -> String {
         let whole = v.rounded()
         if whole < 1024 { return "\(Int(whole)) B" }
         var value = v / 1024
@@ -59,6 +57,7 @@ public enum ByteFormat {
             let tenths = (value * 10).rounded()
             if tenths < 10_240 || unit == units.count - 1 {
                 let t = Int64(tenths)
+                if tenthsBelow1000, t >= 10_000 { return "\((t + 5) / 10) \(units[unit])" }
                 return "\(t / 10).\(t % 10) \(units[unit])"
             }
             value /= 1024

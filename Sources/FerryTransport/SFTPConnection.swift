@@ -630,8 +630,6 @@ final class SFTPConnection {
 final class SFTPConnections {
     private var all: [SFTPConnection] = []
     private var idle: [String: [SFTPConnection]] = [:]
-    /// The masters that take more sessions, by key.
-    private var masters: [String: [SFTPConnection]] = [:]
     /// Masters whose own session is over while their ssh still carries others: terminated once those have ended.
     private var lingering: [SFTPConnection] = []
     /// Back from a transfer that stopped part way, until what it still had on its way is answered.
@@ -651,7 +649,8 @@ final class SFTPConnections {
             if found.state == .ready { return found }
         }
         let sharing: SFTPConnection.Sharing
-        if let master = masters[key]?.first(where: hasRoom), case let .master(path) = master.sharing {
+        // A master of this login (in the order they were made) that takes another session.
+        if let master = all.first(where: { $0.key == key && hasRoom($0) }), case let .master(path) = master.sharing {
             sharing = .session(of: master, controlPath: path)
         } else if let path = Self.controlPath() {
             sharing = .master(controlPath: path)
@@ -660,13 +659,12 @@ final class SFTPConnections {
         }
         let made = SFTPConnection(login: login, key: key, arguments: SFTPConnection.arguments(login, idleTimeout: idleTimeout, sharing: sharing),
                                   password: login.password, sharing: sharing)
-        if case .master = sharing { masters[key, default: []].append(made) }
         all.append(made)
         return made
     }
 
     private func hasRoom(_ master: SFTPConnection) -> Bool {
-        guard master.state != .ended, !master.full else { return false }
+        guard case .master = master.sharing, master.state != .ended, !master.full else { return false }
         return all.count { $0.master === master && $0.state != .ended } < Self.sessionsPerMaster
     }
 
@@ -713,10 +711,6 @@ final class SFTPConnections {
             for connection in waiting where now - connection.idleSince > Self.idleLimit { connection.close() }
             let left = waiting.filter { $0.state == .ready }
             idle[key] = left.isEmpty ? nil : left
-        }
-        for (key, list) in masters {
-            let left = list.filter { $0.state != .ended }
-            masters[key] = left.isEmpty ? nil : left
         }
         lingering += all.filter { $0.state == .ended && $0.lingers }
         all.removeAll { $0.state == .ended }
