@@ -54,14 +54,12 @@ struct Get: AsyncParsableCommand {
         let count = segments ?? config.segments
         guard (1...64).contains(count) else { throw UsageError("--segments takes 1 to 64, got \(count)") }
         let rate = try limit.rate()
-        // Read once: the environment is copied whole at each read (5 % of a 2,000-URL run's CPU, read per URL).
-        let agent = common.sshAgent
         /// What every download of the command takes besides its URL.
         func finish(_ spec: inout TransferSpec) {
             if count > 1 { spec.segments = count }
             spec.rateLimit = rate
             spec.netrcFile = netrcFile
-            spec.takeAgent(agent)
+            spec.takeAgent(common.sshAgent)
         }
         if recursive {
             var job = try treeJob(config: config)

@@ -97,8 +97,7 @@ struct Put: AsyncParsableCommand {
         for text in headers { extraHeaders.append(try InputValidation.header(text)) }
         let rate = try limit.rate()
         let netrcFile = try netrc.file()
-        let agent = common.sshAgent
-        let requests = TreeRequests(headers: extraHeaders, netrcFile: netrcFile, sshAgent: agent, userAgent: config.userAgent, timeout: config.idleTimeout)
+        let requests = TreeRequests(headers: extraHeaders, netrcFile: netrcFile, sshAgent: common.sshAgent, userAgent: config.userAgent, timeout: config.idleTimeout)
         let resumable: ResumableProtocol? = noResumable ? nil : .ietf
         let plan = try await TreePut.plan(source, to: target, requests: requests, filter: filter.filter) { path, url in
             let (upload, destination) = try UploadSpec.to(url, try InputValidation.uploadSource(path), contentType: contentType, form: nil,
@@ -107,7 +106,7 @@ struct Put: AsyncParsableCommand {
             try takeRemoteTemp(&spec)
             spec.rateLimit = rate
             spec.netrcFile = netrcFile
-            spec.takeAgent(agent)
+            spec.takeAgent(common.sshAgent)
             return spec
         }
         printErrors(plan.report)
