@@ -44,8 +44,10 @@ def main():
         os.replace(stats_path + ".tmp", stats_path)
 
     async def pipe(reader, writer, key, seen, cut):
-        """Copies one direction; with a delay, each piece leaves `delay` after it arrived, in order."""
-        queue = asyncio.Queue()
+        """Copies one direction; with a delay, each piece leaves `delay` after it arrived, in order. At most 64
+        pieces (4 MiB) wait in the proxy, as a link's buffers are bounded: a sender is held back by a slow
+        receiver (a proxy that read on without bound let a client put a whole refused request into it)."""
+        queue = asyncio.Queue(maxsize=64)
 
         async def send():
             """Writes the pieces in order; None ends with a clean end of stream, "reset" with none (a cut)."""

@@ -2,16 +2,18 @@
 /// host's `upload_chunk`.
 ///
 /// A server that keeps nothing of a cut request (PyPI's `resumable-upload`, tus's Node server) loses a cut
-/// request's bytes: chunks bound that loss, and servers that refuse large PATCHes take them (the default,
-/// 6 MiB: what Supabase takes; Cloudflare Stream and tusd's S3 store want at least 5 MiB in multiples of
-/// 256 KiB). Each chunk also costs a round trip and the server's commit, which on a fast link with some
-/// latency is a large share (6 MiB chunks through 20 ms: 1.69 x one PATCH). `auto` starts at 6 MiB and, while
-/// the link is fast, grows to what goes in `target` seconds at the rate the last chunk went (a multiple of
-/// 256 KiB, at most `ceiling`, Cloudflare's 200 MiB rounded down): a chunk's round trip is then at most
-/// 20 ms / 2 s = 1 % of a 20 ms link, and a cut costs up to `target` seconds of sending. A server that refuses
-/// a grown chunk (413) is sent the start size from then on. Not the default: a server that reads a refused
-/// PATCH whole before it answers (PyPI's) costs the grown chunk once, and one that keeps nothing of a cut
-/// request costs it at each cut.
+/// request's bytes: chunks bound that loss, and servers that refuse large PATCHes take them (the start, 6 MiB:
+/// what Supabase takes; Cloudflare Stream and tusd's S3 store want at least 5 MiB in multiples of 256 KiB).
+/// Each chunk also costs the wait for its answer once its last byte went (a round trip and the server's commit),
+/// which on a fast link with some latency is a large share (6 MiB chunks through 20 ms: 1.69 x one PATCH).
+///
+/// The default (`auto`) starts at 6 MiB and grows so that this wait is at most `waitShare` of a chunk's time:
+/// the next chunk is what goes, at the pace of the last whole one, in `waitShare`'s inverse times its wait,
+/// never more than `target` seconds of sending (a multiple of 256 KiB, at most `ceiling`, Cloudflare's 200 MiB
+/// rounded down). On loopback, or on a slow link, chunks stay at 6 MiB; through 20 ms at full speed they grow
+/// to about 20 round trips of sending, which is what a cut costs against a server that keeps nothing of it. A
+/// server that refuses a grown chunk (413; libcurl stops sending at the early answer) is sent the start size
+/// from then on. A size (`chunk = "6M"`) is exact and never grows; 0 sends the rest in one request.
 public struct UploadChunking: Sendable, Equatable {
     /// The chunk now (0: the rest in one request).
     public private(set) var size: Int64
@@ -20,11 +22,12 @@ public struct UploadChunking: Sendable, Equatable {
 
     /// 6 MiB: what Supabase takes, and a multiple of 256 KiB of at least 5 MiB.
     static let startSize: Int64 = 6 << 20
-    /// `auto`: 6 MiB, growing.
-    public static let auto = UploadChunking(size: startSize, grows: true)
-    /// The default: 6 MiB chunks.
-    public static let standard = UploadChunking(size: startSize, grows: false)
+    /// The default, `auto`: 6 MiB, growing with the wait for each answer.
+    public static let standard = UploadChunking(size: startSize, grows: true)
 
+    /// The wait for a chunk's answer is at most this share of the chunk's time (5 %).
+    public static let waitShare: Double = 0.05
+    /// A chunk takes at most this many seconds of sending (a cut costs at most that much).
     public static let target: Double = 2
     public static let ceiling: Int64 = 192 << 20
     static let granule: Int64 = 256 << 10
@@ -41,11 +44,13 @@ public struct UploadChunking: Sendable, Equatable {
         return size > 0 ? min(size, rest) : rest
     }
 
-    /// A chunk of `count` bytes went (request to answer) in `seconds`: the next one is what goes in `target`
-    /// seconds at that pace, never less than it is now. Only a whole chunk counts (the last is often small).
-    public mutating func sent(_ count: Int64, in seconds: Double) {
-        guard grows, count >= size, seconds > 0 else { return }
-        let paced = Double(count) / seconds * Self.target
+    /// A chunk of `count` bytes went (request to answer) in `seconds`, of which `waited` were spent waiting for
+    /// the answer once its last byte was sent: the next one is what goes at that pace in `waited / waitShare`
+    /// seconds (at most `target`), never less than it is now. Only a whole chunk counts (the last is often small).
+    public mutating func sent(_ count: Int64, in seconds: Double, waited: Double) {
+        guard grows, count >= size, seconds > 0, waited > 0 else { return }
+        let time = min(Self.target, waited / Self.waitShare)
+        let paced = Double(count) / seconds * time
         guard paced.isFinite else { return }
         let rounded = Int64(min(paced, Double(Self.ceiling))) / Self.granule * Self.granule
         size = max(size, min(rounded, Self.ceiling))

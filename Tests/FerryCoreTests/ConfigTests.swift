@@ -84,12 +84,14 @@ import Testing
         #expect(config.refreshHz == 4 && config.ascii == .always && config.color == .never)
         #expect(config.hosts == [HostHeaders(match: "*.example.com", headers: [
             HTTPHeader(name: "Authorization", value: "Bearer s3cret"), HTTPHeader(name: "X-Team", value: "a")]),
-                                 HostHeaders(match: "*.supabase.co", headers: [], uploadChunk: .standard)])
+                                 HostHeaders(match: "*.supabase.co", headers: [], uploadChunk: UploadChunking(size: 6 << 20, grows: false))])
         #expect(config.engine.uploadChunking == UploadChunking(size: 256 << 10, grows: false)
-                && config.engine.uploadChunking(for: "a.supabase.co") == .standard)
+                && config.engine.uploadChunking(for: "a.supabase.co") == UploadChunking(size: 6 << 20, grows: false))
+        // Without a word in the config, chunks start at 6 MiB and grow with the wait for each answer.
+        #expect(try Config.parse("", file: "c.toml").engine.uploadChunking(for: "b.example") == .standard && UploadChunking.standard.grows)
         #expect(message("[uploads]\nchunk = \"big\"\n").hasSuffix("uploads.chunk: not a size: 'big' (expected e.g. 6M, 256K, 0 for one request, or auto)"))
         #expect(try Config.parse("[uploads]\nchunk = \"auto\"\n[[hosts]]\nmatch = \"a.example\"\nupload_chunk = 0\n", file: "c.toml")
-                    .engine.uploadChunking(for: "b.example") == .auto)
+                    .engine.uploadChunking(for: "b.example") == .standard)
         #expect(try Config.parse("[uploads]\nchunk = \"auto\"\n[[hosts]]\nmatch = \"a.example\"\nupload_chunk = 0\n", file: "c.toml")
                     .engine.uploadChunking(for: "a.example") == UploadChunking(size: 0, grows: false))
         #expect(config.engine.retry.maxRetries == 2 && config.retryPatience == 7 && config.engine.retry.patience == 7)

@@ -20,6 +20,9 @@ public final class TestUploadServer: @unchecked Sendable {
         case ietf, tus, plain
         /// A server of interop version 3 only (iOS 17's): any other version is refused with 400.
         case ietf3
+        /// An IETF server that keeps nothing of a cut request (as many tus servers do): each request's bytes are
+        /// handed to the upload only once all of them arrived.
+        case ietfKeepsNothing = "ietf-keeps-nothing"
     }
 
     /// One upload the server finished: its length, its SHA-256, and its bytes while they are few.
@@ -65,6 +68,9 @@ public final class TestUploadServer: @unchecked Sendable {
         var keepsCutPatches = false
         /// tus: a PATCH of more bytes is refused with 413 (Supabase takes 6 MiB chunks).
         var largestPatch: Int64?
+        /// tus: a PATCH over `largestPatch` gets no answer: the connection is reset on its head.
+        var resetsLargePatches = false
+        var patchAnswerDelay: TimeAmount?
     }
 
     /// How a tus server answers a PATCH: as the protocol says, or as the broken servers a client meets do.
@@ -104,12 +110,13 @@ public final class TestUploadServer: @unchecked Sendable {
                     switch kind {
                     case .tus:
                         try sync.addHandler(TusHandler(server: self))
-                    case .ietf, .plain, .ietf3:
+                    case .ietf, .plain, .ietf3, .ietfKeepsNothing:
                         // (A server of version 3 is the gate and the plain application: swift-nio-extras' handler
                         // passes reads on only for requests it saw, so behind the gate the socket went unread.)
                         if kind == .ietf3 { try sync.addHandler(VersionGate(accepted: "3")) }
                         try sync.addHandler(HTTP1ToHTTPServerCodec(secure: false))
-                        if kind == .ietf, let context = state.withLockedValue({ $0.context }) {
+                        if kind == .ietfKeepsNothing { try sync.addHandler(WholeRequestsOnly()) }
+                        if kind == .ietf || kind == .ietfKeepsNothing, let context = state.withLockedValue({ $0.context }) {
                             try sync.addHandler(HTTPResumableUploadHandler(context: context, channelConfigurator: { [self] upload in
                                 try? upload.pipeline.syncOperations.addHandler(UploadSink(server: self))
                             }))
@@ -168,7 +175,6 @@ public final class TestUploadServer: @unchecked Sendable {
         get { state.withLockedValue { $0.keepsBytes } }
         set { state.withLockedValue { $0.keepsBytes = newValue } }
     }
-    /// Connections held so far.
     /// tus: whether the bytes of a PATCH cut before its end are kept (false, the default: as the strictest
     /// servers, which commit a PATCH only when all of it arrived).
     public var keepsCutPatches: Bool {
@@ -180,6 +186,20 @@ public final class TestUploadServer: @unchecked Sendable {
     public var largestPatch: Int64? {
         get { state.withLockedValue { $0.largestPatch } }
         set { state.withLockedValue { $0.largestPatch = newValue } }
+    }
+
+    /// tus: a PATCH over `largestPatch` is refused by resetting the connection, unanswered (what a client meets when
+    /// a server that closes a refused request's unread body sits behind a proxy: its 413 is lost with the reset).
+    public var resetsLargePatches: Bool {
+        get { state.withLockedValue { $0.resetsLargePatches } }
+        set { state.withLockedValue { $0.resetsLargePatches = newValue } }
+    }
+
+    /// tus: a PATCH that is taken is answered this long after its last byte arrived (a link's round trip and a
+    /// server's commit; a refusal is answered at once, on the request's head).
+    public var patchAnswerDelay: TimeAmount? {
+        get { state.withLockedValue { $0.patchAnswerDelay } }
+        set { state.withLockedValue { $0.patchAnswerDelay = newValue } }
     }
 
     public var held: Int { state.withLockedValue { $0.held } }
@@ -307,6 +327,39 @@ private final class RequestMeter: ChannelInboundHandler {
     }
 }
 
+/// Holds each request's body until its end, then hands it on whole; a request cut before its end hands on
+/// nothing of it (the resumable-upload handler behind it sees only whole requests, and its offset never counts
+/// the bytes of a cut one). Heads go on at once (the 104 with the upload's location is sent on the head).
+private final class WholeRequestsOnly: ChannelInboundHandler {
+    typealias InboundIn = HTTPRequestPart
+    typealias InboundOut = HTTPRequestPart
+    private var pending: ByteBuffer?
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        switch unwrapInboundIn(data) {
+        case .head:
+            pending = nil
+            context.fireChannelRead(data)
+        case var .body(buffer):
+            if pending == nil { pending = buffer } else { pending!.writeBuffer(&buffer) }
+        case .end:
+            if let whole = pending { context.fireChannelRead(wrapInboundOut(.body(whole))) }
+            pending = nil
+            context.fireChannelRead(data)
+        }
+    }
+
+    func channelInactive(context: ChannelHandlerContext) {
+        pending = nil
+        context.fireChannelInactive()
+    }
+
+    func errorCaught(context: ChannelHandlerContext, error: Error) {
+        pending = nil
+        context.fireErrorCaught(error)
+    }
+}
+
 /// The application behind the resumable-upload handler (or alone, for plain uploads): stores each PUT or
 /// POST body under its path and answers 201 with "stored N bytes"; `GET /_stats` answers the counts.
 private final class UploadSink: ChannelInboundHandler {
@@ -418,8 +471,14 @@ private final class TusHandler: ChannelInboundHandler {
                 return upload.offset
             }
             guard let offset else { return respond(context, .notFound, []) }
-            let claimed = server.state.withLockedValue { s in s.patches == .claimsMore ? s.tus[id].map { $0.length + 1_000 } : nil }
-            respond(context, .noContent, [("Upload-Offset", String(claimed ?? offset))])
+            let (claimed, delay) = server.state.withLockedValue { s in
+                (s.patches == .claimsMore ? s.tus[id].map { $0.length + 1_000 } : nil, s.patchAnswerDelay)
+            }
+            let fields = [("Upload-Offset", String(claimed ?? offset))]
+            guard let delay else { return respond(context, .noContent, fields) }
+            let loop = context.eventLoop
+            let bound = NIOLoopBound((self, context), eventLoop: loop)
+            loop.scheduleTask(in: delay) { bound.value.0.respond(bound.value.1, .noContent, fields) }
         }
     }
 
@@ -490,7 +549,14 @@ private final class TusHandler: ChannelInboundHandler {
             }
             if let largest = server.state.withLockedValue({ $0.largestPatch }),
                head.headers["Content-Length"].first.flatMap(Int64.init).map({ $0 > largest }) ?? true {
-                return respond(context, .payloadTooLarge, [], body: "a PATCH carries at most \(largest) bytes here")
+                if server.state.withLockedValue({ $0.resetsLargePatches }) {
+                    answered = true
+                    return Self.reset(context.channel)
+                }
+                // At once, on the head, and the connection closed with the body unread (as PyPI's resumable-upload
+                // does).
+                return respond(context, .payloadTooLarge, [("Connection", "close")], body: "a PATCH carries at most \(largest) bytes here",
+                               close: true)
             }
             appending = id
         case .DELETE:
@@ -501,13 +567,23 @@ private final class TusHandler: ChannelInboundHandler {
         }
     }
 
-    private func respond(_ context: ChannelHandlerContext, _ status: HTTPResponseStatus, _ headers: [(String, String)], body: String = "") {
+    private func respond(_ context: ChannelHandlerContext, _ status: HTTPResponseStatus, _ headers: [(String, String)], body: String = "",
+                         close: Bool = false) {
         answered = true
         var fields = HTTPHeaders(headers)
         fields.add(name: "Tus-Resumable", value: "1.0.0")
         fields.add(name: "Content-Length", value: String(body.utf8.count))
         context.write(wrapOutboundOut(.head(HTTPResponseHead(version: .http1_1, status: status, headers: fields))), promise: nil)
         if !body.isEmpty { context.write(wrapOutboundOut(.body(.byteBuffer(ByteBuffer(string: body)))), promise: nil) }
-        context.writeAndFlush(wrapOutboundOut(.end(nil)), promise: nil)
+        guard close else { return context.writeAndFlush(wrapOutboundOut(.end(nil)), promise: nil) }
+        // Closed with the body unread, so reset (as a server's kernel resets such a socket).
+        let channel = context.channel
+        context.writeAndFlush(wrapOutboundOut(.end(nil))).whenComplete { _ in Self.reset(channel) }
+    }
+
+    /// Closes the connection with a reset (SO_LINGER 0), not an orderly end.
+    private static func reset(_ channel: Channel) {
+        guard let socket = channel as? SocketOptionProvider else { return channel.close(promise: nil) }
+        socket.setSoLinger(linger(l_onoff: 1, l_linger: 0)).whenComplete { _ in channel.close(promise: nil) }
     }
 }

@@ -375,9 +375,9 @@ private struct Reader {
         }
     }
 
-    /// A resumable upload's chunks: a size (exact; 0: the rest in one request) or "auto" (UploadChunking).
+    /// A resumable upload's chunks: a size (exact; 0: the rest in one request) or "auto", the default (UploadChunking).
     func chunking(_ table: TOMLTable, _ section: String, _ key: String) throws(ConfigError) -> UploadChunking {
-        if table[key]?.string == "auto" { return .auto }
+        if table[key]?.string == "auto" { return .standard }
         return UploadChunking(size: try size(table, section, key), grows: false)
     }
 

@@ -71,9 +71,12 @@ final class ResumableUploadRun: TaskRun {
         /// The body of the request under way (nil for those without one).
         var body: BodyStream?
         var finished = false
-        /// The chunks, as they grow; when the append under way was issued.
+        /// The chunks, as they grow; when the append under way was issued, when its last byte was sent and
+        /// when its answer came (the wait between the last two is what each chunk costs: UploadChunking).
         var chunking: UploadChunking
         var appendIssued: TimeInterval?
+        var appendSent: TimeInterval?
+        var appendAnswered: TimeInterval?
     }
 
     private let context: Context
@@ -83,6 +86,8 @@ final class ResumableUploadRun: TaskRun {
     private let sent = Atomic<Int64>(0)
     /// Bytes sent in this attempt (all its requests): progress, for the retry budget.
     private let sentInAttempt = Atomic<Int64>(0)
+    /// The bytes of the append under way (-1: the request under way is not one).
+    private let appendLength = Atomic<Int64>(-1)
 
     static let maxConflicts = 3
 
@@ -128,9 +133,12 @@ final class ResumableUploadRun: TaskRun {
             s.answer = UploadAnswer()
             // A new copy on the server is made from the file as it is now.
             if step == .create || step == .tusCreate { s.upload = identified(s.upload) }
+            s.appendSent = nil
+            s.appendAnswered = nil
             if case .append = step { s.appendIssued = monotonicSeconds() }
             return makeRequest(step, s.upload)
         }
+        if case let .append(_, count) = step { appendLength.store(count, ordering: .relaxed) } else { appendLength.store(-1, ordering: .relaxed) }
         switch step {
         case .create, .tusCreate, .plain: base.store(0, ordering: .relaxed)
         case let .append(from, _): base.store(from, ordering: .relaxed)
@@ -215,8 +223,12 @@ final class ResumableUploadRun: TaskRun {
     }
 
     func didSend(bytes: Int64) {
-        sent.add(bytes, ordering: .relaxed)
+        let total = sent.add(bytes, ordering: .relaxed).newValue
         sentInAttempt.add(bytes, ordering: .relaxed)
+        if total == appendLength.load(ordering: .relaxed) {
+            let now = monotonicSeconds()
+            state.withLock { $0.appendSent = now }
+        }
     }
 
     func didReceive(informational response: HTTPURLResponse) {
@@ -235,7 +247,11 @@ final class ResumableUploadRun: TaskRun {
     func didReceive(response: URLResponse, task: URLSessionTask) {
         guard let http = response as? HTTPURLResponse else { return }
         let now = context.clock.now
-        state.withLock { $0.answer.begin(http, now: now) }
+        let answered = monotonicSeconds()
+        state.withLock { s in
+            s.answer.begin(http, now: now)
+            if s.appendAnswered == nil { s.appendAnswered = answered }
+        }
     }
 
     func didReceive(data: Data) {
@@ -246,6 +262,22 @@ final class ResumableUploadRun: TaskRun {
         let (step, answer, upload, body) = state.withLock { ($0.step, $0.answer, $0.upload, $0.body) }
         let wire = ResumableWire(kind: upload.kind)
         let progressed = sentInAttempt.load(ordering: .relaxed) > 0
+        // A chunk grown past what the server takes: the start size again (nothing of it was kept). The answer
+        // may come while the chunk is sent, and the server close the connection on it (PyPI's resumable-upload):
+        // the request then ends with an error too.
+        if case let .append(from, _) = step, answer.status == 413, state.withLock({ $0.chunking.refused() }) {
+            context.refusedGrownChunk()
+            return append(from: from)
+        }
+        // A grown chunk cut before any answer came: the server may have refused it and reset the connection with
+        // the body unread, which drops its answer on the way (PyPI's resumable-upload behind a proxy; libcurl then
+        // fails to send the request again). Taken as a refusal: the start size from now on, the server asked
+        // where the upload stands; a cut of the link fails that question, and the attempt ends as a cut does.
+        if case .append = step, let error, (error as? URLError)?.code != .cancelled, answer.status == nil,
+           state.withLock({ $0.chunking.refused() }) {
+            context.refusedGrownChunk()
+            return go(.query)
+        }
         if error != nil || answer.status == nil {
             // Cut, stopped or unanswered: the next attempt asks the server where it stands; unless the file
             // changed while it was sent (its body failed so), whose copy on the server cannot be finished: the
@@ -333,14 +365,11 @@ final class ResumableUploadRun: TaskRun {
                 return again ? go(.query)
                     : end(.failed(.http(status: 409, reason: "Conflict: the server's offset kept moving", retryAfter: nil), progressed: progressed))
             }
-            // A chunk grown past what the server takes: the start size again (nothing of it was kept).
-            if status == 413, state.withLock({ $0.chunking.refused() }) {
-                context.refusedGrownChunk()
-                return append(from: from)
-            }
             guard (200..<300).contains(status) else { return end(answer.outcome(error: nil, progressed: progressed)) }
             state.withLock { s in
-                if let issued = s.appendIssued { s.chunking.sent(count, in: monotonicSeconds() - issued) }
+                if let issued = s.appendIssued, let sent = s.appendSent, let answered = s.appendAnswered {
+                    s.chunking.sent(count, in: answered - issued, waited: answered - sent)
+                }
             }
             sent(from: from, count: count, answer, wire)
         }
