@@ -498,6 +498,40 @@ import TestHTTPServer
         #expect(requests.map { $0.header("Range") } == [nil, "bytes=\(256 << 10)-"])
     }
 
+    /// Issue 41: a running item asked again (or renamed) goes on in the slot it holds. It went back to the queue
+    /// for a moment, and with `-j 1` an item placed ahead of it took the slot: the re-asked one waited for that
+    /// one's end (here, for ever: that one stalls).
+    @Test(arguments: ["asked again", "renamed"])
+    func aRestartedRunningItemKeepsItsSlot(_ how: String) async throws {
+        let body = Resource.randomBytes(count: 1 << 20, seed: 19)
+        let resource = Resource(body: body, etag: "\"k\"")
+        server.route("/k.bin", [.serve(resource, ServeOptions(stallAfter: 256 << 10)), .serve(resource)])
+        let other = Resource(body: Resource.randomBytes(count: 512 << 10, seed: 20), etag: "\"o\"")
+        server.route("/other.bin", .serve(other, ServeOptions(stallAfter: 128 << 10)))
+        let manager = try TransferManager(configuration: testConfiguration(maxConcurrent: 1))
+        defer { manager.shutdown() }
+        var spec = TransferSpec(download: server.url("/k.bin"), directory: dir.path, headers: [HTTPHeader(name: "X-Token", value: "a")])
+        let id = try #require(try manager.perform(.add(QueueCommand.Addition(specs: [spec]))).added?.first?.id)
+        try await eventually("the first answer stalls at 256 KiB") { manager.snapshot(of: id)?.bytesDone == 256 << 10 }
+        let ahead = download("/other.bin", manager: manager)
+        #expect(manager.move(ahead, .top))
+
+        if how == "asked again" {
+            spec.headers = [HTTPHeader(name: "X-Token", value: "b")]
+            _ = try manager.perform(.add(QueueCommand.Addition(specs: [spec])))
+        } else {
+            _ = try manager.perform(.rename(id, "renamed.bin"))
+        }
+        try await eventually("the item goes on") { server.requests("/k.bin").count == 2 }
+        try await eventually("the item completes") { manager.snapshot(of: id)?.state == .completed }
+        #expect(server.requests("/k.bin").last?.header("Range") == "bytes=\(256 << 10)-")
+        let name = how == "asked again" ? "k.bin" : "renamed.bin"
+        #expect(FileManager.default.contents(atPath: dir.path + "/" + name) == body)
+        // The item placed ahead started only once the slot was free.
+        #expect(server.allRequests.map(\.uri) == ["/k.bin", "/k.bin", "/other.bin"])
+        manager.cancel(ahead)
+    }
+
     /// The same transfer asked again with nothing different is left as it is (no new attempt, nothing said).
     @Test func aRunningItemAskedAgainAsItWasGoesOn() async throws {
         let body = Resource.randomBytes(count: 1 << 20, seed: 19)

@@ -258,6 +258,11 @@ extension TransferManager {
         let outcome: Result<Bool, UsageError> = mutate { core in
             guard let transfer = loaded(id, &core) else { return (.failure(UsageError("no item \(id)")), []) }
             guard transfer.spec.direction == .download else { return (.failure(UsageError("\(id) is an upload: it has no file name to change")), []) }
+            // A rename waits for the attempt to stop; one asked while the engine stops would be answered and then
+            // lost with the engine's memory.
+            guard !core.shuttingDown else {
+                return (.failure(UsageError("the engine is stopping: \(id) keeps its name; ask again once an engine runs")), [])
+            }
             guard transfer.state != .completed, !transfer.finishing else {
                 return (.failure(UsageError("\(id) is \(transfer.finishing ? "finishing" : "completed"): its file has its name")), [])
             }
@@ -281,7 +286,9 @@ extension TransferManager {
     }
 
     /// The file of `transfer` (not in flight) takes `name`, already taken for it in NameClaims: its `.part` file
-    /// moves, the spec says the name (saved by the effect returned). On failure the old name stays.
+    /// moves, the spec says the name (saved before this returns: an engine that stops just after, as a rename
+    /// that waited for its attempt's stop may see, must not exit with the new name unsaved). On failure the old
+    /// name stays.
     private func move(_ transfer: Transfer, to name: String, _ core: inout Core) -> Result<[Effect], UsageError> {
         let id = transfer.id
         let directory = transfer.spec.directory
@@ -304,7 +311,8 @@ extension TransferManager {
         _ = transfer.retake(spec)
         core.touch(id)
         core.version &+= 1
-        return .success([{ [store, spec] in try? store.saveSpec(id, spec) }])
+        try? store.saveSpec(id, spec)
+        return .success([])
     }
 
     /// A rename asked while an attempt was in flight is carried out once none is (Transfer.pendingName). A name

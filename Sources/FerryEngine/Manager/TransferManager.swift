@@ -231,7 +231,7 @@ public final class TransferManager: Sendable {
         mutate { core in
             guard let transfer = loaded(id, &core), let effects = body(transfer) else { return (false, []) }
             if allow { core.allow([id]) }
-            let out = carryOut(effects, for: transfer, &core) + renameWhenStopped(transfer, &core)
+            let out = carryOut(effects, for: transfer, &core) + renameWhenStopped(transfer, &core) + restartInPlace(transfer, &core)
             checkShutdown(&core)
             return (true, out + pump(&core))
         }
@@ -295,6 +295,18 @@ public final class TransferManager: Sendable {
     }
 
     // MARK: Scheduling
+
+    /// An item stopped to go on at once (asked again with other options, renamed: StopIntent.restart) starts
+    /// again here, in the slot it held, before `pump` sees that slot free: queued for a moment, with `-j 1` an
+    /// item placed ahead of it took the slot, and the re-asked one waited for that one's end. Not while the
+    /// engine stops or a command over many items holds the scheduler (pump's own rule); then it waits its turn.
+    func restartInPlace(_ transfer: Transfer, _ core: inout Core) -> [Effect] {
+        guard transfer.restartsInPlace else { return [] }
+        transfer.restartsInPlace = false
+        guard !core.shuttingDown, core.schedulingHeld == 0, transfer.startable,
+              core.runnable?.contains(transfer.id) ?? true else { return [] }
+        return launch(transfer.id, &core)
+    }
 
     /// Starts whatever the caps allow, in queue order.
     ///

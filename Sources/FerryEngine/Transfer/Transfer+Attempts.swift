@@ -116,7 +116,8 @@ extension Transfer {
         case let (outcome, .some(intent)):
             // Stopped on purpose: pause and cancel already set the state; a shutdown leaves it queued. A split
             // that was under way is dropped: the next start resumes the stream from what it wrote.
-            if intent == .shutdown { state = .queued }
+            if intent == .shutdown || intent == .restart { state = .queued }
+            restartsInPlace = intent == .restart
             segments = nil
             if case let .failed(failure, _) = outcome { attemptError = failure.message } else { attemptError = "stopped" }
         case (.finished, .none):
@@ -203,6 +204,9 @@ extension Transfer {
         closeAttempt(error: state == .failed ? lastError : "stopped")
         switch intent {
         case .shutdown: state = .queued
+        case .restart:
+            state = .queued
+            restartsInPlace = true
         case .split:
             // Back to a single stream.
             segments = nil

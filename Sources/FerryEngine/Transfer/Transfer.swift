@@ -47,8 +47,9 @@ final class Transfer {
         var knownTotal: Int64?
     }
 
-    /// Why the transfer stopped its own attempts.
-    enum StopIntent: Sendable { case pause, cancel, shutdown, split }
+    /// Why the transfer stopped its own attempts. `restart`: to go on at once as a new attempt (asked again with
+    /// other options, or renamed), in the slot it holds (TransferManager.restartInPlace).
+    enum StopIntent: Sendable { case pause, cancel, shutdown, split, restart }
 
     /// An attempt in flight. The manager attaches its run (progress for snapshots) and its task (to cancel).
     struct Live {
@@ -113,6 +114,9 @@ final class Transfer {
     /// A cancel that came while the file was being finished: it wins if the finish fails.
     private(set) var cancelAfterFinish = false
     var stopIntent: StopIntent?
+    /// Stopped to go on at once (StopIntent.restart): queued, and started again before the scheduler sees its
+    /// slot free.
+    var restartsInPlace = false
     /// Attempts in flight by range index (0: a single stream or an upload).
     var live: [Int: Live] = [:]
     var rangeRetries: [Int: Int] = [:]
@@ -249,7 +253,7 @@ final class Transfer {
         var effects: [Effect] = []
         let restarts = state == .running && busy && !finishing && stopIntent == nil && new.changesRequests(from: old)
         if restarts {
-            stopIntent = .shutdown
+            stopIntent = .restart
             effects += stopEveryAttempt
         }
         if new.upload?.resumable != old.upload?.resumable, let upload = resumable {
@@ -259,11 +263,11 @@ final class Transfer {
         return effects
     }
 
-    /// A rename asked while it runs: the attempt stops as a shutdown stops it (queued again; a stop under way
-    /// already ends it), so that its file can move (pendingName). aria2 restarts an active download to rename it.
+    /// A rename asked while it runs: the attempt stops to go on at once (a stop under way already ends it), so
+    /// that its file can move (pendingName). aria2 restarts an active download to rename it.
     func stopForRename() -> [Effect] {
         guard state == .running, busy, !finishing, stopIntent == nil else { return [] }
-        stopIntent = .shutdown
+        stopIntent = .restart
         return stopEveryAttempt
     }
 
@@ -284,6 +288,7 @@ final class Transfer {
     func start(partSize: Int64?) -> [Effect] {
         generation += 1
         stopIntent = nil
+        restartsInPlace = false
         nextRetryAt = nil
         if spec.direction == .upload {
             // A resumable upload the server holds goes on from the offset it last confirmed (asked again first); an
