@@ -528,6 +528,7 @@ import TestHTTPServer
         let name = how == "asked again" ? "k.bin" : "renamed.bin"
         #expect(FileManager.default.contents(atPath: dir.path + "/" + name) == body)
         // The item placed ahead started only once the slot was free.
+        try await eventually("the item placed ahead starts") { server.requests("/other.bin").count == 1 }
         #expect(server.allRequests.map(\.uri) == ["/k.bin", "/k.bin", "/other.bin"])
         manager.cancel(ahead)
     }
