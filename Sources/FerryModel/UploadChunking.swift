@@ -39,6 +39,9 @@ public struct UploadChunking: Sendable, Equatable {
         self.grows = grows && size > 0
     }
 
+    /// Larger than it started (a refusal sends the start size again).
+    public var grown: Bool { size > start }
+
     /// The bytes of an append from `offset` of a `length`-byte upload.
     public func count(from offset: Int64, of length: Int64) -> Int64 {
         let rest = max(0, length - offset)

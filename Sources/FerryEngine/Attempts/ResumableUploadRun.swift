@@ -44,18 +44,7 @@ final class ResumableUploadRun: TaskRun {
         let clock: any EngineClock
     }
 
-    private enum Step: Equatable {
-        /// The upload itself, offering the IETF protocol.
-        case create
-        /// tus: the creation request.
-        case tusCreate
-        /// The server's offset (HEAD on the location).
-        case query
-        /// `count` bytes from `from`, one chunk (PATCH on the location).
-        case append(from: Int64, count: Int64)
-        /// The upload without the protocol's headers: the server speaks another version of the draft.
-        case plain
-    }
+    private typealias Step = ResumableSteps.Step
 
     private struct State {
         var upload: ResumableUpload
@@ -88,8 +77,6 @@ final class ResumableUploadRun: TaskRun {
     private let sentInAttempt = Atomic<Int64>(0)
     /// The bytes of the append under way (-1: the request under way is not one).
     private let appendLength = Atomic<Int64>(-1)
-
-    static let maxConflicts = 3
 
     init(context: Context, upload: ResumableUpload) {
         self.context = context
@@ -259,146 +246,49 @@ final class ResumableUploadRun: TaskRun {
     }
 
     func didComplete(error: Error?) {
-        let (step, answer, upload, body) = state.withLock { ($0.step, $0.answer, $0.upload, $0.body) }
-        let wire = ResumableWire(kind: upload.kind)
-        let progressed = sentInAttempt.load(ordering: .relaxed) > 0
-        // A chunk grown past what the server takes: the start size again (nothing of it was kept). The answer
-        // may come while the chunk is sent, and the server close the connection on it (PyPI's resumable-upload):
-        // the request then ends with an error too.
-        if case let .append(from, _) = step, answer.status == 413, state.withLock({ $0.chunking.refused() }) {
-            context.refusedGrownChunk()
-            return append(from: from)
+        let (step, answer, facts) = state.withLock { s -> (Step, UploadAnswer, ResumableSteps.Facts) in
+            let facts = ResumableSteps.Facts(
+                kind: s.upload.kind, length: context.length, located: s.upload.location != nil,
+                locationName: s.upload.displayLocation ?? "its location", url: context.spec.url,
+                stalledAt: s.stalledAt, conflicts: s.conflicts, grownChunk: s.chunking.grown,
+                fileChanged: s.body?.fileChanged.load(ordering: .acquiring) ?? false,
+                progressed: sentInAttempt.load(ordering: .relaxed) > 0)
+            // A query that follows an append the server took none of reads that once, whatever its answer is.
+            if s.step == .query { s.stalledAt = nil }
+            return (s.step, s.answer, facts)
         }
-        // A grown chunk cut before any answer came: the server may have refused it and reset the connection with
-        // the body unread, which drops its answer on the way (PyPI's resumable-upload behind a proxy; libcurl then
-        // fails to send the request again). Taken as a refusal: the start size from now on, the server asked
-        // where the upload stands; a cut of the link fails that question, and the attempt ends as a cut does.
-        if case .append = step, let error, (error as? URLError)?.code != .cancelled, answer.status == nil,
-           state.withLock({ $0.chunking.refused() }) {
-            context.refusedGrownChunk()
-            return go(.query)
-        }
-        if error != nil || answer.status == nil {
-            // Cut, stopped or unanswered: the next attempt asks the server where it stands; unless the file
-            // changed while it was sent (its body failed so), whose copy on the server cannot be finished: the
-            // next attempt (`ferry retry`) starts over with the file as it is then.
-            let outcome = answer.outcome(error: error, progressed: progressed)
-            if let body, body.fileChanged.load(ordering: .acquiring), case let .failed(failure, _) = outcome {
-                let fresh = state.withLock { s -> ResumableUpload in
-                    s.upload = Self.fresh(s.upload.kind, reason: TerminalSafe.sanitize(failure.message))
-                    return s.upload
-                }
-                context.changed(fresh)
+        apply(ResumableSteps.after(step, answer: answer, error: error, facts: facts))
+    }
+
+    /// Keeps what the rule took from the answer, then goes on as it says.
+    private func apply(_ decision: ResumableSteps.Decision) {
+        let changed = state.withLock { s -> ResumableUpload? in
+            if decision.refusedGrownChunk { _ = s.chunking.refused() }
+            if let count = decision.measuredChunk, let issued = s.appendIssued, let sent = s.appendSent, let answered = s.appendAnswered {
+                s.chunking.sent(count, in: answered - issued, waited: answered - sent)
             }
-            return end(outcome)
-        }
-        let status = answer.status!
-        switch step {
-        case .create:
-            if status == 400, let version = answer.value("Upload-Draft-Interop-Version"),
-               version.trimmingCharacters(in: .whitespaces) != String(ResumableProtocol.ietfInteropVersion) {
-                // A server of another version of the draft refused ours (swift-nio-extras answers an unknown
-                // version so): the upload goes again without the protocol, as it would to any other server.
-                return go(.plain)
+            if decision.conflict { s.conflicts += 1 }
+            if let stalled = decision.stalledAt { s.stalledAt = stalled }
+            if let reason = decision.freshUploadReason {
+                s.upload = Self.fresh(s.upload.kind, reason: reason)
+                return s.upload
             }
-            // A server that took the protocol (it said where it keeps the upload) says how much of it arrived,
-            // as it does for an append; one that did not answers a plain upload.
-            guard upload.location != nil, (200..<300).contains(status) else {
-                return end(answer.outcome(error: nil, progressed: progressed))
-            }
-            sent(from: 0, count: context.length, answer, wire)
-        case .plain:
-            end(answer.outcome(error: nil, progressed: progressed))
-        case .tusCreate:
-            guard (200..<300).contains(status) else { return end(answer.outcome(error: nil, progressed: false)) }
-            guard let value = answer.value("Location"), let url = ResumableWire.resolve(value, against: context.spec.url) else {
-                return end(.failed(.protocolViolation("\(TerminalSafe.sanitize(context.spec.url.absoluteString)) does not speak tus: "
-                    + "its answer (HTTP \(status)) to the creation request says nowhere to send the bytes (no Location)"), progressed: false))
-            }
-            let made = state.withLock { s -> ResumableUpload in
-                s.upload.location = url.absoluteString
+            if let location = decision.location {
+                s.upload.location = location
                 s.upload.confirmedOffset = 0
                 return s.upload
             }
-            context.changed(made)
-            // An empty file is whole once made (a PATCH of nothing is one that some servers refuse).
-            if context.length == 0 { return end(.finished(nil)) }
-            append(from: 0)
-        case .query:
-            // A query that follows an append the server took none of (read once, whatever this answer is).
-            let stalled = state.withLock { s -> Int64? in defer { s.stalledAt = nil }; return s.stalledAt }
-            if wire.forgotten(status) {
-                return startOver("the server no longer has the upload at \(upload.displayLocation ?? "its location") (HTTP \(status))")
-            }
-            guard (200..<300).contains(status) else { return end(answer.outcome(error: nil, progressed: progressed)) }
-            guard let offset = answer.value("Upload-Offset").flatMap(ResumableWire.integer) else {
-                return end(.failed(.protocolViolation("the server's answer about the upload has no Upload-Offset"), progressed: false))
-            }
-            if let length = answer.value("Upload-Length").flatMap(ResumableWire.integer), length != context.length {
-                return startOver("the server's upload is \(length) bytes long, the file \(context.length)")
-            }
-            guard offset <= context.length else {
-                return startOver("the server holds \(offset) bytes of a \(context.length)-byte file")
-            }
-            if let stalled, offset <= stalled {
-                return end(.failed(.integrity(.protocol, "the server at \(upload.displayLocation ?? "its location") kept none of the "
-                    + "\(context.length - stalled) bytes sent to it: it answered with success and its offset stayed at \(offset)"),
-                    progressed: false))
-            }
-            if offset == context.length, upload.kind == .tus || wire.completeness(answer) == true {
-                // Everything arrived before the cut; the server's last answer to it was lost.
-                confirm(offset)
-                return end(.finished(nil))
-            }
-            confirm(offset)
-            append(from: offset)
-        case let .append(from, count):
-            if wire.forgotten(status) {
-                return startOver("the server no longer has the upload at \(upload.displayLocation ?? "its location") (HTTP \(status))")
-            }
-            if status == 409 {
-                // The server's offset is not ours: ask again (a few times, then let the retry policy wait).
-                let again = state.withLock { s -> Bool in
-                    s.conflicts += 1
-                    return s.conflicts <= Self.maxConflicts
-                }
-                return again ? go(.query)
-                    : end(.failed(.http(status: 409, reason: "Conflict: the server's offset kept moving", retryAfter: nil), progressed: progressed))
-            }
-            guard (200..<300).contains(status) else { return end(answer.outcome(error: nil, progressed: progressed)) }
-            state.withLock { s in
-                if let issued = s.appendIssued, let sent = s.appendSent, let answered = s.appendAnswered {
-                    s.chunking.sent(count, in: answered - issued, waited: answered - sent)
-                }
-            }
-            sent(from: from, count: count, answer, wire)
+            return nil
         }
-    }
-
-    /// A request that carried `count` bytes from `from` was answered with success: where the server says it
-    /// stands decides what follows. Its Upload-Offset (tus always sends one), else for the IETF protocol the
-    /// whole file after the last chunk unless it says the upload is incomplete; after another chunk, a server
-    /// that says nothing is asked.
-    private func sent(from: Int64, count: Int64, _ answer: UploadAnswer, _ wire: ResumableWire) {
-        let incomplete = wire.completeness(answer) == false
-        let said = answer.value("Upload-Offset").flatMap(ResumableWire.integer)
-        if said == nil, wire.kind == .ietf, !incomplete, from + count < context.length { return go(.query) }
-        let offset = said ?? (wire.kind == .tus || incomplete ? from : context.length)
-        guard offset <= context.length else {
-            return startOver("the server says it holds \(offset) bytes of a \(context.length)-byte file")
+        if decision.refusedGrownChunk { context.refusedGrownChunk() }
+        if let changed { context.changed(changed) }
+        if let offset = decision.confirmed { confirm(offset) }
+        switch decision.next {
+        case let .request(step): go(step)
+        case let .append(from): append(from: from)
+        case let .startOver(reason): startOver(reason)
+        case let .end(outcome): end(outcome)
         }
-        if offset == context.length, !incomplete {
-            confirm(offset)
-            return end(.finished(nil))
-        }
-        // A server may take part of it: the rest goes from its offset. One that took none of it is asked where
-        // it stands, once.
-        if offset > from {
-            confirm(offset)
-            return append(from: offset)
-        }
-        state.withLock { $0.stalledAt = from }
-        go(.query)
     }
 
     /// The server confirmed `offset`: kept (the detail view lists resumptions) and shown as done.
