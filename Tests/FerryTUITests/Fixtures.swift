@@ -60,7 +60,14 @@ enum Fixtures {
         for key in keys {
             let (next, commands) = reduce(state, key, snapshot)
             state = next
-            all += commands
+            // The file system's answers, as the app runs them (on the disk; here at once).
+            for command in commands {
+                if let answer = FileEffects.perform(command, cwd: state.workingDirectory) {
+                    state = reduce(state, answer: answer)
+                } else {
+                    all.append(command)
+                }
+            }
         }
         return (state, all)
     }

@@ -457,4 +457,27 @@ import Testing
         let (uploading, _) = press([.character("u")] + type("rep") + [.tab] + type("5") + [.tab, .enter])
         #expect(uploading.prompt?.kind == .uploadURL(path: dir + "/report-2025.pdf", shape: .put))
     }
+
+    /// Issue 40: the reducer never touches the disk: Tab, a folder and a file to upload are questions (Commands)
+    /// whose answers come back (FileAnswer); an answer that comes after the prompt moved on changes nothing.
+    @Test func thePromptsAskTheFileSystemAndTakeItsAnswers() {
+        defer { cleanup() }
+        let start = AppState(downloadDirectory: "/home/me/Downloads", width: 80, height: 14, workingDirectory: "/nowhere")
+        var state = start
+        for key in [Key.character("u")] + type("rep") { state = reduce(state, key, Fixtures.queue()).0 }
+        let (asked, commands) = reduce(state, .tab, Fixtures.queue())
+        #expect(commands == [.completePath("rep", directoriesOnly: false)] && asked.prompt?.editor.text == "rep")
+        let answer = FileAnswer.completed(text: "rep", .init(text: "report-202", candidates: ["report-2024.pdf", "report-2025.pdf"]))
+        #expect(reduce(asked, answer: answer).prompt?.editor.text == "report-202")
+        // Typed on meanwhile: the answer is for a text no longer there.
+        let typedOn = reduce(asked, .character("x"), Fixtures.queue()).0
+        #expect(reduce(typedOn, answer: answer).prompt?.editor.text == "repx")
+        let (checking, check) = reduce(asked, .enter, Fixtures.queue())
+        #expect(check == [.checkUploadFile("rep")] && checking.prompt?.kind == .uploadFile)
+        #expect(reduce(checking, answer: .uploadFile(text: "rep", .refused("no such file: /nowhere/rep"))).prompt?.error == "no such file: /nowhere/rep")
+        #expect(reduce(checking, answer: .uploadFile(text: "rep", .path("/nowhere/rep"))).prompt?.kind == .uploadURL(path: "/nowhere/rep", shape: .put))
+        // Closed before the answer came: nothing reopens.
+        let closed = reduce(checking, .escape, Fixtures.queue()).0
+        #expect(reduce(closed, answer: .uploadFile(text: "rep", .path("/nowhere/rep"))).prompt == nil)
+    }
 }

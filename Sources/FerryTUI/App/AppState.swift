@@ -22,6 +22,12 @@ public struct AppState: Sendable, Equatable {
         case treeLimit(batch: Int64, name: String)
         case globalDownloadLimit
         case globalUploadLimit(download: Int64?)
+
+        /// The folder a download saves into.
+        var isFolder: Bool {
+            if case .downloadFolder = self { return true }
+            return false
+        }
     }
 
     public struct Prompt: Sendable, Equatable {

@@ -13,6 +13,11 @@ public enum Command: Sendable, Equatable {
     case quit
     /// The engine stops its transfers (their `.part` files stay) and exits; the UI goes too.
     case stopEngine
+    /// The prompts' questions to the file system (FileEffects; the answer comes back as a FileAnswer): Tab's
+    /// completion of `text`, a folder to save into (the download URL typed before it: `url`), a file to upload.
+    case completePath(String, directoriesOnly: Bool)
+    case checkFolder(String, url: String)
+    case checkUploadFile(String)
 
     // The queue commands the keys make, by name.
     static func pause(_ id: TransferID) -> Command { .queue(.pause(Selection(ids: [id.rawValue]))) }

@@ -307,12 +307,9 @@ private func editPrompt(_ stateIn: AppState, _ key: Key, _ snapshot: QueueSnapsh
         case .downloadURL:
             prompt = .init(kind: .downloadFolder(url: prompt.editor.text), editor: LineEditor(state.downloadDirectory + "/"))
         case .downloadFolder, .uploadFile:
-            let directories = prompt.kind != .uploadFile
-            let found = PathCompletion.complete(prompt.editor.text, cwd: state.workingDirectory, directoriesOnly: directories)
-            prompt.editor = LineEditor(found.text)
-            if !found.candidates.isEmpty {
-                prompt.hint = "\(found.candidates.count) matches: " + found.candidates.prefix(20).joined(separator: "  ")
-            }
+            // The entries on disk are read by whoever runs the app (FileEffects); their answer completes the text.
+            state.prompt = prompt
+            return (state, [.completePath(prompt.editor.text, directoriesOnly: prompt.kind != .uploadFile)])
         case let .uploadURL(path, shape):
             prompt.kind = .uploadURL(path: path, shape: shape.next)
         default:
@@ -331,6 +328,42 @@ private func editPrompt(_ stateIn: AppState, _ key: Key, _ snapshot: QueueSnapsh
         }
         return (state, [])
     }
+}
+
+/// The answer to a question the reducer asked of the file system (FileEffects). One that comes after its prompt
+/// moved on (closed, or its text edited since) changes nothing.
+public func reduce(_ stateIn: AppState, answer: FileAnswer) -> AppState {
+    var state = stateIn
+    guard var prompt = state.prompt else { return state }
+    let typed = prompt.editor.text.trimmingCharacters(in: .whitespaces)
+    switch answer {
+    case let .completed(text, found):
+        guard prompt.editor.text == text, prompt.kind == .uploadFile || prompt.kind.isFolder else { return state }
+        prompt.editor = LineEditor(found.text)
+        prompt.hint = found.candidates.isEmpty ? nil
+            : "\(found.candidates.count) matches: " + found.candidates.prefix(20).joined(separator: "  ")
+    case let .folder(text, checked, url):
+        guard prompt.kind == .downloadFolder(url: url), typed == text else { return state }
+        switch checked {
+        case let .path(directory):
+            state.downloadDirectory = directory
+            state.prompt = .init(kind: .downloadURL, editor: LineEditor(url))
+            return state
+        case let .refused(reason):
+            prompt.error = reason
+        }
+    case let .uploadFile(text, checked):
+        guard prompt.kind == .uploadFile, typed == text else { return state }
+        switch checked {
+        case let .path(path):
+            state.prompt = .init(kind: .uploadURL(path: path, shape: .put))
+            return state
+        case let .refused(reason):
+            prompt.error = reason
+        }
+    }
+    state.prompt = prompt
+    return state
 }
 
 private func submit(_ stateIn: AppState, _ promptIn: AppState.Prompt, _ snapshot: QueueSnapshot) -> (AppState, [Command]) {
@@ -368,21 +401,14 @@ private func submit(_ stateIn: AppState, _ promptIn: AppState.Prompt, _ snapshot
             })])
         case let .downloadFolder(url):
             guard !text.isEmpty else { throw UsageError("no folder given") }
-            // Made when missing, as -o makes it; a file or an unwritable folder is refused in words.
-            state.downloadDirectory = try InputValidation.writableDirectory(PathCompletion.absolute(text, cwd: state.workingDirectory),
-                                                                             relativeTo: state.workingDirectory)
-            state.prompt = .init(kind: .downloadURL, editor: LineEditor(url))
-            return (state, [])
+            // Made when missing, as -o makes it; a file or an unwritable folder is refused in words (the answer).
+            return (state, [.checkFolder(text, url: url)])
         case .uploadFile:
             guard !text.isEmpty else { throw UsageError("no file given") }
-            let path = PathCompletion.absolute(text, cwd: state.workingDirectory)
-            _ = try BodyPlan.checkedFileLength(path)
-            state.prompt = .init(kind: .uploadURL(path: path, shape: .put))
-            return (state, [])
+            return (state, [.checkUploadFile(text)])
         case let .uploadURL(path, shape):
             let url = try InputValidation.url(text)
-            // Checked again: the file may have gone while the URL was typed.
-            _ = try BodyPlan.checkedFileLength(path)
+            // (The file is checked again as the add is carried out: it may have gone while the URL was typed.)
             // The same bodies as `ferry put` makes: raw with PUT or POST, or a form with the file as `file`.
             let (upload, destination) = try UploadSpec.to(url, .file(path: path), contentType: nil, form: shape == .form ? [] : nil,
                                                           method: shape == .post ? "POST" : nil)

@@ -302,7 +302,25 @@ public final class TerminalApp {
                 queue.send(command) { result in
                     DispatchQueue.main.async { MainActor.assumeIsolated { self.say(result, to: command, asked: question) } }
                 }
+            case .completePath, .checkFolder, .checkUploadFile:
+                // Off the main thread (a slow directory must not freeze the screen); the answer goes to the reducer.
+                let cwd = state.workingDirectory
+                DispatchQueue.global(qos: .userInitiated).async {
+                    guard let answer = FileEffects.perform(command, cwd: cwd) else { return }
+                    DispatchQueue.main.async {
+                        MainActor.assumeIsolated {
+                            self.state = reduce(self.state, answer: answer)
+                            self.answered = true
+                            self.wake()
+                        }
+                    }
+                }
             case let .add(specs):
+                // An upload's file is checked again: it may have gone while its URL was typed.
+                if let refusal = specs.lazy.compactMap(Self.unreadableFile).first {
+                    state.message = .init(text: refusal, isError: true)
+                    continue
+                }
                 guard let id = queue.enqueue(specs)?.last else {
                     state.message = .init(text: "the engine did not take the item", isError: true)
                     continue
@@ -314,6 +332,17 @@ public final class TerminalApp {
             case .quit: finish(0, reason: nil)
             case .stopEngine: finish(0, reason: nil, stopEngine: true)
             }
+        }
+    }
+
+    /// Why an upload's file cannot be sent (gone, unreadable), or nil.
+    nonisolated static func unreadableFile(_ spec: TransferSpec) -> String? {
+        guard spec.direction == .upload, case let .file(path)? = spec.upload?.primarySource else { return nil }
+        do throws(BodyError) {
+            _ = try BodyPlan.checkedFileLength(path)
+            return nil
+        } catch {
+            return TerminalSafe.sanitize(error.description)
         }
     }
 
