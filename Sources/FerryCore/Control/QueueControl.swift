@@ -9,8 +9,9 @@ import Foundation
 /// so the UI does not know, and never opens a socket itself.
 public protocol QueueControl: AnyObject, Sendable {
     func snapshot() -> QueueSnapshot
-    /// Queues a transfer; its id, or nil when the engine could not be reached or refused it.
-    func enqueue(_ specs: [TransferSpec]) -> [TransferID]?
+    /// Queues transfers (one add, after the commands sent before it) without waiting; `added` gets their ids, or
+    /// nil when the engine could not be reached or refused them, on no particular thread.
+    func enqueue(_ specs: [TransferSpec], added: @escaping @Sendable ([TransferID]?) -> Void)
     /// Sends a command without waiting for it (commands are carried out in the order sent); `answered` gets what
     /// it changed and left (nil: the engine refused it or could not be reached), on no particular thread.
     func send(_ command: QueueCommand, answered: @escaping @Sendable (CommandResult?) -> Void)
@@ -24,8 +25,8 @@ public protocol QueueControl: AnyObject, Sendable {
 }
 
 extension TransferManager: QueueControl {
-    public func enqueue(_ specs: [TransferSpec]) -> [TransferID]? {
-        (try? perform(.add(.init(specs: specs))))?.added?.map(\.id)
+    public func enqueue(_ specs: [TransferSpec], added: @escaping @Sendable ([TransferID]?) -> Void) {
+        added((try? perform(.add(.init(specs: specs))))?.added?.map(\.id))
     }
     public func send(_ command: QueueCommand, answered: @escaping @Sendable (CommandResult?) -> Void) {
         answered(try? perform(command))

@@ -6,8 +6,8 @@ import Foundation
 import Synchronization
 
 /// An engine behind its control socket, as a QueueControl: snapshots are the client's copy of the queue
-/// (kept in step by the engine's updates), and commands go out in order on a queue of their own, so a
-/// front end never waits for the engine (only `enqueue` waits, for the new id).
+/// (kept in step by the engine's updates), and commands (adds too) go out in order on a queue of their own, so
+/// a front end never waits for the engine.
 public final class RemoteQueue: QueueControl {
     private let client: ControlClient
     private let outbox = DispatchQueue(label: "ferry.remote-commands")
@@ -27,9 +27,9 @@ public final class RemoteQueue: QueueControl {
 
     public func snapshot() -> QueueSnapshot { client.snapshot }
 
-    public func enqueue(_ specs: [TransferSpec]) -> [TransferID]? {
+    public func enqueue(_ specs: [TransferSpec], added: @escaping @Sendable ([TransferID]?) -> Void) {
         // After the commands before it.
-        outbox.sync { [client] in (try? QueueCommand.add(.init(specs: specs)).perform(on: .remote(client)))?.added?.map(\.id) }
+        outbox.async { [client] in added((try? QueueCommand.add(.init(specs: specs)).perform(on: .remote(client)))?.added?.map(\.id)) }
     }
 
     public func send(_ command: QueueCommand, answered: @escaping @Sendable (CommandResult?) -> Void) {

@@ -321,18 +321,30 @@ public final class TerminalApp {
                     state.message = .init(text: refusal, isError: true)
                     continue
                 }
-                guard let id = queue.enqueue(specs)?.last else {
-                    state.message = .init(text: "the engine did not take the item", isError: true)
-                    continue
+                // The screen goes on while the engine takes it; its answer selects the new item.
+                queue.enqueue(specs) { ids in
+                    DispatchQueue.main.async { MainActor.assumeIsolated { self.added(ids) } }
                 }
-                state.selectedID = id
-                // A new item is the last: the list goes there (its row comes with the window the app asks for).
-                state.selectedIndex = Int.max / 2
-                if !state.view.includes(.queued) && !state.view.includes(.running) { state.view = .all }
             case .quit: finish(0, reason: nil)
             case .stopEngine: finish(0, reason: nil, stopEngine: true)
             }
         }
+    }
+
+    /// The engine took an add (its new ids), or did not (nil): the new item is selected.
+    private func added(_ ids: [TransferID]?) {
+        defer {
+            answered = true
+            wake()
+        }
+        guard let id = ids?.last else {
+            state.message = .init(text: "the engine did not take the item", isError: true)
+            return
+        }
+        state.selectedID = id
+        // A new item is the last: the list goes there (its row comes with the window the app asks for).
+        state.selectedIndex = Int.max / 2
+        if !state.view.includes(.queued) && !state.view.includes(.running) { state.view = .all }
     }
 
     /// Why an upload's file cannot be sent (gone, unreadable), or nil.
