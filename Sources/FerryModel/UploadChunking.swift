@@ -10,8 +10,9 @@
 /// The default (`auto`) starts at 6 MiB and grows so that this wait is at most `waitShare` of a chunk's time:
 /// the next chunk is what goes, at the pace of the last whole one, in `waitShare`'s inverse times its wait,
 /// never more than `target` seconds of sending (a multiple of 256 KiB, at most `ceiling`, Cloudflare's 200 MiB
-/// rounded down). On loopback, or on a slow link, chunks stay at 6 MiB; through 20 ms at full speed they grow
-/// to about 50 round trips of sending, which is what a cut costs against a server that keeps nothing of it. A
+/// rounded down), and never more than `cutShare` of the upload (a cut or a kill costs at most 5 % of the file,
+/// or the start size: what the torture script holds every resumable upload to). On loopback, or on a slow link,
+/// chunks stay at 6 MiB; through 20 ms at full speed a large file's grow to about 50 round trips of sending. A
 /// server that refuses a grown chunk (413; libcurl stops sending at the early answer) is sent the start size
 /// from then on. A size (`chunk = "6M"`) is exact and never grows; 0 sends the rest in one request.
 public struct UploadChunking: Sendable, Equatable {
@@ -19,6 +20,8 @@ public struct UploadChunking: Sendable, Equatable {
     public private(set) var size: Int64
     public private(set) var grows: Bool
     private let start: Int64
+    /// A grown chunk is at most this share of the upload.
+    private let cutShare: Double
 
     /// 6 MiB: what Supabase takes, and a multiple of 256 KiB of at least 5 MiB.
     static let startSize: Int64 = 6 << 20
@@ -32,11 +35,15 @@ public struct UploadChunking: Sendable, Equatable {
     public static let target: Double = 2
     public static let ceiling: Int64 = 192 << 20
     static let granule: Int64 = 256 << 10
+    /// A grown chunk is at most 5 % of the upload.
+    public static let defaultCutShare: Double = 0.05
 
-    public init(size: Int64, grows: Bool) {
+    /// `cutShare`: a grown chunk's bound as a share of the upload (1: none beyond `ceiling`).
+    public init(size: Int64, grows: Bool, cutShare: Double = defaultCutShare) {
         self.size = max(0, size)
         self.start = max(0, size)
         self.grows = grows && size > 0
+        self.cutShare = cutShare
     }
 
     /// Larger than it started (a refusal sends the start size again).
@@ -48,15 +55,17 @@ public struct UploadChunking: Sendable, Equatable {
         return size > 0 ? min(size, rest) : rest
     }
 
-    /// A chunk of `count` bytes went (request to answer) in `seconds`, of which `waited` were spent waiting for
-    /// the answer once its last byte was sent: the next one is what goes at that pace in `waited / waitShare`
-    /// seconds (at most `target`), never less than it is now. Only a whole chunk counts (the last is often small).
-    public mutating func sent(_ count: Int64, in seconds: Double, waited: Double) {
+    /// A chunk of `count` bytes of a `length`-byte upload went (request to answer) in `seconds`, of which `waited`
+    /// were spent waiting for the answer once its last byte was sent: the next one is what goes at that pace in
+    /// `waited / waitShare` seconds (at most `target`, at most `cutShare` of the upload), never less than it is
+    /// now. Only a whole chunk counts (the last is often small).
+    public mutating func sent(_ count: Int64, in seconds: Double, waited: Double, of length: Int64) {
         guard grows, count >= size, seconds > 0, waited > 0 else { return }
         let time = min(Self.target, waited / Self.waitShare)
-        let paced = Double(count) / seconds * time
-        guard paced.isFinite else { return }
-        let rounded = Int64(min(paced, Double(Self.ceiling))) / Self.granule * Self.granule
+        let bound = min(Double(Self.ceiling), Double(length) * cutShare)
+        let paced = min(Double(count) / seconds * time, bound)
+        guard paced.isFinite, paced > 0 else { return }
+        let rounded = Int64(paced) / Self.granule * Self.granule
         size = max(size, min(rounded, Self.ceiling))
     }
 

@@ -265,7 +265,7 @@ final class ResumableUploadRun: TaskRun {
         let changed = state.withLock { s -> ResumableUpload? in
             if decision.refusedGrownChunk { _ = s.chunking.refused() }
             if let count = decision.measuredChunk, let issued = s.appendIssued, let sent = s.appendSent, let answered = s.appendAnswered {
-                s.chunking.sent(count, in: answered - issued, waited: answered - sent)
+                s.chunking.sent(count, in: answered - issued, waited: answered - sent, of: context.length)
             }
             if decision.conflict { s.conflicts += 1 }
             if let stalled = decision.stalledAt { s.stalledAt = stalled }
