@@ -10,8 +10,8 @@
 /// The default (`auto`) starts at 6 MiB and grows so that this wait is at most `waitShare` of a chunk's time:
 /// the next chunk is what goes, at the pace of the last whole one, in `waitShare`'s inverse times its wait,
 /// never more than `target` seconds of sending (a multiple of 256 KiB, at most `ceiling`, Cloudflare's 200 MiB
-/// rounded down), and never more than `cutShare` of the upload (a cut or a kill costs at most 5 % of the file,
-/// or the start size: what the torture script holds every resumable upload to). On loopback, or on a slow link,
+/// rounded down), and never more than `cutShare` of the upload (a cut or a kill costs under 5 % of the file, or
+/// the start size: what the torture script holds every resumable upload to). On loopback, or on a slow link,
 /// chunks stay at 6 MiB; through 20 ms at full speed a large file's grow to about 50 round trips of sending. A
 /// server that refuses a grown chunk (413; libcurl stops sending at the early answer) is sent the start size
 /// from then on. A size (`chunk = "6M"`) is exact and never grows; 0 sends the rest in one request.
@@ -35,8 +35,9 @@ public struct UploadChunking: Sendable, Equatable {
     public static let target: Double = 2
     public static let ceiling: Int64 = 192 << 20
     static let granule: Int64 = 256 << 10
-    /// A grown chunk is at most 5 % of the upload.
-    public static let defaultCutShare: Double = 0.05
+    /// A grown chunk is at most 4 % of the upload (one lost to a cut, with the requests' heads and what was in
+    /// flight, stays under 5 %).
+    public static let defaultCutShare: Double = 0.04
 
     /// `cutShare`: a grown chunk's bound as a share of the upload (1: none beyond `ceiling`).
     public init(size: Int64, grows: Bool, cutShare: Double = defaultCutShare) {
