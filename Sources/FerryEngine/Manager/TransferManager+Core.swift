@@ -47,6 +47,8 @@ extension TransferManager {
         /// Commands over a selection under way (`events`): nothing starts until they are done, so none starts an
         /// item that the same command stops a moment later.
         var schedulingHeld = 0
+        /// Whether anything may start now (pump's rule, and a restart in place's).
+        var mayStart: Bool { !shuttingDown && schedulingHeld == 0 }
         /// Removed by the mutation under way (their waiters count them as finished).
         var removedNow: Set<TransferID> = []
         var shutdownSignal: DispatchSemaphore?

@@ -303,7 +303,7 @@ public final class TransferManager: Sendable {
     func restartInPlace(_ transfer: Transfer, _ core: inout Core) -> [Effect] {
         guard transfer.restartsInPlace else { return [] }
         transfer.restartsInPlace = false
-        guard !core.shuttingDown, core.schedulingHeld == 0, transfer.startable,
+        guard core.mayStart, transfer.startable,
               core.runnable?.contains(transfer.id) ?? true else { return [] }
         return launch(transfer.id, &core)
     }
@@ -316,7 +316,7 @@ public final class TransferManager: Sendable {
     /// its first four finished and then waited for ever. So the walk goes on until what it launched holds
     /// its slots, each item launched once.
     func pump(_ core: inout Core) -> [Effect] {
-        guard !core.shuttingDown, core.schedulingHeld == 0 else { return [] }
+        guard core.mayStart else { return [] }
         var effects: [Effect] = []
         var launched = Set<TransferID>()
         while true {

@@ -37,14 +37,26 @@ public enum FileEffects {
             }
         case let .checkUploadFile(text):
             let path = PathCompletion.absolute(text, cwd: cwd)
-            do throws(BodyError) {
-                _ = try BodyPlan.checkedFileLength(path)
-                return .uploadFile(text: text, .path(path))
-            } catch {
-                return .uploadFile(text: text, .refused(TerminalSafe.sanitize(error.description)))
-            }
+            return .uploadFile(text: text, unreadable(path).map { .refused($0) } ?? .path(path))
         default:
             return nil
+        }
+    }
+
+    /// Why an upload's file cannot be sent (gone, unreadable), or nil: asked once more as the add is carried out
+    /// (the file may have gone while its URL was typed).
+    public static func unreadableUpload(_ spec: TransferSpec) -> String? {
+        guard spec.direction == .upload, case let .file(path)? = spec.upload?.primarySource else { return nil }
+        return unreadable(path)
+    }
+
+    /// Why the file at `path` cannot be sent, in words, or nil.
+    static func unreadable(_ path: String) -> String? {
+        do throws(BodyError) {
+            _ = try BodyPlan.checkedFileLength(path)
+            return nil
+        } catch {
+            return TerminalSafe.sanitize(error.description)
         }
     }
 }

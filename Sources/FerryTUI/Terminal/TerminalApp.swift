@@ -317,7 +317,7 @@ public final class TerminalApp {
                 }
             case let .add(specs):
                 // An upload's file is checked again: it may have gone while its URL was typed.
-                if let refusal = specs.lazy.compactMap(Self.unreadableFile).first {
+                if let refusal = specs.lazy.compactMap(FileEffects.unreadableUpload).first {
                     state.message = .init(text: refusal, isError: true)
                     continue
                 }
@@ -345,17 +345,6 @@ public final class TerminalApp {
         // A new item is the last: the list goes there (its row comes with the window the app asks for).
         state.selectedIndex = Int.max / 2
         if !state.view.includes(.queued) && !state.view.includes(.running) { state.view = .all }
-    }
-
-    /// Why an upload's file cannot be sent (gone, unreadable), or nil.
-    nonisolated static func unreadableFile(_ spec: TransferSpec) -> String? {
-        guard spec.direction == .upload, case let .file(path)? = spec.upload?.primarySource else { return nil }
-        do throws(BodyError) {
-            _ = try BodyPlan.checkedFileLength(path)
-            return nil
-        } catch {
-            return TerminalSafe.sanitize(error.description)
-        }
     }
 
     /// The engine's answer to a command on many items, in the words a shell verb prints ("nothing paused; #1-#3
