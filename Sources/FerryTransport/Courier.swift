@@ -53,10 +53,16 @@ final class Courier: @unchecked Sendable {
     /// work queue, on the delegate queue); past it the transfer stops reading and the sender is slowed.
     var maxBytesInFlight: Int { transport.inFlightBound.load(ordering: .relaxed) }
 
-    init(delivery: Delivery, transport: CurlTransport, delegateQueue: OperationQueue?) {
+    /// Where the delegate makes its calls into the session (TransportDelegate.transportAfterSessionCalls).
+    private let afterSessionCalls: @Sendable (@escaping @Sendable () -> Void) -> Void
+
+    init(delivery: Delivery, transport: CurlTransport, delegate: TransportDelegate?) {
         self.delivery = delivery
         self.transport = transport
-        self.delegateQueue = delegateQueue
+        self.delegateQueue = delegate?.transportDelegateQueue
+        afterSessionCalls = { [weak delegate] then in
+            if let delegate { delegate.transportAfterSessionCalls(then) } else { then() }
+        }
     }
 
     /// Queues a result for the task's work queue; the transport posts what a round queued (`post`).
@@ -67,9 +73,10 @@ final class Courier: @unchecked Sendable {
         outboxBytes += bytes
     }
 
-    /// `then` is called once the delegate has had what was queued so far (its queue ran after it), on the task's
-    /// work queue: whatever the delegate decided on it (a cancel of the task) has reached the transport before
-    /// `then` sends anything there (transport thread; with something queued this round).
+    /// `then` is called once the delegate has had what was queued so far (its queue ran after it) and the calls
+    /// into the session it asked for meanwhile are made, on the task's work queue: whatever the delegate decided
+    /// on it (a cancel of the task, whose stop URLSession queues there) has reached the transport before `then`
+    /// sends anything there (transport thread; with something queued this round).
     func afterHandover(_ then: @escaping @Sendable () -> Void) {
         outboxAfter.append(then)
     }
@@ -85,10 +92,11 @@ final class Courier: @unchecked Sendable {
         outboxAfter = []
         let delivery = delivery
         let delegateQueue = delegateQueue
+        let afterSessionCalls = afterSessionCalls
         delivery.queue.async { [self] in
             for work in works { work(delivery) }
             if !afters.isEmpty {
-                let done: @Sendable () -> Void = { delivery.queue.async { afters.forEach { $0() } } }
+                let done: @Sendable () -> Void = { afterSessionCalls { delivery.queue.async { afters.forEach { $0() } } } }
                 if let delegateQueue { delegateQueue.addOperation(done) } else { done() }
             }
             guard bytes > 0 else { return }

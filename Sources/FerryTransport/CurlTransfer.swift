@@ -75,7 +75,7 @@ final class CurlTransfer: @unchecked Sendable {
         self.request = request
         self.task = task
         self.delegate = delegate
-        self.courier = Courier(delivery: delivery, transport: transport, delegateQueue: delegate?.transportDelegateQueue)
+        self.courier = Courier(delivery: delivery, transport: transport, delegate: delegate)
         self.transport = transport
         self.settings = delegate?.transportSettings ?? TransportSettings()
         self.originalURL = request.url

@@ -25,11 +25,16 @@ package protocol TransportDelegate: AnyObject, Sendable {
     /// An interim (1xx) response arrived before the final one, such as `104 Upload Resumption Supported`
     /// (URLSession's `didReceiveInformationalResponse` on Apple's systems; called on the transport's thread).
     func transportInformational(for task: URLSessionTask, response: HTTPURLResponse)
+    /// Runs `then` once the calls into the session the delegate has asked for so far are made (the engine makes
+    /// them on a queue of its own, without waiting: a cancel asked for while it had a response). The transport
+    /// waits so before it reads for a task on (Courier.afterHandover): a cancel then reaches it first.
+    func transportAfterSessionCalls(_ then: @escaping @Sendable () -> Void)
 }
 
 extension TransportDelegate {
     package func transportAnswered(for task: URLSessionTask, url: URL, multiplexed: Bool) {}
     package func transportInformational(for task: URLSessionTask, response: HTTPURLResponse) {}
+    package func transportAfterSessionCalls(_ then: @escaping @Sendable () -> Void) { then() }
 }
 
 /// ferry's transport under URLSession: every http(s), sftp, scp and ftp task of a session whose configuration lists

@@ -92,7 +92,7 @@ final class SFTPTransfer: @unchecked Sendable {
         // Only the suffix ferry uses: the header is the engine's, never a server's words.
         remoteTemp = request.value(forHTTPHeaderField: TransferScheme.remoteTempHeader) == UploadSpec.remoteTempSuffix
             ? UploadSpec.remoteTempSuffix : nil
-        courier = Courier(delivery: delivery, transport: transport, delegateQueue: delegate?.transportDelegateQueue)
+        courier = Courier(delivery: delivery, transport: transport, delegate: delegate)
         // Weak: the courier is the transfer's own (a strong capture would keep every finished transfer).
         courier.drained = { [transport, weak self] in if let self { transport.submit(.wakeSFTP(self)) } }
     }

@@ -131,5 +131,10 @@ package final class BoundedDelegateQueue: OperationQueue, @unchecked Sendable {
         callQueue.sync { session.invalidateAndCancel() }
     }
 
+    /// Runs `then` after every call asked for before it has been made, without waiting.
+    package static func afterCalls(_ then: @escaping @Sendable () -> Void) {
+        callQueue.async(execute: then)
+    }
+
     static let callQueue = DispatchQueue(label: "ferry.session-calls")
 }

@@ -170,13 +170,21 @@ final class RangeRun: TaskRun {
         }
         let rangeable = !start.bounded && start.from == 0 && http.statusCode == 200
             && (header("Accept-Ranges")?.lowercased().contains("bytes") ?? false)
-        let complete = state.withLock { s in
-            if !start.bounded, s.fileName != nil {
+        // Asked in ranges, a file that can be is told at once: the engine stops this probe before any of its body
+        // is read (an sftp server read 2.5 MiB of an 8 MiB file for a probe told with its first piece).
+        let mayBeSplit = (start.spec.segments ?? 1) > 1
+        let (complete, announce) = state.withLock { s -> (Bool, (String, Validators, Bool, Bool)?) in
+            if !start.bounded, let name = s.fileName {
                 s.untoldRangeable = rangeable && s.validators.ifRange != nil && s.validators.totalLength != nil
+                if mayBeSplit, s.untoldRangeable == true, !s.alreadyComplete {
+                    s.untoldRangeable = nil
+                    return (false, (name, s.validators, true, s.startedOver))
+                }
             }
-            return s.alreadyComplete
+            return (s.alreadyComplete, nil)
         }
         if complete { BoundedDelegateQueue.cancel(task) }
+        if let (name, validators, rangeable, startedOver) = announce { accepted?(name, validators, rangeable, startedOver) }
     }
 
     /// Applies ResumeRule's verdict; the outcome to stop with, if any.

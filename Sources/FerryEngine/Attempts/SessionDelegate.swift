@@ -88,6 +88,10 @@ final class SessionDelegate: NSObject, URLSessionDataDelegate, TransportDelegate
         run(for: task)?.didReceive(informational: response)
     }
 
+    func transportAfterSessionCalls(_ then: @escaping @Sendable () -> Void) {
+        BoundedDelegateQueue.afterCalls(then)
+    }
+
     func transportAnswered(for task: URLSessionTask, url: URL, multiplexed: Bool) {
         // Items are scheduled by the host they were queued for: an answer from the host a redirect led to
         // says nothing of it.
