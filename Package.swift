@@ -79,6 +79,9 @@ let package = Package(
             dependencies: [
                 "FerryModel", "FerryStorage", "FerryTransport", "FerryEngine",
                 .product(name: "TOMLKit", package: "TOMLKit"),
+                // The control socket's server (line framing, writability, the peer's credentials), as the RPC's.
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
             ]
         ),
         // ncursesw (libncurses-dev), with a shim header for what Swift cannot import.

@@ -6,19 +6,24 @@ import Foundation
 #if canImport(Glibc)
 import Glibc
 #endif
+import NIOCore
+import NIOPosix
 
-/// The engine's end of the control socket: accepts clients of the same uid, reads their requests line by
-/// line, and writes replies and updates without ever waiting for a client. Everything runs on one serial
-/// queue. A malformed, oversized or unknown request gets an error reply and its connection closes; a
-/// subscriber that does not read is sent no updates while its last write is pending (it gets the whole
-/// queue once it drains) and is dropped when nothing drains for `stallLimit` (long enough for a UI stopped
-/// with Ctrl-Z to come back).
+/// The engine's end of the control socket, on SwiftNIO as the RPC is: a listening Unix socket only the user can
+/// reach, clients of the same uid only (the peer's credentials), requests read a line at a time, replies and
+/// updates written without ever waiting for a client. The state of the connections and every answer live on one
+/// serial queue (`queue`); NIO's event loop carries the bytes. A malformed, oversized or unknown request gets
+/// an error reply and its connection closes; a connection's next lines are read once the ones before are
+/// answered; a subscriber that does not read is sent no updates while its last write is pending (it gets the
+/// whole queue once it drains), and is dropped when nothing drains for `stallLimit` (long enough for a UI
+/// stopped with Ctrl-Z to come back) or more than `outputLimit` waits for it.
 final class ControlServer: @unchecked Sendable {
     /// Touched on `queue` only (a Responder carries one there from elsewhere).
     final class Connection: @unchecked Sendable {
-        let fd: Int32
-        var input = Data()
-        var output = Data()
+        let channel: any Channel
+        let number: Int
+        /// Bytes written to the channel that the socket has not taken yet.
+        var pending = 0
         var subscribed = false
         /// Updates were skipped while output was pending: send the whole queue when it drains.
         var behind = false
@@ -31,11 +36,13 @@ final class ControlServer: @unchecked Sendable {
         var wholeDue = false
         var lastSent: QueueSnapshot?
         var lastSentAt = DispatchTime(uptimeNanoseconds: 0)
-        var readSource: DispatchSourceRead?
-        var writeSource: DispatchSourceWrite?
-        var writing = false
+        /// What waits for the pending output to reach the socket (Responder.afterSending).
+        var whenWritten: [@Sendable () -> Void] = []
 
-        init(fd: Int32) { self.fd = fd }
+        init(channel: any Channel, number: Int) {
+            self.channel = channel
+            self.number = number
+        }
     }
 
     /// Output pending for one client beyond which it is dropped (a client that sends requests and never
@@ -44,39 +51,65 @@ final class ControlServer: @unchecked Sendable {
     static let stallLimit: TimeInterval = 300
 
     let queue = DispatchQueue(label: "ferry.control")
-    private let listenFD: Int32
     private let path: String
-    private var acceptSource: DispatchSourceRead?
-    private var connections: [Int32: Connection] = [:]
+    private let group: MultiThreadedEventLoopGroup
+    private let listener: any Channel
+    private var connections: [Int: Connection] = [:]
+    private var connectionsMade = 0
     private let handle: (ControlRequest, Responder) -> ControlReply?
     private let window: (QueueView) -> QueueSnapshot
     private let encoder = JSONEncoder()
     /// Called on `queue` whenever a client connects or goes.
     var clientsChanged: ((_ clients: Int, _ subscribers: Int) -> Void)?
 
+    /// Listens on `path` with mode 0600 (the state directory is 0700). A socket file left there by an engine that
+    /// died is replaced: the caller holds the engine lock, so nobody else can be listening.
     /// - Parameters:
     ///   - handle: answers a request (on `queue`), or returns nil and answers later through the responder (a
     ///     command that takes a while: the socket goes on serving other requests meanwhile).
     ///   - window: the window of a view as it is now (on `queue`).
     init(path: String, handle: @escaping (ControlRequest, Responder) -> ControlReply?,
          window: @escaping (QueueView) -> QueueSnapshot) throws(StateError) {
+        // sockaddr_un's path holds 107 bytes and a NUL.
+        guard path.utf8.count < 108 else { throw StateError("the state directory's path is too long for a socket: \(path)") }
         self.path = path
-        self.listenFD = try UnixSocket.listen(path: path)
         self.handle = handle
         self.window = window
+        let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
+        self.group = group
+        let server = Later()
+        let bootstrap = ServerBootstrap(group: group)
+            .serverChannelOption(.backlog, value: 64)
+            // Nothing is accepted before `start`: a client waits in the backlog meanwhile.
+            .serverChannelOption(.autoRead, value: false)
+            // A connection's lines are read when the ones before are answered (ControlConnectionHandler).
+            .childChannelOption(.autoRead, value: false)
+            .childChannelInitializer { channel in
+                PeerCredentials.of(channel).flatMapThrowing { credentials in
+                    // Only processes of the engine's own user (the socket's mode already says so; this is the check
+                    // that does not depend on the file system).
+                    guard credentials.uid == getuid(), let owner = server.value else { throw ControlRefusal.anotherUser }
+                    try channel.pipeline.syncOperations.addHandler(ByteToMessageHandler(LineFrames(limit: ControlProtocol.maxRequest)))
+                    try channel.pipeline.syncOperations.addHandler(ControlConnectionHandler(server: owner))
+                }
+            }
+        let previous = umask(0o077)
+        defer { umask(previous) }
+        do {
+            listener = try bootstrap.bind(unixDomainSocketPath: path, cleanupExistingSocketFile: true).wait()
+            guard chmod(path, 0o600) == 0 else { throw StateError("cannot listen on \(path): \(String(cString: strerror(errno)))") }
+        } catch {
+            try? group.syncShutdownGracefully()
+            throw error as? StateError ?? StateError("cannot listen on \(path): \(error)")
+        }
+        server.value = self
     }
 
     /// Takes connections from now on: called once whoever answers the requests is ready (a request that came
     /// while the engine's host was still being made reached for its server before the host had it, and the
     /// background engine crashed when a client was quick). Until then a client waits in the listen backlog.
     func start() {
-        queue.sync {
-            guard acceptSource == nil else { return }
-            let source = DispatchSource.makeReadSource(fileDescriptor: listenFD, queue: queue)
-            source.setEventHandler { [unowned self] in self.acceptAll() }
-            source.resume()
-            acceptSource = source
-        }
+        listener.setOption(.autoRead, value: true).whenComplete { _ in }
     }
 
     var subscriberCount: Int { connections.values.filter(\.subscribed).count }
@@ -84,63 +117,44 @@ final class ControlServer: @unchecked Sendable {
     /// Stops listening and drops every client. The socket file goes.
     func close() {
         queue.sync {
-            acceptSource?.cancel()
-            acceptSource = nil
-            Glibc.close(listenFD)
+            listener.close(promise: nil)
             unlink(path)
             for connection in Array(connections.values) { drop(connection) }
         }
+        try? group.syncShutdownGracefully()
     }
 
-    private func acceptAll() {
-        while true {
-            guard let fd = UnixSocket.accept(listenFD) else { return }
-            // Only processes of the engine's own user (the socket's mode already says so; this is the check
-            // that does not depend on the file system).
-            guard UnixSocket.peerUID(fd) == getuid() else {
-                Glibc.close(fd)
-                continue
-            }
-            let connection = Connection(fd: fd)
-            let source = DispatchSource.makeReadSource(fileDescriptor: fd, queue: queue)
-            source.setEventHandler { [unowned self] in self.readAvailable(connection) }
-            source.resume()
-            connection.readSource = source
-            connections[fd] = connection
-            clientsChanged?(connections.count, subscriberCount)
-        }
+    // MARK: What the event loop tells (ControlConnectionHandler), on `queue`
+
+    fileprivate func connected(_ channel: any Channel) -> Int {
+        connectionsMade += 1
+        let connection = Connection(channel: channel, number: connectionsMade)
+        connections[connection.number] = connection
+        clientsChanged?(connections.count, subscriberCount)
+        return connection.number
     }
 
-    private func readAvailable(_ connection: Connection) {
-        var buffer = [UInt8](repeating: 0, count: 64 << 10)
-        while connections[connection.fd] === connection {
-            let n = read(connection.fd, &buffer, buffer.count)
-            if n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR) {
-                drop(connection)
-                return
-            }
-            if n < 0 { break }
-            // Each byte is looked at once: a line is complete when this chunk holds its newline.
-            var start = 0
-            while start < n, let newline = buffer.withUnsafeBytes({ raw -> Int? in
-                memchr(raw.baseAddress! + start, 0x0A, n - start).map { UnsafeRawPointer($0) - raw.baseAddress! }
-            }) {
-                connection.input.append(contentsOf: buffer[start..<newline])
-                let line = connection.input
-                connection.input = Data()
-                start = newline + 1
-                guard answer(line, on: connection) else { return }
-            }
-            connection.input.append(contentsOf: buffer[start..<n])
-            if connection.input.count > ControlProtocol.maxRequest {
-                refuse(connection, id: nil, "request longer than \(ControlProtocol.maxRequest) bytes")
-                return
-            }
+    /// Lines a connection sent: each answered in turn; the connection's next lines are read afterwards.
+    fileprivate func received(_ lines: [Data], from number: Int) {
+        guard let connection = connections[number] else { return }
+        for line in lines {
+            guard answer(line, on: connection) else { return }
         }
-        if connection.wholeDue, connections[connection.fd] === connection {
+        if connection.wholeDue {
             connection.wholeDue = false
             sendWhole(connection)
         }
+        if connections[number] === connection { connection.channel.read() }
+    }
+
+    fileprivate func tooLong(_ number: Int) {
+        guard let connection = connections[number] else { return }
+        refuse(connection, id: nil, "request longer than \(ControlProtocol.maxRequest) bytes")
+    }
+
+    fileprivate func disconnected(_ number: Int) {
+        guard let connection = connections[number] else { return }
+        drop(connection)
     }
 
     /// Answers one request line; false when the connection was closed for it.
@@ -174,14 +188,14 @@ final class ControlServer: @unchecked Sendable {
         }
         reply.pid = getpid()
         send(ControlMessage(reply: reply), to: connection)
-        if request.verb == .subscribe || request.verb == .view, reply.ok, connections[connection.fd] === connection {
+        if request.verb == .subscribe || request.verb == .view, reply.ok, connections[connection.number] === connection {
             connection.view = request.view ?? .everything
             let wasSubscribed = connection.subscribed
             connection.subscribed = true
             connection.wholeDue = true
             if !wasSubscribed { clientsChanged?(connections.count, subscriberCount) }
         }
-        return connections[connection.fd] === connection
+        return connections[connection.number] === connection
     }
 
     /// Answers one request later, from any thread: its reply, and meanwhile that the engine is still at it
@@ -211,9 +225,16 @@ final class ControlServer: @unchecked Sendable {
             reply(made)
         }
 
-        /// Runs `body` on the socket's queue after what is queued there now (an answer sent before it).
+        /// Runs `body` on the socket's queue once what is queued there now (an answer sent before it) has reached
+        /// the client's socket, or the client went: a stop's reply is out before the engine ends.
         func afterSending(_ body: @escaping @Sendable () -> Void) {
-            server?.queue.async(execute: body)
+            guard let server else { return body() }
+            server.queue.async { [connection] in
+                guard let connection, server.connections[connection.number] === connection, connection.pending > 0 else {
+                    return body()
+                }
+                connection.whenWritten.append(body)
+            }
         }
 
         /// The engine is still working on the request: the client waits on.
@@ -226,7 +247,7 @@ final class ControlServer: @unchecked Sendable {
         private func send(_ reply: ControlReply) {
             guard let server else { return }
             server.queue.async { [connection] in
-                guard let connection, server.connections[connection.fd] === connection else { return }
+                guard let connection, server.connections[connection.number] === connection else { return }
                 server.send(ControlMessage(reply: reply), to: connection)
             }
         }
@@ -246,7 +267,7 @@ final class ControlServer: @unchecked Sendable {
         let now = DispatchTime.now()
         var windows: [QueueView: QueueSnapshot] = [:]
         for connection in Array(connections.values) where connection.subscribed {
-            guard connection.output.isEmpty else {
+            guard connection.pending == 0 else {
                 connection.behind = true
                 if let since = connection.stalledSince, now.uptimeNanoseconds - since.uptimeNanoseconds > UInt64(Self.stallLimit * 1e9) {
                     drop(connection)
@@ -285,82 +306,158 @@ final class ControlServer: @unchecked Sendable {
         write(encode(message), to: connection)
     }
 
+    /// Hands `data` to the connection's channel; what the socket has not taken yet counts as pending until it has.
     private func write(_ data: Data, to connection: Connection) {
-        guard connections[connection.fd] === connection else { return }
-        if connection.output.isEmpty {
-            let written = data.withUnsafeBytes { Glibc.send(connection.fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
-            if written < 0, errno != EAGAIN, errno != EINTR {
-                drop(connection)
-                return
-            }
-            let rest = data.dropFirst(max(0, written))
-            guard !rest.isEmpty else { return }
-            connection.output = Data(rest)
-            connection.stalledSince = .now()
-            startWriting(connection)
-        } else {
-            connection.output.append(data)
-            if connection.output.count > Self.outputLimit { drop(connection) }
+        guard connections[connection.number] === connection else { return }
+        if connection.pending + data.count > Self.outputLimit { return drop(connection) }
+        if connection.pending == 0 { connection.stalledSince = .now() }
+        connection.pending += data.count
+        var buffer = connection.channel.allocator.buffer(capacity: data.count)
+        buffer.writeBytes(data)
+        let count = data.count
+        connection.channel.writeAndFlush(buffer).whenComplete { [weak self, weak connection] _ in
+            guard let server = self, let connection else { return }
+            server.queue.async { server.written(count, on: connection) }
         }
     }
 
-    private func startWriting(_ connection: Connection) {
-        guard !connection.writing else { return }
-        connection.writing = true
-        if connection.writeSource == nil {
-            let source = DispatchSource.makeWriteSource(fileDescriptor: connection.fd, queue: queue)
-            source.setEventHandler { [unowned self] in self.writePending(connection) }
-            connection.writeSource = source
-        }
-        connection.writeSource?.resume()
-    }
-
-    private func writePending(_ connection: Connection) {
-        while !connection.output.isEmpty {
-            let written = connection.output.withUnsafeBytes { Glibc.send(connection.fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
-            if written < 0 {
-                if errno == EAGAIN || errno == EINTR { return }
-                drop(connection)
-                return
-            }
-            connection.output.removeFirst(written)
-            connection.stalledSince = .now()
-        }
-        connection.stalledSince = nil
-        connection.writing = false
-        connection.writeSource?.suspend()
-        if connection.behind {
-            connection.behind = false
-            sendWhole(connection)
-        }
+    /// The socket took `count` bytes of what was pending (or the connection went).
+    private func written(_ count: Int, on connection: Connection) {
+        connection.pending -= count
+        connection.stalledSince = connection.pending > 0 ? .now() : nil
+        guard connection.pending == 0 else { return }
+        let waiting = connection.whenWritten
+        connection.whenWritten = []
+        waiting.forEach { $0() }
+        guard connection.behind, connections[connection.number] === connection else { return }
+        connection.behind = false
+        sendWhole(connection)
     }
 
     private func drop(_ connection: Connection) {
-        guard connections.removeValue(forKey: connection.fd) != nil else { return }
-        // The descriptor closes once every source on it has let go (their cancel handlers, on this queue).
-        let sources: [any DispatchSourceProtocol] = [connection.readSource, connection.writeSource].compactMap { $0 }
-        let closer = Closer(fd: connection.fd, sources: sources.count)
-        for source in sources { source.setCancelHandler { closer.sourceGone() } }
-        if let source = connection.writeSource, !connection.writing { source.resume() }  // a suspended source must not be released
-        sources.forEach { $0.cancel() }
-        if sources.isEmpty { Glibc.close(connection.fd) }
+        guard connections.removeValue(forKey: connection.number) != nil else { return }
+        // What was handed to the channel and could be written goes; the rest goes with the connection.
+        connection.channel.close(promise: nil)
         clientsChanged?(connections.count, subscriberCount)
+        let waiting = connection.whenWritten
+        connection.whenWritten = []
+        waiting.forEach { $0() }
+    }
+}
+
+/// The server, for the connections' initializer made before it exists.
+private final class Later: @unchecked Sendable {
+    weak var value: ControlServer?
+}
+
+/// The credentials of the process at the other end of a Unix socket (SO_PEERCRED's struct ucred).
+private struct PeerCredentials: Sendable {
+    var pid: pid_t = 0
+    var uid: uid_t = 0
+    var gid: gid_t = 0
+
+    static func of(_ channel: any Channel) -> EventLoopFuture<PeerCredentials> {
+        guard let provider = channel as? SocketOptionProvider else {
+            return channel.eventLoop.makeFailedFuture(ControlRefusal.noCredentials)
+        }
+        return provider.unsafeGetSocketOption(level: SocketOptionLevel(SOL_SOCKET), name: SocketOptionName(SO_PEERCRED))
+    }
+}
+
+private enum ControlRefusal: Error {
+    case anotherUser, noCredentials
+}
+
+/// Finds a connection's lines (without their newline); more than `limit` bytes without one is an error. Each
+/// byte is looked at once, however the line comes in pieces.
+private struct LineFrames: ByteToMessageDecoder {
+    typealias InboundOut = ByteBuffer
+    struct TooLong: Error {}
+    let limit: Int
+    /// Bytes at the buffer's start already known to hold no newline.
+    private var scanned = 0
+
+    init(limit: Int) { self.limit = limit }
+
+    mutating func decode(context: ChannelHandlerContext, buffer: inout ByteBuffer) throws -> DecodingState {
+        let view = buffer.readableBytesView
+        guard let newline = view.dropFirst(scanned).firstIndex(of: 0x0A) else {
+            scanned = view.count
+            if scanned > limit { throw TooLong() }
+            return .needMoreData
+        }
+        scanned = 0
+        let line = buffer.readSlice(length: newline - view.startIndex)!
+        buffer.moveReaderIndex(forwardBy: 1)
+        context.fireChannelRead(wrapInboundOut(line))
+        return .continue
     }
 
-    /// Closes a descriptor after the last of its dispatch sources is cancelled.
-    private final class Closer: @unchecked Sendable {
-        private let fd: Int32
-        private var left: Int
+    mutating func decodeLast(context: ChannelHandlerContext, buffer: inout ByteBuffer, seenEOF: Bool) throws -> DecodingState {
+        // A line cut off by the client's close is not a request.
+        while try decode(context: context, buffer: &buffer) == .continue {}
+        return .needMoreData
+    }
+}
 
-        init(fd: Int32, sources: Int) {
-            self.fd = fd
-            self.left = sources
-        }
+/// One client's connection on the event loop: tells the server (on its queue) that it came, each batch of lines
+/// read, and that it went; reads on only when the server has answered the lines before (or a line is not whole).
+private final class ControlConnectionHandler: ChannelInboundHandler {
+    typealias InboundIn = ByteBuffer
+    private let server: ControlServer
+    private var number: Int?
+    private var lines: [Data] = []
+    private var waiting: [(@Sendable (Int) -> Void)] = []
+    /// A request was too long: nothing more is read (the server refuses it and closes).
+    private var refused = false
 
-        /// On the server's queue.
-        func sourceGone() {
-            left -= 1
-            if left == 0 { Glibc.close(fd) }
+    init(server: ControlServer) { self.server = server }
+
+    func channelActive(context: ChannelHandlerContext) {
+        let channel = context.channel
+        let loop = NIOLoopBound(self, eventLoop: context.eventLoop)
+        server.queue.async { [server] in
+            let number = server.connected(channel)
+            channel.eventLoop.execute {
+                loop.value.number = number
+                let waiting = loop.value.waiting
+                loop.value.waiting = []
+                waiting.forEach { $0(number) }
+            }
         }
+        context.read()
+    }
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        let line = unwrapInboundIn(data)
+        lines.append(Data(line.readableBytesView))
+    }
+
+    func channelReadComplete(context: ChannelHandlerContext) {
+        guard !lines.isEmpty else {
+            if !refused { context.read() }
+            return
+        }
+        let batch = lines
+        lines = []
+        whenNumbered { [server] number in server.queue.async { server.received(batch, from: number) } }
+    }
+
+    func errorCaught(context: ChannelHandlerContext, error: any Error) {
+        if error is LineFrames.TooLong {
+            refused = true
+            whenNumbered { [server] number in server.queue.async { server.tooLong(number) } }
+        } else if !refused {
+            context.close(promise: nil)
+        }
+    }
+
+    func channelInactive(context: ChannelHandlerContext) {
+        whenNumbered { [server] number in server.queue.async { server.disconnected(number) } }
+    }
+
+    /// Runs `body` with the connection's number, once the server has given it one (on the event loop).
+    private func whenNumbered(_ body: @escaping @Sendable (Int) -> Void) {
+        if let number { body(number) } else { waiting.append(body) }
     }
 }
