@@ -369,26 +369,27 @@ private enum ControlRefusal: Error {
 }
 
 /// Finds a connection's lines (without their newline); more than `limit` bytes without one is an error. Each
-/// byte is looked at once, however the line comes in pieces.
+/// byte is looked at once, however the line comes in pieces. A line is gathered in a buffer of its own, freed
+/// once it is answered: NIO's read buffer stays the size of a read (kept, it held a 4 MiB part of an add until
+/// the connection closed, after the heap was trimmed: an engine 6 MiB larger after 100,000 adds).
 private struct LineFrames: ByteToMessageDecoder {
-    typealias InboundOut = ByteBuffer
+    typealias InboundOut = Data
     struct TooLong: Error {}
     let limit: Int
-    /// Bytes at the buffer's start already known to hold no newline.
-    private var scanned = 0
+    private var partial = Data()
 
     init(limit: Int) { self.limit = limit }
 
     mutating func decode(context: ChannelHandlerContext, buffer: inout ByteBuffer) throws -> DecodingState {
-        let view = buffer.readableBytesView
-        guard let newline = view.dropFirst(scanned).firstIndex(of: 0x0A) else {
-            scanned = view.count
-            if scanned > limit { throw TooLong() }
-            return .needMoreData
-        }
-        scanned = 0
-        let line = buffer.readSlice(length: newline - view.startIndex)!
-        buffer.moveReaderIndex(forwardBy: 1)
+        guard buffer.readableBytes > 0 else { return .needMoreData }
+        let newline = buffer.readableBytesView.firstIndex(of: 0x0A).map { $0 - buffer.readerIndex }
+        let take = newline ?? buffer.readableBytes
+        guard partial.count + take <= limit else { throw TooLong() }
+        buffer.withUnsafeReadableBytes { bytes in partial.append(contentsOf: bytes.prefix(take)) }
+        buffer.moveReaderIndex(forwardBy: newline.map { $0 + 1 } ?? take)
+        guard newline != nil else { return .needMoreData }
+        let line = partial
+        partial = Data()
         context.fireChannelRead(wrapInboundOut(line))
         return .continue
     }
@@ -403,7 +404,7 @@ private struct LineFrames: ByteToMessageDecoder {
 /// One client's connection on the event loop: tells the server (on its queue) that it came, each batch of lines
 /// read, and that it went; reads on only when the server has answered the lines before (or a line is not whole).
 private final class ControlConnectionHandler: ChannelInboundHandler {
-    typealias InboundIn = ByteBuffer
+    typealias InboundIn = Data
     private let server: ControlServer
     private var number: Int?
     private var lines: [Data] = []
@@ -429,8 +430,7 @@ private final class ControlConnectionHandler: ChannelInboundHandler {
     }
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
-        let line = unwrapInboundIn(data)
-        lines.append(Data(line.readableBytesView))
+        lines.append(unwrapInboundIn(data))
     }
 
     func channelReadComplete(context: ChannelHandlerContext) {
