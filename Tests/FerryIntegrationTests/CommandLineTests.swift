@@ -424,6 +424,10 @@ import TestHTTPServer
         process.executableURL = ferryExecutable()
         process.arguments = ["get", "-o", dir.path, server.url(path).absoluteString]
         process.environment = isolatedEnvironment(stateDir: dir.path + "/.state", configHome: dir.path + "/.config")
+        // The stall must outlast the wait: under the whole suite's load the wait once did not look for 30 s, the
+        // idle timeout's retry fetched the next 3 MiB meanwhile, and the size asked for was never seen.
+        try FileManager.default.createDirectory(atPath: dir.path + "/.config/ferry", withIntermediateDirectories: true)
+        try Data("[network]\nidle_timeout = 600\n".utf8).write(to: URL(fileURLWithPath: dir.path + "/.config/ferry/config.toml"))
         process.standardOutput = FileHandle.nullDevice
         // What it said, for a run that does not get there (seen twice in a loaded full suite, never alone).
         let said = dir.path + "/.stderr"
