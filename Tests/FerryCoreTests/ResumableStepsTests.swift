@@ -38,6 +38,31 @@ import Testing
         }
     }
 
+    /// Issue 41: to a host seen to speak the IETF draft, the creation carries the first chunk (Upload-Complete: ?0);
+    /// its answer says where the upload is kept and how much of it arrived.
+    @Test func aChunkedCreationGoesOnFromWhatTheServerSaysItHolds() {
+        let create = ResumableSteps.Step.createChunk(count: 6 * Self.mib)
+        #expect(create.creates && create.isChunkedCreation)
+        // No 104 came: the Location of the answer, with the draft's words beside it.
+        let made = ResumableSteps.after(create, answer: answer(201, ["Location": "/files/7", "Upload-Complete": "?0",
+                                                                      "Upload-Offset": String(6 * Self.mib)]),
+                                        error: nil, facts: facts(.ietf, located: false))
+        #expect(next(made) == "append from \(6 * Self.mib)" && made.confirmed == 6 * Self.mib)
+        #expect(made.location == "http://example.test/files/7")
+        // Its 104 said where: the offset it holds decides, as after an append.
+        let located = ResumableSteps.after(create, answer: answer(201, ["Upload-Complete": "?0", "Upload-Offset": String(2 * Self.mib)]),
+                                           error: nil, facts: facts(.ietf, located: true))
+        #expect(next(located) == "append from \(2 * Self.mib)" && located.location == nil)
+        // An answer without the draft's words (a server that no longer speaks it may keep the chunk as the file):
+        // the whole upload goes again as a creation that offers the protocol.
+        let plain = ResumableSteps.after(create, answer: answer(201, ["Location": "/files/7"]), error: nil, facts: facts(.ietf, located: false))
+        #expect(next(plain) == "request create" && plain.location == nil)
+        // Refused: the attempt ends on the answer; cut: as any cut request.
+        #expect(next(ResumableSteps.after(create, answer: answer(503), error: nil, facts: facts(.ietf, located: false))).hasPrefix("fail: HTTP 503"))
+        #expect(next(ResumableSteps.after(create, answer: UploadAnswer(), error: URLError(.networkConnectionLost),
+                                          facts: facts(.ietf, located: true))).hasPrefix("fail:"))
+    }
+
     @Test func aGrownChunkRefusedOrCutUnansweredGoesBackToTheStartSize() {
         let append = ResumableSteps.Step.append(from: 6 * Self.mib, count: 40 * Self.mib)
         let refused = ResumableSteps.after(append, answer: answer(413), error: nil, facts: facts(grown: true))

@@ -207,6 +207,40 @@ import TestHTTPServer
         #expect(methods(server).prefix(2) == ["PUT", "HEAD"])
     }
 
+    /// Issue 41: once a host has answered a creation with a 104, this engine's next upload to it carries only the
+    /// first chunk in its creation (`Upload-Complete: ?0`): a cut anywhere then costs at most one chunk, even on a
+    /// server that keeps nothing of a cut request. (Before, the creation carried the whole file: cut at 1.25 MiB,
+    /// all of that was sent again.)
+    @Test func toAHostSeenToSpeakTheDraftTheCreationCarriesOneChunk() async throws {
+        let server = try TestUploadServer(.ietfKeepsNothing)
+        defer { server.shutdown() }
+        let chunk: Int64 = 1 << 20
+        var configuration = testConfiguration()
+        configuration.uploadChunking = UploadChunking(size: chunk, grows: false)
+        let manager = try TransferManager(configuration: configuration, store: InMemoryQueueStore())
+        defer { manager.shutdown() }
+        // The connection that has taken 1.5 MiB is cut: past the first upload, in the second.
+        server.cutOnce(after: 3 * chunk / 2)
+        let small = Resource.randomBytes(count: 256 << 10, seed: 257)
+        let first = manager.add(spec(file("small.bin", small), server.url("/up/small.bin"), .ietf))
+        try await finish(manager, [first])
+        #expect(manager.snapshot(of: first)?.state == .completed)
+        let creations = { server.requests.filter { $0.method == "PUT" } }
+        #expect(creations().first?.header("Upload-Complete") == "?1", "the first creation carries the whole file")
+
+        let body = Resource.randomBytes(count: 4 << 20, seed: 258)
+        let id = manager.add(spec(file("data.bin", body), target(server), .ietf))
+        try await finish(manager, [id])
+        let item = try #require(manager.snapshot(of: id))
+        #expect(item.state == .completed, "\(item.lastError ?? "")")
+        #expect(server.stored(storedPath(server))?.data == body)
+        let creation = try #require(creations().dropFirst().first)
+        #expect(creation.header("Upload-Complete") == "?0")
+        #expect(creation.header("Content-Length") == String(chunk) && creation.header("Upload-Length") == String(body.count))
+        let again = server.bodyBytes - Int64(small.count) - Int64(body.count)
+        #expect(again > 0 && again <= chunk, "\(again) bytes sent twice")
+    }
+
     /// `body` as a file, put to a tus `server` through `manager`: completed, the server's copy the file.
     func uploadsWhole(_ body: Data, to server: TestUploadServer, _ manager: TransferManager) async throws {
         let id = manager.add(spec(file("data.bin", body), target(server), .tus))

@@ -29,6 +29,10 @@ final class ResumableUploadRun: TaskRun {
         let chunking: UploadChunking
         /// The server refused a grown chunk (the engine sends its host the start size from then on).
         let refusedGrownChunk: @Sendable () -> Void
+        /// The host was seen to speak the IETF draft: the creation carries the first chunk only.
+        let speaksDraft: Bool
+        /// A `104` with a location came (the engine remembers the host for its later uploads).
+        let spokeDraft: @Sendable () -> Void
         /// A request to `url` with the item's headers and the credentials for that URL's host.
         let request: @Sendable (_ method: String, _ url: URL) -> URLRequest
         /// The user's upload request (its method, headers, type and length).
@@ -92,7 +96,7 @@ final class ResumableUploadRun: TaskRun {
     func start() {
         DispatchQueue.global().async { [self] in
             let first = state.withLock { s -> Result<Step, TransferFailure> in
-                if s.upload.location == nil { return .success(Self.creationStep(s.upload.kind)) }
+                if s.upload.location == nil { return .success(creationStep(s)) }
                 if let changed = Self.fileChange(s.upload, path: context.path) {
                     // The server's copy is of another file: it cannot be finished. A retry starts over.
                     s.upload = Self.fresh(s.upload.kind, reason: nil)
@@ -111,7 +115,13 @@ final class ResumableUploadRun: TaskRun {
 
     // MARK: Requests
 
-    private static func creationStep(_ kind: ResumableProtocol) -> Step { kind == .tus ? .tusCreate : .create }
+    /// The request that makes the server's copy: tus's POST; the IETF upload itself, or to a host seen to speak the
+    /// draft its first chunk (a server without the protocol would keep a chunk as the whole file).
+    private func creationStep(_ s: State) -> Step {
+        guard s.upload.kind == .ietf else { return .tusCreate }
+        let first = s.chunking.count(from: 0, of: context.length)
+        return context.speaksDraft && first < context.length ? .createChunk(count: first) : .create
+    }
 
     /// Makes the step's request and issues it.
     private func go(_ step: Step) {
@@ -119,7 +129,7 @@ final class ResumableUploadRun: TaskRun {
             s.step = step
             s.answer = UploadAnswer()
             // A new copy on the server is made from the file as it is now.
-            if step == .create || step == .tusCreate { s.upload = identified(s.upload) }
+            if step.creates { s.upload = identified(s.upload) }
             s.appendSent = nil
             s.appendAnswered = nil
             if case .append = step { s.appendIssued = monotonicSeconds() }
@@ -127,7 +137,7 @@ final class ResumableUploadRun: TaskRun {
         }
         if case let .append(_, count) = step { appendLength.store(count, ordering: .relaxed) } else { appendLength.store(-1, ordering: .relaxed) }
         switch step {
-        case .create, .tusCreate, .plain: base.store(0, ordering: .relaxed)
+        case .create, .createChunk, .tusCreate, .plain: base.store(0, ordering: .relaxed)
         case let .append(from, _): base.store(from, ordering: .relaxed)
         case .query: break
         }
@@ -141,6 +151,8 @@ final class ResumableUploadRun: TaskRun {
         switch step {
         case .create:
             return (wire.creation(context.uploadRequest), true)
+        case let .createChunk(count):
+            return (wire.creation(context.uploadRequest, firstChunk: count, of: context.length), true)
         case .tusCreate:
             return (wire.tusCreation(context.request("POST", context.spec.url), length: context.length,
                                      fileName: (context.path as NSString).lastPathComponent,
@@ -201,6 +213,7 @@ final class ResumableUploadRun: TaskRun {
         let body = state.withLock { s -> BodyStream? in
             switch s.step {
             case .create, .plain: s.body = BodyStream(plan: context.plan)
+            case let .createChunk(count): s.body = BodyStream(plan: context.plan, skipping: 0, count: count)
             case let .append(offset, count): s.body = BodyStream(plan: context.plan, skipping: offset, count: count)
             case .tusCreate, .query: s.body = nil
             }
@@ -222,8 +235,9 @@ final class ResumableUploadRun: TaskRun {
         // 104 Upload Resumption Supported: the server keeps what arrives at this location.
         guard response.statusCode == 104, let value = response.value(forHTTPHeaderField: "Location"),
               let url = ResumableWire.resolve(value, against: response.url ?? context.spec.url) else { return }
+        context.spokeDraft()
         let upload = state.withLock { s -> ResumableUpload? in
-            guard s.step == .create, s.upload.location != url.absoluteString else { return nil }
+            guard s.step == .create || s.step.isChunkedCreation, s.upload.location != url.absoluteString else { return nil }
             s.upload.location = url.absoluteString
             s.upload.confirmedOffset = 0
             return s.upload
@@ -304,20 +318,20 @@ final class ResumableUploadRun: TaskRun {
 
     /// The server's copy is gone or unusable: from zero, once per attempt, with the reason kept.
     private func startOver(_ reason: String) {
-        let again = state.withLock { s -> ResumableUpload? in
+        let again = state.withLock { s -> (ResumableUpload, Step)? in
             s.restarts += 1
             s.stalledAt = nil
             guard s.restarts <= 1 else { return nil }
             s.upload = Self.fresh(s.upload.kind, reason: TerminalSafe.sanitize(reason))
-            return s.upload
+            return (s.upload, creationStep(s))
         }
-        guard let upload = again else {
+        guard let (upload, creation) = again else {
             // The fresh copy is no better: a retry would make a third and send the file again (a server that
             // claimed more than the file got it 12 times over 6 attempts). Not retried.
             return end(.failed(.integrity(.protocol, TerminalSafe.sanitize(reason) + " (again, after starting over)"), progressed: false))
         }
         context.changed(upload)
-        go(Self.creationStep(upload.kind))
+        go(creation)
     }
 
     private func end(_ outcome: AttemptOutcome) {

@@ -48,6 +48,15 @@ struct ResumableWire {
         return request
     }
 
+    /// The upload made with its first `count` bytes of `length`, more to follow (to a host seen to speak the draft).
+    func creation(_ upload: URLRequest, firstChunk count: Int64, of length: Int64) -> URLRequest {
+        var request = creation(upload)
+        request.setValue("?0", forHTTPHeaderField: "Upload-Complete")
+        request.setValue(String(count), forHTTPHeaderField: "Content-Length")
+        request.setValue(String(length), forHTTPHeaderField: "Upload-Length")
+        return request
+    }
+
     /// tus: an upload of `length` bytes made at the creation endpoint, named by its metadata.
     func tusCreation(_ base: URLRequest, length: Int64, fileName: String, contentType: String) -> URLRequest {
         var request = base

@@ -191,11 +191,13 @@ extension TransferManager {
         let requests = resumableRequests(for: transfer.spec)
         let host = transfer.host
         var chunking = configuration.uploadChunking(for: host)
-        if hostsRefusingGrownChunks.withLock({ $0.contains(host) }) { chunking = UploadChunking(size: chunking.size, grows: false) }
+        if resumableHosts.refusesGrownChunks(host) { chunking = UploadChunking(size: chunking.size, grows: false) }
         let context = ResumableUploadRun.Context(
             spec: transfer.spec, plan: plan, path: path, length: length,
             chunking: chunking,
-            refusedGrownChunk: { [weak self] in _ = self?.hostsRefusingGrownChunks.withLock { $0.insert(host) } },
+            refusedGrownChunk: { [resumableHosts] in resumableHosts.refusedGrownChunk(host) },
+            speaksDraft: resumableHosts.speaksDraft(host),
+            spokeDraft: { [resumableHosts] in resumableHosts.spokeDraft(host) },
             request: { requests.make($0, $1) },
             uploadRequest: UploadRun.request(spec: transfer.spec, plan: plan, userAgent: configuration.userAgent,
                                              timeout: configuration.idleTimeout, credentials: delegate.credentials(for: transfer.spec)),

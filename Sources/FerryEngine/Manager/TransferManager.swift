@@ -32,9 +32,8 @@ public final class TransferManager: Sendable {
     let delegateQueue: BoundedDelegateQueue
     let delegate: SessionDelegate
     let names = NameClaims()
-    /// Hosts that refused a resumable upload's grown chunk (413): their later uploads keep the start size
-    /// (UploadChunking), as long as this engine runs.
-    let hostsRefusingGrownChunks = Mutex<Set<String>>([])
+    /// What this engine learned of hosts' resumable-upload servers (a grown chunk refused, the IETF draft spoken).
+    let resumableHosts = ResumableHosts()
     let store: any QueueStore
     let storeWriter: StoreWriter
     let timerQueue = DispatchQueue(label: "ferry.timers")

@@ -12,6 +12,9 @@ enum ResumableSteps {
     enum Step: Equatable, Sendable {
         /// The upload itself, offering the IETF protocol.
         case create
+        /// The first `count` bytes, making the upload with the IETF protocol and saying more follows
+        /// (`Upload-Complete: ?0`): only to a host seen to speak the draft.
+        case createChunk(count: Int64)
         /// tus: the creation request.
         case tusCreate
         /// The server's offset (HEAD on the location).
@@ -20,6 +23,19 @@ enum ResumableSteps {
         case append(from: Int64, count: Int64)
         /// The upload without the protocol's headers: the server speaks another version of the draft.
         case plain
+
+        /// It makes the server's copy (from the file as it is then).
+        var creates: Bool {
+            switch self {
+            case .create, .createChunk, .tusCreate: true
+            case .query, .append, .plain: false
+            }
+        }
+
+        var isChunkedCreation: Bool {
+            if case .createChunk = self { return true }
+            return false
+        }
     }
 
     /// What the run knows beside the answer.
@@ -125,6 +141,22 @@ enum ResumableSteps {
                 return Decision(.end(answer.outcome(error: nil, progressed: progressed)))
             }
             return sent(from: 0, count: facts.length, answer, wire, facts)
+        case let .createChunk(count):
+            guard (200..<300).contains(status) else { return Decision(.end(answer.outcome(error: nil, progressed: progressed))) }
+            // Where the server keeps the upload: its 104, else the answer's Location with the draft's words beside it.
+            var location: String?
+            if !facts.located {
+                guard let value = answer.value("Location"), let url = ResumableWire.resolve(value, against: facts.url),
+                      wire.completeness(answer) == false || answer.value("Upload-Offset") != nil else {
+                    // The host no longer speaks the draft, and may have taken the chunk as the whole file: the whole
+                    // upload goes again, offering the protocol as to any server.
+                    return Decision(.request(.create))
+                }
+                location = url.absoluteString
+            }
+            var decision = sent(from: 0, count: count, answer, wire, facts)
+            decision.location = location
+            return decision
         case .plain:
             return Decision(.end(answer.outcome(error: nil, progressed: progressed)))
         case .tusCreate:
