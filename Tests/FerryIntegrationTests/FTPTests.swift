@@ -1,4 +1,5 @@
 @_spi(Testing) import FerryEngine
+@testable import FerryTransport
 import FerryCore
 import Foundation
 import Testing
@@ -134,6 +135,17 @@ import TestHTTPServer
     /// ftps://: TLS on the ftp port for the login and every byte, against pyftpdlib requiring it (TestFTPServer(tls:)),
     /// the certificate checked as https's is: a download and an upload byte for byte with the test's CA trusted;
     /// refused untrusted; and a server without TLS is refused before the login (the password never goes in the clear).
+    /// libcurl before 8.9 can lose the tail of an ftps upload over TLS 1.3 (curl/curl#6149): there ftps stays at TLS 1.2.
+    @Test func ftpsStaysAtTLS12WhereLibcurlLosesTheTailOfUploadsOverTLS13() {
+        #expect(FTPPart.tlsCeiling(libcurl: "libcurl/7.88.1 OpenSSL/3.0.17 zlib/1.2.13") == 393_216)  // CURL_SSLVERSION_MAX_TLSv1_2
+        #expect(FTPPart.tlsCeiling(libcurl: "libcurl/8.8.0 OpenSSL/3.3.0") == 393_216)  // CURL_SSLVERSION_MAX_TLSv1_2
+        #expect(FTPPart.tlsCeiling(libcurl: "libcurl/8.9.0 OpenSSL/3.3.1") == nil)
+        #expect(FTPPart.tlsCeiling(libcurl: "libcurl/8.11.1-DEV") == nil)
+        // A version it cannot read: the safe side.
+        #expect(FTPPart.tlsCeiling(libcurl: nil) == 393_216)  // CURL_SSLVERSION_MAX_TLSv1_2
+        #expect(FTPPart.tlsCeiling(libcurl: "something else") == 393_216)  // CURL_SSLVERSION_MAX_TLSv1_2
+    }
+
     @Test func ftpsMovesFilesOverTLSAndRefusesAnUntrustedServerOrOneWithoutTLS() async throws {
         let authority = try TestCertificateAuthority()
         let server = try TestFTPServer(tls: authority)
