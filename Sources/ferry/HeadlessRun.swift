@@ -118,7 +118,9 @@ final class HeadlessRun: Sendable {
         engine.hooks?.waitUntilIdle()
         engine.stopHandlingSignals()
         reporter.output.sync {}
-        let ids = includeQueued ? waited : Set(own)
+        // The whole queue's run: also what ended before the first look at the work left (an item resumed from its
+        // .part file can be done by then: its path went unsaid). The engine's events are drained by now.
+        let ids = includeQueued ? waited.union(reporter.ended) : Set(own)
         let status = reporter.results(manager.snapshot(QueueView(ids: ids.map(\.rawValue))), ids: ids)
         return walkFailed ? max(status, 1) : status
     }

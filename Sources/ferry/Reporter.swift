@@ -15,6 +15,9 @@ final class Reporter: Sendable {
     private let lastRetryShown = Mutex<[TransferID: Int]>([:])
     /// The attempt whose start over from zero was said (Attempt.restartWords(over:)).
     private let lastRestartShown = Mutex<[TransferID: Int]>([:])
+    /// The items its engine ended (done, failed, cancelled) while it heard it: a run of the whole queue reports
+    /// them though they ended before it first looked at what was left (HeadlessRun).
+    private let endedItems = Mutex<Set<TransferID>>([])
     /// Resumable uploads: the resumptions and the start-over reason already said.
     private let lastResumableShown = Mutex<[TransferID: ResumableShown]>([:])
     let output = DispatchQueue(label: "ferry.output")
@@ -265,6 +268,11 @@ func printErrors(_ lines: [String]) {
 extension Reporter: TransferMonitor {
     var hearsAdds: Bool { true }
     func added(_ item: TransferSnapshot) { stateChanged(item, before: nil) }
-    func transitioned(_ item: TransferSnapshot, from before: TransferState) { stateChanged(item, before: before) }
+    func transitioned(_ item: TransferSnapshot, from before: TransferState) {
+        if item.state.isTerminal { endedItems.withLock { _ = $0.insert(item.id) } }
+        stateChanged(item, before: before)
+    }
+    /// The items the engine ended while this reporter heard it (complete once the engine's events are drained).
+    var ended: Set<TransferID> { endedItems.withLock { $0 } }
     func updated(_ item: TransferSnapshot) { stateChanged(item, before: item.state) }
 }

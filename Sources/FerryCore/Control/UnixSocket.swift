@@ -1,7 +1,3 @@
-import FerryEngine
-import FerryModel
-import FerryStorage
-import FerryTransport
 import Foundation
 #if canImport(Glibc)
 import Glibc

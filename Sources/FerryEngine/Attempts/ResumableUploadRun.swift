@@ -237,7 +237,7 @@ final class ResumableUploadRun: TaskRun {
               let url = ResumableWire.resolve(value, against: response.url ?? context.spec.url) else { return }
         context.spokeDraft()
         let upload = state.withLock { s -> ResumableUpload? in
-            guard s.step == .create || s.step.isChunkedCreation, s.upload.location != url.absoluteString else { return nil }
+            guard s.step.offersDraft, s.upload.location != url.absoluteString else { return nil }
             s.upload.location = url.absoluteString
             s.upload.confirmedOffset = 0
             return s.upload

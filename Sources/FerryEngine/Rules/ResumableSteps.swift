@@ -32,9 +32,12 @@ enum ResumableSteps {
             }
         }
 
-        var isChunkedCreation: Bool {
-            if case .createChunk = self { return true }
-            return false
+        /// It makes the server's copy with the IETF draft's headers: a 104 to it says where the copy is kept.
+        var offersDraft: Bool {
+            switch self {
+            case .create, .createChunk: true
+            case .tusCreate, .query, .append, .plain: false
+            }
         }
     }
 
