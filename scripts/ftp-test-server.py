@@ -3,10 +3,13 @@
 # python3-pyftpdlib), a real, widely used FTP server library, with one user. It prints "PORT n" once it
 # listens, and logs each transfer's end to stderr as `DONE <RETR|STOR> <path> <bytes>`: what a resume asked for,
 # in the server's own words.
+# A file stored as `lossy-NAME` loses all but its first 112 KiB the first time it is stored, and the server still
+# answers 226: what pyftpdlib did to an ftps upload whose data connection libcurl < 8.9 reset (curl/curl#6149).
 # With `--tls CERTFILE` (a PEM holding the certificate and its key) it speaks explicit TLS (AUTH TLS, pyftpdlib's
 # TLS_FTPHandler over Debian's python3-openssl) and requires it for the login and every data connection.
 #   ftp-test-server.py ROOT USER PASSWORD [--tls CERTFILE]
 import logging
+import os
 import sys
 
 from pyftpdlib.authorizers import DummyAuthorizer
@@ -25,6 +28,7 @@ if tls:
         def readable(self):
             return True if self._ssl_accepting else super().readable()
 
+lossy_cut = set()
 authorizer = DummyAuthorizer()
 authorizer.add_user(user, password, root, perm="elradfmwMT")
 
@@ -44,6 +48,9 @@ class Handler(FTPHandler):
 
     def on_file_received(self, path):
         self.report("STOR", path)
+        if os.path.basename(path).startswith("lossy-") and path not in lossy_cut:
+            lossy_cut.add(path)
+            os.truncate(path, min(os.path.getsize(path), 112 << 10))
 
     def on_incomplete_file_sent(self, path):
         self.report("RETR", path)

@@ -41,6 +41,7 @@ final class FTPPart: FileProtocolPart {
 
     var offersRanges: Bool { true }
     var knowsTheFileWhenTheBodyStarts: Bool { false }
+    var checksUploadedSize: Bool { true }
     var peer: String? { nil }
 
     func configure(_ easy: UnsafeMutableRawPointer) {

@@ -26,6 +26,9 @@ final class FileWire {
         case stat
         /// The body.
         case transfer
+        /// After an upload, the remote file's size, asked where the protocol cannot tell a cut from the end
+        /// (FileProtocolPart.checksUploadedSize): `expected` is what it must be.
+        case verify(expected: Int64)
     }
 
     /// What was asked (the ask, its URL and scheme, the .netrc login).
@@ -37,6 +40,8 @@ final class FileWire {
     private var step: Step
     /// The answer for URLSession, made before the body (after a stat) or at its first byte, is handed over once.
     private var answered = false
+    /// An upload's whole length once it is written (where it starts plus its body); nil when the body's is unknown.
+    private var uploadLength: Int64?
     /// Where the transfer step starts and ends in the file (`RESUME_FROM`, `RANGE`); none for the whole file.
     private var range: (from: Int64, end: Int64?)?
     /// The part for `request`'s scheme; nil for http(s).
@@ -58,7 +63,12 @@ final class FileWire {
 
     /// What libcurl hands over in this step is not the file: a stat's (ftp writes the SIZE and MDTM it asked as
     /// `Content-Length:` and `Last-Modified:` lines into the body, as `curl -I` prints them).
-    var dropsBody: Bool { step == .stat }
+    var dropsBody: Bool {
+        switch step {
+        case .stat, .verify: true
+        case .transfer: false
+        }
+    }
 
     /// Why the request cannot go out at all (FileRequest.refusal); nil when it can.
     var refusal: (FailureKind, String)? { request.refusal }
@@ -73,6 +83,10 @@ final class FileWire {
         switch (step, ask) {
         case (.stat, _):
             set(FERRY_CURLOPT_NOBODY, 1)
+        case (.verify, _):
+            // SIZE only (no MDTM): one command on the connection the upload used.
+            set(FERRY_CURLOPT_NOBODY, 1)
+            set(FERRY_CURLOPT_FILETIME, 0)
         case (.transfer, .makeDirectory):
             set(FERRY_CURLOPT_NOBODY, 1)
             if scheme.overSSH {
@@ -85,7 +99,8 @@ final class FileWire {
             }
         case let (.transfer, .put(from)):
             set(FERRY_CURLOPT_UPLOAD, 1)
-            _ = ferry_curl_easy_setopt_offset(easy, FERRY_CURLOPT_INFILESIZE_LARGE, bodyLength.map { from + $0 } ?? -1)
+            uploadLength = bodyLength.map { from + $0 }
+            _ = ferry_curl_easy_setopt_offset(easy, FERRY_CURLOPT_INFILESIZE_LARGE, uploadLength ?? -1)
             if from > 0 {
                 _ = ferry_curl_easy_setopt_offset(easy, FERRY_CURLOPT_RESUME_FROM_LARGE, from)
                 _ = ferry_curl_easy_body_starts_at_offset(easy)
@@ -148,9 +163,21 @@ final class FileWire {
             step = .transfer
             let (answer, fetch) = plan(from: from, end: end, ifRange: ifRange, size: found.size, mtime: found.mtime)
             return fetch ? .next(answer) : .done(answer)
+        case let .verify(expected):
+            // A server that does not say the size (no SIZE) is taken at its word, as before.
+            if let size = remoteFile(easy).size, size != expected {
+                return .failed(.networkConnectionLost, .connectionLost,
+                               "\(host) kept \(size) of the \(expected) bytes of \(path) though it said the upload ended well "
+                                   + "(its data connection was cut short)")
+            }
+            return .done(takeAnswer(status: 201, headers: ["Content-Length": "0"]))
         case .transfer:
             switch ask {
             case .put:
+                if part.checksUploadedSize, let uploadLength {
+                    step = .verify(expected: uploadLength)
+                    return .next(nil)
+                }
                 return .done(takeAnswer(status: 201, headers: ["Content-Length": "0"]))
             case .get, .head, .list, .makeDirectory, .unsupported:
                 return .done(answerBeforeBody(easy))
@@ -222,6 +249,11 @@ protocol FileProtocolPart: AnyObject {
     var offersRanges: Bool { get }
     /// libcurl knows the file's size and time once its body starts (sftp, scp); otherwise a download asks first (ftp).
     var knowsTheFileWhenTheBodyStarts: Bool { get }
+    /// An upload's end cannot be told from a cut (ftp: the data connection's close is the end of the file, and a
+    /// server that lost the rest still answers 226): the remote file's size is asked after it, and a short one
+    /// is a failure (retried, appending the rest) rather than a done item. sftp acknowledges each write; scp says
+    /// the length first.
+    var checksUploadedSize: Bool { get }
     /// Sets the connection's options on a step's handle: the protocols allowed, where to connect, the login, trust.
     func configure(_ easy: UnsafeMutableRawPointer)
     /// The server's identity as checked for this connection (an SSH host key's fingerprint); nil: none checked.

@@ -31,6 +31,7 @@ final class SSHPart: FileProtocolPart {
 
     var offersRanges: Bool { scheme == .sftp }
     var knowsTheFileWhenTheBodyStarts: Bool { true }
+    var checksUploadedSize: Bool { false }
 
     /// The host keys found known this process, by host and port: a connection libcurl takes from its cache is
     /// not checked again (its key was, when it was made), and is said with the key it was checked with.

@@ -115,6 +115,30 @@ import TestHTTPServer
         #expect(server.transfers.contains { $0.what == "RETR" && $0.bytes == min(kept, 1 << 20) }, "its last MiB read back: \(server.transfers)")
     }
 
+    /// ftp cannot tell an upload's end from a cut (the data connection's close is the end of the file), and a server
+    /// that lost the tail still answers 226 (pyftpdlib did, with libcurl < 8.9 over TLS 1.3): the size is asked after
+    /// each upload, and a short copy is a failure that is retried by appending the rest, never a done item.
+    @Test func anUploadTheServerKeptShortIsNotDoneButSentOnToTheEnd() async throws {
+        let server = try TestFTPServer()
+        let body = Resource.randomBytes(count: 3 << 20, seed: 53)
+        let local = dir.path + "/lossy-up.bin"
+        try body.write(to: URL(fileURLWithPath: local))
+        try server.put(Data(), at: "in/.keep")
+        let manager = try TransferManager(configuration: testConfiguration())
+        defer { manager.shutdown() }
+        let (upload, url) = try UploadSpec.to(URL(string: server.url("in").absoluteString + "/")!, .file(path: local), contentType: nil, form: nil, method: nil)
+        let id = manager.add(TransferSpec(upload: upload, to: url))
+        try await finish(manager, [id])
+        let item = try #require(manager.snapshot(of: id))
+        #expect(item.state == .completed, "\(item.lastError ?? "")")
+        #expect(FileManager.default.contents(atPath: server.path("in/lossy-up.bin")) == body)
+        // The first attempt sent it all and the server kept 112 KiB: said, then the rest appended.
+        #expect(item.attempts.count == 2, "\(item.attempts)")
+        #expect(item.attempts.first?.error?.contains("kept 114688 of the 3145728 bytes") == true, "\(item.attempts)")
+        let stored = server.transfers.filter { $0.what == "STOR" }.map(\.bytes)
+        #expect(stored == [Int64(body.count), Int64(body.count) - (112 << 10)], "\(server.transfers)")
+    }
+
     @Test func aWrongPasswordIsLoginRefusedAndAMissingFileNoSuchFile() async throws {
         let server = try TestFTPServer()
         try server.put(Data(count: 10), at: "here.bin")
