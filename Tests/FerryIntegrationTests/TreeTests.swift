@@ -181,6 +181,40 @@ import TestHTTPServer
         #expect(server.requests("/evil/a%2Fb.txt").isEmpty)
     }
 
+    /// The tree's layout arrives whole, its empty directories too (as cp -r, scp -r and lftp's mirror make it); with
+    /// --include, only the directories that hold a file taken.
+    @Test func emptyDirectoriesArriveTooUnlessAnIncludePicksFiles() async throws {
+        func index(_ names: [String]) -> Behavior {
+            let page = "<html><body>" + names.map { "<a href=\"\($0)\">\($0)</a>" }.joined(separator: "<br>") + "</body></html>"
+            return .serve(Resource(body: Data(page.utf8), contentType: "text/html"))
+        }
+        server.route("/bare/", index(["empty/", "full/"]))
+        server.route("/bare/empty/", index([]))
+        server.route("/bare/full/", index(["nothing/", "f.txt"]))
+        server.route("/bare/full/nothing/", index([]))
+        server.route("/bare/full/f.txt", .serve(Resource(body: Data("f\n".utf8))))
+        func directories(_ root: String) -> Set<String> {
+            var found: Set<String> = []
+            guard let walker = FileManager.default.enumerator(atPath: root) else { return [] }
+            while let path = walker.nextObject() as? String {
+                var isDirectory: ObjCBool = false
+                if FileManager.default.fileExists(atPath: root + "/" + path, isDirectory: &isDirectory), isDirectory.boolValue { found.insert(path) }
+            }
+            return found
+        }
+        let run = try await get("/bare/")
+        #expect(run.status == 0, "\(run.stderr)")
+        #expect(Self.tree(out) == ["full/f.txt"])
+        #expect(directories(out) == ["empty", "full", "full/nothing"])
+
+        try FileManager.default.removeItem(atPath: out)
+        let picked = try await runFerry(["get", "-r", server.url("/bare/").absoluteString, "-o", out, "--no-tui", "--include", "*.txt", "--force"],
+                                        stateDir: dir.path + "/state-include")
+        #expect(picked.status == 0, "\(picked.stderr)")
+        #expect(Self.tree(out) == ["full/f.txt"])
+        #expect(directories(out) == ["full"])
+    }
+
     @Test func aListingThatKeepsFailingEndsTheCommandAsAFailureAfterTheRest() async throws {
         server.route("/pub/deep/", .status(500))
         let run = try await get("/pub/", ["--depth", "2"])

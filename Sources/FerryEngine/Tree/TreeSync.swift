@@ -42,9 +42,7 @@ public struct TreeSync: Sendable {
         guard let name = names.last else { return .leftAlone("no name") }
         let parent: String
         let place = Array(names.dropLast())
-        let directory = made[place] ?? makeDirectory(place)
-        made[place] = directory
-        switch directory {
+        switch make(place) {
         case let .success(path): parent = path
         case let .failure(refusal): return .leftAlone(refusal.reason)
         }
@@ -72,6 +70,13 @@ public struct TreeSync: Sendable {
         }
         let differs = here != size ? "here with \(here) bytes, the server's has \(size)" : "here with another modification time than the server's"
         return .leftAlone("\(differs): ferry does not replace a file it did not write (--replace does)")
+    }
+
+    /// The directory at `path` below DIR, made where missing, looked at once per walk.
+    mutating func make(_ place: [String]) -> Result<String, Refusal> {
+        let directory = made[place] ?? makeDirectory(place)
+        made[place] = directory
+        return directory
     }
 
     /// The directory at `path` below DIR, made where missing (each level a plain directory: a symlink or a file
