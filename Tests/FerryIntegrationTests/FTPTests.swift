@@ -20,6 +20,16 @@ import TestHTTPServer
         return manager.add(spec)
     }
 
+    /// An upload of `body`, written here as `name`, into the server's `in/` (made for it), over `scheme`.
+    func upload(_ body: Data, named name: String, to server: TestFTPServer, scheme: String = "ftp") throws -> TransferSpec {
+        let local = dir.path + "/" + name
+        try body.write(to: URL(fileURLWithPath: local))
+        try server.put(Data(), at: "in/.keep")
+        let (upload, url) = try UploadSpec.to(URL(string: server.url("in", scheme: scheme).absoluteString + "/")!, .file(path: local),
+                                              contentType: nil, form: nil, method: nil)
+        return TransferSpec(upload: upload, to: url)
+    }
+
     @Test func anFTPDownloadArrivesWholeAndAPausedOneResumesWithTheRestOnly() async throws {
         let server = try TestFTPServer()
         let body = Resource.randomBytes(count: 8 << 20, seed: 50)
@@ -90,13 +100,9 @@ import TestHTTPServer
     @Test func aPausedFTPUploadAppendsOnlyTheRestOnceTheServersBytesCheckOut() async throws {
         let server = try TestFTPServer()
         let body = Resource.randomBytes(count: 8 << 20, seed: 51)
-        let local = dir.path + "/up.bin"
-        try body.write(to: URL(fileURLWithPath: local))
-        try server.put(Data(), at: "in/.keep")
         let manager = try TransferManager(configuration: testConfiguration())
         defer { manager.shutdown() }
-        let (upload, url) = try UploadSpec.to(URL(string: server.url("in").absoluteString + "/")!, .file(path: local), contentType: nil, form: nil, method: nil)
-        var spec = TransferSpec(upload: upload, to: url)
+        var spec = try upload(body, named: "up.bin", to: server)
         spec.rateLimit = 128 << 10
         let id = manager.add(spec)
         try await eventually("some sent") { (manager.snapshot(of: id)?.bytesDone ?? 0) >= 256 << 10 }
@@ -121,13 +127,9 @@ import TestHTTPServer
     @Test func anUploadTheServerKeptShortIsNotDoneButSentOnToTheEnd() async throws {
         let server = try TestFTPServer()
         let body = Resource.randomBytes(count: 3 << 20, seed: 53)
-        let local = dir.path + "/lossy-up.bin"
-        try body.write(to: URL(fileURLWithPath: local))
-        try server.put(Data(), at: "in/.keep")
         let manager = try TransferManager(configuration: testConfiguration())
         defer { manager.shutdown() }
-        let (upload, url) = try UploadSpec.to(URL(string: server.url("in").absoluteString + "/")!, .file(path: local), contentType: nil, form: nil, method: nil)
-        let id = manager.add(TransferSpec(upload: upload, to: url))
+        let id = manager.add(try upload(body, named: "lossy-up.bin", to: server))
         try await finish(manager, [id])
         let item = try #require(manager.snapshot(of: id))
         #expect(item.state == .completed, "\(item.lastError ?? "")")
@@ -179,9 +181,7 @@ import TestHTTPServer
         configuration.transport.caFile = caFile
         let body = Resource.randomBytes(count: 3 << 20, seed: 60)
         try server.put(body, at: "pub/secret file.bin")
-        try server.put(Data(), at: "in/.keep")
-        let local = dir.path + "/up.bin"
-        try body.write(to: URL(fileURLWithPath: local))
+        let sending = try upload(body, named: "up.bin", to: server, scheme: "ftps")
         // Without the CA (an engine of its own, first: engines in one process share libcurl's connections): the
         // certificate is not trusted, nothing moves.
         let untrusting = try TransferManager(configuration: testConfiguration())
@@ -195,9 +195,7 @@ import TestHTTPServer
         let manager = try TransferManager(configuration: configuration)
         defer { manager.shutdown() }
         let got = download(server.url("pub/secret file.bin", scheme: "ftps"), manager)
-        let (upload, url) = try UploadSpec.to(URL(string: server.url("in", scheme: "ftps").absoluteString + "/")!, .file(path: local),
-                                              contentType: nil, form: nil, method: nil)
-        let sent = manager.add(TransferSpec(upload: upload, to: url))
+        let sent = manager.add(sending)
         try await finish(manager, [got, sent])
         #expect(manager.snapshot(of: got)?.state == .completed, "\(manager.snapshot(of: got)?.lastError ?? "")")
         #expect(manager.snapshot(of: sent)?.state == .completed, "\(manager.snapshot(of: sent)?.lastError ?? "")")
