@@ -274,6 +274,10 @@ public struct Attempt: Sendable, Codable, Equatable {
     /// The offset it asked to start from when the server answered with the whole file instead (it ignores
     /// Range, or the file changed): the attempt then started over from zero (`fromOffset` 0).
     public var restartedFrom: Int64?
+    /// An sftp or ftp upload that went on from the server's copy (RemoteAppendRun): what the server was found to
+    /// hold of this file, where the rest was sent from (0: none of it matched, the file was sent whole). Nil
+    /// until the server said; `fromOffset` is then the same.
+    public var serverHad: Int64?
     public var status: Int?
     public var error: String?
     /// Over SSH: the server's host key as checked against known_hosts (`ED25519 key SHA256:...`).

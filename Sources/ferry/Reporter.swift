@@ -18,6 +18,8 @@ final class Reporter: Sendable {
     /// The items its engine ended (done, failed, cancelled) while it heard it: a run of the whole queue reports
     /// them though they ended before it first looked at what was left (HeadlessRun).
     private let endedItems = Mutex<Set<TransferID>>([])
+    /// sftp and ftp uploads that went on from the server's copy: the attempt whose start (what the server had) was said.
+    private let lastAppendShown = Mutex<[TransferID: Int]>([:])
     /// Resumable uploads: the resumptions and the start-over reason already said.
     private let lastResumableShown = Mutex<[TransferID: ResumableShown]>([:])
     let output = DispatchQueue(label: "ferry.output")
@@ -63,8 +65,15 @@ final class Reporter: Sendable {
                     lines.send(["\(name): starting over from zero: \(TerminalSafe.sanitize(reason))"])
                 }
                 if now.lastResumption != before.lastResumption, let offset = upload.resumptions.last?.offset {
-                    lines.send(["\(name): the server has \(ByteFormat.bytes(offset)); sending the rest"])
+                    lines.send([Self.serverHas(offset, name)])
                 }
+            }
+        }
+        // After the attempt's own line: what the server had of an sftp or ftp upload that goes on from its copy, once.
+        defer {
+            if let attempt = item.attempts.last, let had = attempt.serverHad,
+               lastAppendShown.withLock({ $0.updateValue(attempt.number, forKey: id) }) != attempt.number {
+                lines.send([had > 0 ? Self.serverHas(had, name) : "\(name): the server has none of it that matches this file; sending it whole"])
             }
         }
         // After the attempt's own line: a start over from zero, once (its progress goes back).
@@ -96,6 +105,10 @@ final class Reporter: Sendable {
                 } else if attempt.number == last.number, item.resumable?.location != nil {
                     // The server's offset decides where it goes on (its own line follows), not the one last confirmed.
                     lines.send(["\(name): asking the server where the upload stands (attempt \(attempt.number))"])
+                } else if attempt.number == last.number, item.spec.direction == .upload, attempt.fromOffset > 0,
+                          TransferScheme(item.spec.url)?.appendsUploads == true {
+                    // sftp, ftp: what the server has of the file decides (its own line follows), not what was sent.
+                    lines.send(["\(name): asking the server how much of the file it has (attempt \(attempt.number))"])
                 } else if live != nil, attempt.number == 1, (attempt.restartedFrom ?? attempt.fromOffset) == 0 {
                     // The readout shows it under way: a line for each start (thousands, with -i) says nothing more.
                 } else {
@@ -138,6 +151,11 @@ final class Reporter: Sendable {
         guard before != item.state else { return }
         if item.state.isTerminal { live?.ended(item) }
         lines.send([line])
+    }
+
+    /// An upload goes on from what the server holds (a resumable upload's offset, an sftp or ftp copy's size).
+    private static func serverHas(_ offset: Int64, _ name: String) -> String {
+        "\(name): the server has \(ByteFormat.bytes(offset)); sending the rest"
     }
 
     /// What was said of a resumable upload.

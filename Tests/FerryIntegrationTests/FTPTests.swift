@@ -127,16 +127,18 @@ import TestHTTPServer
     @Test func anUploadTheServerKeptShortIsNotDoneButSentOnToTheEnd() async throws {
         let server = try TestFTPServer()
         let body = Resource.randomBytes(count: 3 << 20, seed: 53)
-        let manager = try TransferManager(configuration: testConfiguration())
-        defer { manager.shutdown() }
-        let id = manager.add(try upload(body, named: "lossy-up.bin", to: server))
-        try await finish(manager, [id])
-        let item = try #require(manager.snapshot(of: id))
-        #expect(item.state == .completed, "\(item.lastError ?? "")")
+        let local = dir.path + "/lossy-up.bin"
+        try body.write(to: URL(fileURLWithPath: local))
+        try server.put(Data(), at: "in/.keep")
+        let run = try await runFerry(["put", "--no-tui", local, server.url("in").absoluteString + "/"])
+        #expect(run.status == 0, "\(run.stderr)")
         #expect(FileManager.default.contents(atPath: server.path("in/lossy-up.bin")) == body)
-        // The first attempt sent it all and the server kept 112 KiB: said, then the rest appended.
-        #expect(item.attempts.count == 2, "\(item.attempts)")
-        #expect(item.attempts.first?.error?.contains("kept 114688 of the 3145728 bytes") == true, "\(item.attempts)")
+        // The first attempt sent it all and the server kept 112 KiB: said, then the rest appended from there, as
+        // the lines say (not "resuming at 3.0 MiB": what was sent is not what the server has).
+        #expect(run.stderr.contains("retry 1/5 in 1s: 127.0.0.1:\(server.port) kept 114688 of the 3145728 bytes of /in/lossy-up.bin"), "\(run.stderr)")
+        #expect(run.stderr.contains("#1 lossy-up.bin: asking the server how much of the file it has (attempt 2)\n"
+                                    + "ferry: #1 lossy-up.bin: the server has 112.0 KiB; sending the rest\n"), "\(run.stderr)")
+        #expect(!run.stderr.contains("resuming at"), "\(run.stderr)")
         let stored = server.transfers.filter { $0.what == "STOR" }.map(\.bytes)
         #expect(stored == [Int64(body.count), Int64(body.count) - (112 << 10)], "\(server.transfers)")
     }

@@ -33,6 +33,8 @@ final class RemoteAppendRun: TaskRun {
         /// run makes. Calls `cancelled` instead when the attempt was stopped first.
         let issue: @Sendable (_ run: RemoteAppendRun, _ request: URLRequest, _ withBody: Bool,
                               _ cancelled: @escaping @Sendable () -> Void) -> Void
+        /// The server was asked and the rest goes from `from` (0: the file whole).
+        let appending: @Sendable (_ from: Int64) -> Void
         let finish: @Sendable (AttemptReport) -> Void
         let clock: any EngineClock
     }
@@ -92,6 +94,7 @@ final class RemoteAppendRun: TaskRun {
         case let .append(from):
             base.store(from, ordering: .relaxed)
             sent.store(0, ordering: .relaxed)
+            context.appending(from)
             request.httpMethod = "PUT"
             request.setValue(String(context.length - from), forHTTPHeaderField: "Content-Length")
             if from > 0 { request.setValue("bytes \(from)-*/\(context.length)", forHTTPHeaderField: "Content-Range") }

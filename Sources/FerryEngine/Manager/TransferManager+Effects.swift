@@ -224,6 +224,7 @@ extension TransferManager {
             uploadRequest: UploadRun.request(spec: transfer.spec, plan: plan, userAgent: configuration.userAgent,
                                              timeout: configuration.idleTimeout, credentials: delegate.credentials(for: transfer.spec)),
             issue: issuer(handle, limits: limits),
+            appending: { [weak self, id = transfer.id] from in _ = self?.event(id) { $0.appending(serial: serial, from: from) } },
             finish: report(to: transfer.id, serial: serial),
             clock: clock)
         let run = RemoteAppendRun(context: context)

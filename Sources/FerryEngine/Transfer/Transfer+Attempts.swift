@@ -65,6 +65,16 @@ extension Transfer {
         return abandoned.map { [.discardUpload($0)] } ?? []
     }
 
+    /// An sftp or ftp upload's attempt asked the server what it has of the file: the rest goes from `from` (0: sent
+    /// whole), and the attempt says so (its progress goes back to there).
+    func appending(serial: Int, from: Int64) -> [Effect]? {
+        guard live[0]?.serial == serial, var attempt = attempts.popLast() else { return nil }
+        attempt.fromOffset = from
+        attempt.serverHad = from
+        attempts.append(attempt)
+        return []
+    }
+
     /// The manager could not make the attempt (an upload body whose file went away).
     func couldNotStart(serial: Int, _ failure: TransferFailure) -> [Effect]? {
         guard close(serial: serial) != nil else { return nil }
