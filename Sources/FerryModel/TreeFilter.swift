@@ -15,6 +15,10 @@ public struct TreeFilter: Sendable, Equatable, Codable {
 
     public var isEmpty: Bool { include.isEmpty && exclude.isEmpty }
 
+    /// A tree's every directory is made, empty ones too (as cp -r, scp -r and lftp's mirror make them), unless an
+    /// include picks files: then only the directories that hold a file taken (no skeleton of empty ones).
+    public var makesEveryDirectory: Bool { include.isEmpty }
+
     /// Whether the file at `relative` (its path in the tree, "/" between directories) is taken.
     public func wants(_ relative: String) -> Bool {
         func matches(_ pattern: String) -> Bool {

@@ -400,7 +400,8 @@ import TestHTTPServer
         #expect(again.stderr.contains("3 files: 0 to upload, 3 already there, 0 directories made, 1 left out"), "\(again.stderr)")
         #expect(server.allRequests.allSatisfy { $0.method == "PROPFIND" }, "\(server.allRequests.map { "\($0.method) \($0.uri)" })")
 
-        // Filtered (get -r's rule): only the .txt files outside `a b/` are taken; the server lacking them all.
+        // Filtered (get -r's rule): only the .txt files outside `a b/` are taken; the server lacking them all. The
+        // directories that hold none are not made (as get -r does not make them with --include).
         server.clearRequests()
         server.route("/up/", Self.davListing("/up/", []))
         server.route("/up/a%20b/", .status(201))
@@ -408,8 +409,16 @@ import TestHTTPServer
         let some = try await runFerry(["put", "-r", source, server.url("/up/").absoluteString, "--include", "*.txt", "--exclude", "a b/*",
                                        "--no-tui"], stateDir: state)
         #expect(some.status == 0, "\(some.stderr)")
-        #expect(some.stderr.contains("1 file: 1 to upload, 0 already there, 2 directories made, 1 left out"), "\(some.stderr)")
+        #expect(some.stderr.contains("1 file: 1 to upload, 0 already there, 0 directories made, 1 left out"), "\(some.stderr)")
         #expect(server.allRequests.filter { $0.method == "PUT" }.map(\.uri) == ["/up/top.txt"])
+        #expect(!server.allRequests.contains { $0.method == "MKCOL" }, "\(server.allRequests.map { "\($0.method) \($0.uri)" })")
+        // Picking the file deep down makes its directories, parents first, and no other.
+        server.clearRequests()
+        let deep = try await runFerry(["put", "-r", source, server.url("/up/").absoluteString, "--include", "*.bin", "--no-tui"], stateDir: state)
+        #expect(deep.status == 0, "\(deep.stderr)")
+        #expect(deep.stderr.contains("1 file: 1 to upload, 0 already there, 2 directories made, 1 left out"), "\(deep.stderr)")
+        #expect(server.allRequests.filter { $0.method != "PROPFIND" }.map { "\($0.method) \($0.uri)" }
+                    == ["MKCOL /up/a%20b/", "MKCOL /up/a%20b/caf%C3%A9/", "PUT /up/a%20b/caf%C3%A9/x.bin"])
     }
 
     @Test func aServerWithoutWebDAVIsRefusedBeforeAnythingIsSent() async throws {

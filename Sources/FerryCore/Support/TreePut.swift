@@ -43,8 +43,31 @@ public enum TreePut {
             plan.directoriesMade += 1
             rootListing = [:]
         }
-        // Breadth first: a directory is made before what is in it.
+        // Breadth first: a directory is made before what is in it. With --include, one the server lacks is made only
+        // once a file in it is taken (TreeFilter.makesEveryDirectory), its parents first: `unmade` holds those.
         var pending: [(local: String, path: [String], url: URL, remote: [String: ListingEntry]?)] = [(source, [], scope.root, rootListing)]
+        var unmade: [String: (url: URL, parent: String, relative: String)] = [:]
+        var unmakeable: Set<String> = []
+        /// The directory `local` on the server, made with its parents where they are not yet; false when it could not be.
+        func made(_ local: String) async -> Bool {
+            guard !unmakeable.contains(local) else { return false }
+            guard let wanted = unmade[local] else { return true }
+            guard await made(wanted.parent) else {
+                unmakeable.insert(local)
+                return false
+            }
+            do throws(UsageError) {
+                try await makeDirectory(wanted.url, requests: requests)
+                plan.directoriesMade += 1
+                unmade[local] = nil
+                return true
+            } catch {
+                plan.leftOut.append("\(TerminalSafe.sanitize(wanted.relative))/: \(error.description)")
+                plan.incomplete = true
+                unmakeable.insert(local)
+                return false
+            }
+        }
         while !pending.isEmpty {
             let directory = pending.removeFirst()
             let names = ((try? FileManager.default.contentsOfDirectory(atPath: directory.local)) ?? []).sorted()
@@ -67,6 +90,8 @@ public enum TreePut {
                             plan.incomplete = true
                             continue
                         }
+                    } else if !filter.makesEveryDirectory {
+                        unmade[local] = (child, directory.local, relative)
                     } else {
                         do throws(UsageError) {
                             try await makeDirectory(child, requests: requests)
@@ -85,9 +110,11 @@ public enum TreePut {
                         plan.present += 1
                         continue
                     }
-                    var made = try spec(local, url)
-                    made.mirror = .init(size: Int64(info.st_size), modified: Date(timeIntervalSince1970: TimeInterval(info.st_mtim.tv_sec)))
-                    plan.specs.append(made)
+                    // Its directory is on the server, or made now (a failure is said once, with the directory).
+                    guard await made(directory.local) else { continue }
+                    var upload = try spec(local, url)
+                    upload.mirror = .init(size: Int64(info.st_size), modified: Date(timeIntervalSince1970: TimeInterval(info.st_mtim.tv_sec)))
+                    plan.specs.append(upload)
                 default:
                     plan.leftOut.append("\(TerminalSafe.sanitize(relative)): not a plain file or directory (a symlink is not followed)")
                 }

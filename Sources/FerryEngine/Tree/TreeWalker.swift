@@ -218,9 +218,7 @@ extension TransferManager {
                     if reading.loop {
                         listing.state = .loop
                         listing.trouble = ["\(TerminalSafe.sanitize(directory.path.joined(separator: "/")))/ lists a directory above it again (a symlink loop): not walked"]
-                    } else if job.filter.include.isEmpty, case let .failure(refusal) = sync.make(directory.path) {
-                        // The tree's layout, its empty directories too (as cp -r, scp -r and lftp's mirror make it);
-                        // with --include, only those that hold a file taken (no skeleton of empty ones).
+                    } else if job.filter.makesEveryDirectory, case let .failure(refusal) = sync.make(directory.path) {
                         listing.trouble = ["\(TerminalSafe.sanitize(directory.path.joined(separator: "/")))/ not made: \(refusal.reason)"]
                     }
                     for (place, ancestors) in reading.directories where known.insert(WalkDirectory.key(place.url)).inserted {
