@@ -69,9 +69,10 @@ final class Reporter: Sendable {
                 }
             }
         }
-        // After the attempt's own line: what the server had of an sftp or ftp upload that goes on from its copy, once.
+        // After the attempt's own line: what the server had of an sftp or ftp upload that goes on from its copy, once,
+        // while it does (not an earlier run's, seen on a finished item asked for again).
         defer {
-            if let attempt = item.attempts.last, let had = attempt.serverHad,
+            if item.state == .running, let attempt = item.attempts.last, let had = attempt.serverHad,
                lastAppendShown.withLock({ $0.updateValue(attempt.number, forKey: id) }) != attempt.number {
                 lines.send([had > 0 ? Self.serverHas(had, name) : "\(name): the server has none of it that matches this file; sending it whole"])
             }
