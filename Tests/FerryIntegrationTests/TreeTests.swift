@@ -51,16 +51,22 @@ import TestHTTPServer
         try await runFerry(["get", "-r", server.url(path).absoluteString, "-o", out, "--no-tui"] + more, stateDir: state)
     }
 
-    /// Every file under `root`, relative, "/" after a directory.
-    static func tree(_ root: String) -> Set<String> {
+    /// Every file under `root` (with `directories`, every directory instead), relative.
+    static func tree(_ root: String, directories: Bool = false) -> Set<String> {
         var found: Set<String> = []
         guard let walker = FileManager.default.enumerator(atPath: root) else { return [] }
         while let path = walker.nextObject() as? String {
             var isDirectory: ObjCBool = false
             _ = FileManager.default.fileExists(atPath: root + "/" + path, isDirectory: &isDirectory)
-            if !isDirectory.boolValue { found.insert(path) }
+            if isDirectory.boolValue == directories { found.insert(path) }
         }
         return found
+    }
+
+    /// A directory index page linking `names`, as a server's listing.
+    static func index(_ names: [String]) -> Behavior {
+        let page = "<html><body>" + names.map { "<a href=\"\($0)\">\($0)</a>" }.joined(separator: "<br>") + "</body></html>"
+        return .serve(Resource(body: Data(page.utf8), contentType: "text/html"))
     }
 
     @Test func aTreeArrivesWithItsLayoutAndARerunRequestsNoFile() async throws {
@@ -184,35 +190,22 @@ import TestHTTPServer
     /// The tree's layout arrives whole, its empty directories too (as cp -r, scp -r and lftp's mirror make it); with
     /// --include, only the directories that hold a file taken.
     @Test func emptyDirectoriesArriveTooUnlessAnIncludePicksFiles() async throws {
-        func index(_ names: [String]) -> Behavior {
-            let page = "<html><body>" + names.map { "<a href=\"\($0)\">\($0)</a>" }.joined(separator: "<br>") + "</body></html>"
-            return .serve(Resource(body: Data(page.utf8), contentType: "text/html"))
-        }
-        server.route("/bare/", index(["empty/", "full/"]))
-        server.route("/bare/empty/", index([]))
-        server.route("/bare/full/", index(["nothing/", "f.txt"]))
-        server.route("/bare/full/nothing/", index([]))
+        server.route("/bare/", Self.index(["empty/", "full/"]))
+        server.route("/bare/empty/", Self.index([]))
+        server.route("/bare/full/", Self.index(["nothing/", "f.txt"]))
+        server.route("/bare/full/nothing/", Self.index([]))
         server.route("/bare/full/f.txt", .serve(Resource(body: Data("f\n".utf8))))
-        func directories(_ root: String) -> Set<String> {
-            var found: Set<String> = []
-            guard let walker = FileManager.default.enumerator(atPath: root) else { return [] }
-            while let path = walker.nextObject() as? String {
-                var isDirectory: ObjCBool = false
-                if FileManager.default.fileExists(atPath: root + "/" + path, isDirectory: &isDirectory), isDirectory.boolValue { found.insert(path) }
-            }
-            return found
-        }
         let run = try await get("/bare/")
         #expect(run.status == 0, "\(run.stderr)")
         #expect(Self.tree(out) == ["full/f.txt"])
-        #expect(directories(out) == ["empty", "full", "full/nothing"])
+        #expect(Self.tree(out, directories: true) == ["empty", "full", "full/nothing"])
 
         try FileManager.default.removeItem(atPath: out)
         let picked = try await runFerry(["get", "-r", server.url("/bare/").absoluteString, "-o", out, "--no-tui", "--include", "*.txt", "--force"],
                                         stateDir: dir.path + "/state-include")
         #expect(picked.status == 0, "\(picked.stderr)")
         #expect(Self.tree(out) == ["full/f.txt"])
-        #expect(directories(out) == ["full"])
+        #expect(Self.tree(out, directories: true) == ["full"])
     }
 
     @Test func aListingThatKeepsFailingEndsTheCommandAsAFailureAfterTheRest() async throws {
@@ -229,17 +222,13 @@ import TestHTTPServer
     /// where it was: every directory whose listing was kept is not asked again, the one under way is, and every
     /// file arrives.
     @Test func aKillNineMidWalkGoesOnWithoutListingTwiceOrLosingAFile() async throws {
-        func index(_ names: [String]) -> Behavior {
-            let page = "<html><body>" + names.map { "<a href=\"\($0)\">\($0)</a>" }.joined(separator: "<br>") + "</body></html>"
-            return .serve(Resource(body: Data(page.utf8), contentType: "text/html"))
-        }
         let directories = (0..<6).map { "d\($0)" }
-        server.route("/walk/", index(directories.map { $0 + "/" }))
+        server.route("/walk/", Self.index(directories.map { $0 + "/" }))
         var bodies: [String: Data] = [:]
         for directory in directories {
             let names = (0..<3).map { "f\($0).bin" }
             // The last directory's listing is under way when the engine is killed: its first request never ends.
-            let listing = index(names)
+            let listing = Self.index(names)
             server.route("/walk/\(directory)/", directory == "d5" ? [.hang, listing] : [listing])
             for name in names {
                 let body = Resource.randomBytes(count: 1000, seed: UInt64(bodies.count + 500))
