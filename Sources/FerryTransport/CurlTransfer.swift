@@ -71,13 +71,13 @@ final class CurlTransfer: @unchecked Sendable {
     private(set) var limits: LimitMembership?
     private(set) var pacer = RatePacer()
 
-    init(request: URLRequest, task: URLSessionTask, delegate: TransportDelegate?, delivery: Courier.Delivery, transport: CurlTransport) {
+    init(request: URLRequest, task: URLSessionTask, delegate: TransportDelegate?, settings: TransportSettings, delivery: Courier.Delivery, transport: CurlTransport) {
         self.request = request
         self.task = task
         self.delegate = delegate
         self.courier = Courier(delivery: delivery, transport: transport, delegate: delegate)
         self.transport = transport
-        self.settings = delegate?.transportSettings ?? TransportSettings()
+        self.settings = settings
         self.originalURL = request.url
         self.file = FileWire(request: request, settings: settings)
         // Weak: the courier is the transfer's own (a strong capture would keep every finished transfer).

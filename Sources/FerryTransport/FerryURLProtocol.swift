@@ -7,8 +7,7 @@ import Synchronization
 
 /// What a session's delegate tells the transport about a task (corelibs' URLProtocol client has no way to
 /// ask the delegate about redirects or bodies, and no way to report bytes sent).
-package protocol TransportDelegate: AnyObject, Sendable {
-    var transportSettings: TransportSettings { get }
+package protocol TransportDelegate: TransportSettingsSource {
     /// The session's delegate queue: a transfer's bytes count as in flight until the delegate has had them.
     var transportDelegateQueue: OperationQueue? { get }
     /// The body of an upload task, made anew for each attempt; nil for none.
@@ -29,6 +28,13 @@ package protocol TransportDelegate: AnyObject, Sendable {
     /// them on a queue of its own, without waiting: a cancel asked for while it had a response). The transport
     /// waits so before it reads for a task on (Courier.afterHandover): a cancel then reaches it first.
     func transportAfterSessionCalls(_ then: @escaping @Sendable () -> Void)
+}
+
+/// Where a task's proxies, trusted CAs and ssh settings come from: the session's delegate (the engine's, for the
+/// items; the tree's requests', for the listings, HEADs and MKCOLs a tree makes itself). A session whose delegate
+/// names none sends with `TransportSettings()`: no proxy, the system's CAs.
+package protocol TransportSettingsSource: AnyObject, Sendable {
+    func transportSettings(for task: URLSessionTask) -> TransportSettings
 }
 
 extension TransportDelegate {
@@ -63,18 +69,19 @@ public final class FerryURLProtocol: URLProtocol {
             return
         }
         let delegate = task.delegate as? TransportDelegate
+        let settings = (task.delegate as? TransportSettingsSource)?.transportSettings(for: task) ?? TransportSettings()
         let delivery = Courier.Delivery(urlProtocol: self, client: client, queue: queue)
         let request = task.currentRequest ?? request
         if let unavailable = CurlTransport.shared.unavailable {
             client.urlProtocol(self, didFailWithError: URLError(.unknown, userInfo: [NSLocalizedDescriptionKey: unavailable]))
             return
         }
-        if let sftp = SFTPTransfer(request: request, task: task, delegate: delegate, delivery: delivery, transport: CurlTransport.shared) {
+        if let sftp = SFTPTransfer(request: request, task: task, delegate: delegate, settings: settings, delivery: delivery, transport: CurlTransport.shared) {
             transfer.withLock { $0 = .sftp(sftp) }
             CurlTransport.shared.submit(.startSFTP(sftp))
             return
         }
-        let curl = CurlTransfer(request: request, task: task, delegate: delegate, delivery: delivery, transport: CurlTransport.shared)
+        let curl = CurlTransfer(request: request, task: task, delegate: delegate, settings: settings, delivery: delivery, transport: CurlTransport.shared)
         transfer.withLock { $0 = .curl(curl) }
         CurlTransport.shared.submit(.start(curl))
     }

@@ -76,13 +76,12 @@ final class SFTPTransfer: @unchecked Sendable {
     // A listing.
     private var lines: [String] = []
 
-    init?(request: URLRequest, task: URLSessionTask, delegate: TransportDelegate?, delivery: Courier.Delivery, transport: CurlTransport) {
+    init?(request: URLRequest, task: URLSessionTask, delegate: TransportDelegate?, settings: TransportSettings, delivery: Courier.Delivery, transport: CurlTransport) {
         guard let file = FileRequest(request: request), file.scheme == .sftp else { return nil }
         self.file = file
         self.task = task
         self.delegate = delegate
         self.transport = transport
-        let settings = delegate?.transportSettings ?? TransportSettings()
         who = SSHLogin(url: file.url, settings: settings.ssh, netrc: file.netrc,
                        askingAgent: request.value(forHTTPHeaderField: TransferScheme.sshAgentHeader))
         // What the connection's arguments read once (`ssh -G`, /proc/cpuinfo), read here, off the transport's thread.

@@ -18,7 +18,7 @@ public struct TransportSettings: Sendable, Equatable {
     public var ssh: SSHSettings
 
     public init(httpProxy: String? = nil, httpsProxy: String? = nil, noProxy: String? = nil,
-                caFile: String? = nil, caDirectory: String? = nil, ssh: SSHSettings = .fromEnvironment(ProcessInfo.processInfo.environment)) {
+                caFile: String? = nil, caDirectory: String? = nil, ssh: SSHSettings = .processDefault) {
         self.httpProxy = httpProxy
         self.httpsProxy = httpsProxy
         self.noProxy = noProxy

@@ -223,9 +223,18 @@ struct CommonOptions: ParsableArguments {
         HeadlessRun(configuration: engineConfiguration(config), hooks: config.hooks, logPath: stateDirectory.logPath)
     }
 
+    /// Proxies and CAs from the environment as curl reads them; the config's ca_file wins. The engine's items and
+    /// the requests a tree makes itself (its listings, `put -r`'s MKCOLs) are sent with them.
+    func transportSettings(_ config: Config) -> TransportSettings {
+        var settings = TransportSettings.fromEnvironment(ProcessInfo.processInfo.environment)
+        if let caFile = config.caFile { settings.caFile = caFile }
+        return settings
+    }
+
     /// The config file's settings, the changes made while an engine ran (LiveSettings: transfers at once and
     /// the global limits) over them, and the command line's on top (`-j` for this run only).
     func engineConfiguration(_ config: Config) -> EngineConfiguration {
+
         var configuration = config.engine
         let (live, problem) = LiveSettings.load(stateDirectory.liveSettingsPath)
         if let problem { printError("warning: \(problem)") }
@@ -235,9 +244,7 @@ struct CommonOptions: ParsableArguments {
             configuration.uploadLimit = limits.upload
         }
         configuration.liveSettingsPath = stateDirectory.liveSettingsPath
-        // Proxies and CAs from the environment as curl reads them; the config's ca_file wins.
-        configuration.transport = TransportSettings.fromEnvironment(ProcessInfo.processInfo.environment)
-        if let caFile = config.caFile { configuration.transport.caFile = caFile }
+        configuration.transport = transportSettings(config)
         if let jobs { configuration.maxConcurrent = jobs }
         if let retries { configuration.retry.maxRetries = retries }
         return configuration

@@ -97,7 +97,8 @@ struct Put: AsyncParsableCommand {
         for text in headers { extraHeaders.append(try InputValidation.header(text)) }
         let rate = try limit.rate()
         let netrcFile = try netrc.file()
-        let requests = TreeRequests(headers: extraHeaders, netrcFile: netrcFile, sshAgent: common.sshAgent, userAgent: config.userAgent, timeout: config.idleTimeout)
+        let requests = TreeRequests(headers: extraHeaders, netrcFile: netrcFile, sshAgent: common.sshAgent, userAgent: config.userAgent, timeout: config.idleTimeout,
+                                     transport: common.transportSettings(config))
         let resumable: ResumableProtocol? = noResumable ? nil : .ietf
         let plan = try await TreePut.plan(source, to: target, requests: requests, filter: filter.filter) { path, url in
             let (upload, destination) = try UploadSpec.to(url, try InputValidation.uploadSource(path), contentType: contentType, form: nil,

@@ -100,6 +100,44 @@ import TestHTTPServer
         #expect(proxy.requests == ["CONNECT 127.0.0.1:\(server.port)"])
     }
 
+    /// A tree's own requests (its listings) go as its files do: through the proxy, trusting SSL_CERT_FILE. They
+    /// went direct with the system's CAs only: behind a proxy, or with a CA of one's own, `get -r` listed nothing.
+    @Test func aTreeIsListedThroughTheProxyTrustingSSLCertFile() async throws {
+        let proxy = try TestForwardProxy()
+        defer { proxy.shutdown() }
+        let top = Resource.randomBytes(count: 3_000, seed: 76), below = Resource.randomBytes(count: 5_000, seed: 77)
+        server.route("/tree/", TreeTests.index(["a.bin", "sub/"]))
+        server.route("/tree/sub/", TreeTests.index(["b.bin"]))
+        server.route("/tree/a.bin", .serve(Resource(body: top)))
+        server.route("/tree/sub/b.bin", .serve(Resource(body: below)))
+        let result = try await runFerry(["get", "-r", "--no-tui", "-o", dir.path, server.url("/tree/").absoluteString],
+                                        environment: ["HTTPS_PROXY": proxy.url.absoluteString, "SSL_CERT_FILE": caFile])
+        #expect(result.status == 0, "\(result.stderr)")
+        #expect(dir.contents("a.bin") == top)
+        #expect(dir.contents("sub/b.bin") == below)
+        #expect(server.requests("/tree/sub/").count == 1)
+        // Every connection, the listings' and the files', through the proxy (without it the listings failed first).
+        #expect(!proxy.requests.isEmpty && proxy.requests.allSatisfy { $0 == "CONNECT 127.0.0.1:\(server.port)" }, "\(proxy.requests)")
+    }
+
+    /// `put -r`'s own requests (the PROPFINDs and MKCOLs before the uploads) too.
+    @Test func aTreeGoesUpThroughTheProxyTrustingSSLCertFile() async throws {
+        let proxy = try TestForwardProxy()
+        defer { proxy.shutdown() }
+        let body = Resource.randomBytes(count: 4_000, seed: 78)
+        try writeFiles(["d/f.bin": body], under: dir.path + "/src")
+        server.route("/up/", TreeTests.davListing("/up/", []))
+        server.route("/up/d/", .status(201))
+        server.route("/up/d/f.bin", .status(201))
+        let result = try await runFerry(["put", "-r", dir.path + "/src", server.url("/up/").absoluteString, "--no-tui"],
+                                        environment: ["HTTPS_PROXY": proxy.url.absoluteString, "SSL_CERT_FILE": caFile])
+        #expect(result.status == 0, "\(result.stderr)")
+        #expect(server.allRequests.map { "\($0.method) \($0.uri)" }.starts(with: ["PROPFIND /up/", "MKCOL /up/d/"]),
+                "\(server.allRequests.map { "\($0.method) \($0.uri)" })")
+        #expect(server.requests("/up/d/f.bin").map(\.bodySHA256) == [sha256Hex(body)])
+        #expect(!proxy.requests.isEmpty && proxy.requests.allSatisfy { $0 == "CONNECT 127.0.0.1:\(server.port)" }, "\(proxy.requests)")
+    }
+
     @Test func noProxyListsHostsThatGoDirect() async throws {
         let plain = try TestHTTPServer()
         let proxy = try TestForwardProxy()

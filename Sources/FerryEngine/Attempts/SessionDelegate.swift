@@ -14,7 +14,7 @@ final class SessionDelegate: NSObject, URLSessionDataDelegate, TransportDelegate
     private let runs = Mutex<[Int: (run: any TaskRun, limits: LimitMembership?)]>([:])
     private let hostHeaders: [HostHeaders]
     let netrcFiles: NetrcFiles
-    let transportSettings: TransportSettings
+    private let transportSettings: TransportSettings
     let transportDelegateQueue: OperationQueue?
     /// The hosts answering over HTTP/2, as the transport found them (the scheduler reads it).
     let multiplexed = MultiplexedHosts()
@@ -27,6 +27,8 @@ final class SessionDelegate: NSObject, URLSessionDataDelegate, TransportDelegate
         self.transportSettings = transportSettings
         self.transportDelegateQueue = delegateQueue
     }
+
+    func transportSettings(for task: URLSessionTask) -> TransportSettings { transportSettings }
 
     /// `limits`: the bandwidth limits the task answers to, as which item and in which direction.
     func register(_ run: any TaskRun, for task: URLSessionTask, limits: LimitMembership? = nil) {

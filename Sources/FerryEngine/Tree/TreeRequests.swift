@@ -8,7 +8,7 @@ import FoundationNetworking
 
 /// The requests a tree's walk and a tree's upload make themselves (listings, HEADs, MKCOLs), not as items of
 /// the queue: through ferry's transport (FerryURLProtocol, as every item is), with the items' own headers
-/// (`-H`), user agent and netrc login.
+/// (`-H`), user agent and netrc login, and the engine's proxies and trusted CAs (`transport`).
 public struct TreeRequests: Sendable {
     public struct Answer: Sendable {
         public var response: HTTPURLResponse
@@ -22,9 +22,12 @@ public struct TreeRequests: Sendable {
     let netrc: Netrc?
     /// sftp, scp: the asking session's ssh-agent (TransferSpec.sshAgent).
     let sshAgent: String?
+    let transport: TransportSettings
 
-    public init(headers: [HTTPHeader], netrcFile: String?, sshAgent: String? = nil, userAgent: String, timeout: TimeInterval) {
+    public init(headers: [HTTPHeader], netrcFile: String?, sshAgent: String? = nil, userAgent: String, timeout: TimeInterval,
+                transport: TransportSettings) {
         self.headers = headers
+        self.transport = transport
         self.userAgent = userAgent
         self.timeout = timeout
         self.sshAgent = sshAgent
@@ -46,12 +49,22 @@ public struct TreeRequests: Sendable {
         return (URLSession(configuration: configuration, delegate: gatherer, delegateQueue: queue), gatherer)
     }()
 
-    final class Gatherer: NSObject, URLSessionDataDelegate, @unchecked Sendable {
-        private let tasks = Mutex<[Int: (body: Data, done: CheckedContinuation<(Data, URLResponse?, Error?), Never>)]>([:])
+    /// Each task's settings are its walk's (one process may run engines with different ones: the tests do).
+    final class Gatherer: NSObject, URLSessionDataDelegate, TransportSettingsSource, @unchecked Sendable {
+        private struct Asked {
+            var body = Data()
+            let done: CheckedContinuation<(Data, URLResponse?, Error?), Never>
+            let settings: TransportSettings
+        }
+        private let tasks = Mutex<[Int: Asked]>([:])
 
-        func start(_ task: URLSessionTask, _ done: CheckedContinuation<(Data, URLResponse?, Error?), Never>) {
-            tasks.withLock { $0[task.taskIdentifier] = (Data(), done) }
+        func start(_ task: URLSessionTask, settings: TransportSettings, _ done: CheckedContinuation<(Data, URLResponse?, Error?), Never>) {
+            tasks.withLock { $0[task.taskIdentifier] = Asked(done: done, settings: settings) }
             task.resume()
+        }
+
+        func transportSettings(for task: URLSessionTask) -> TransportSettings {
+            tasks.withLock { $0[task.taskIdentifier]?.settings } ?? TransportSettings()
         }
 
         func urlSession(_ session: URLSession, dataTask: URLSessionDataTask, didReceive data: Data) {
@@ -59,8 +72,8 @@ public struct TreeRequests: Sendable {
         }
 
         func urlSession(_ session: URLSession, task: URLSessionTask, didCompleteWithError error: Error?) {
-            guard let (body, done) = tasks.withLock({ $0.removeValue(forKey: task.taskIdentifier) }) else { return }
-            done.resume(returning: (body, task.response, error))
+            guard let asked = tasks.withLock({ $0.removeValue(forKey: task.taskIdentifier) }) else { return }
+            asked.done.resume(returning: (asked.body, task.response, error))
         }
     }
 
@@ -77,7 +90,7 @@ public struct TreeRequests: Sendable {
         let task = Self.shared.session.dataTask(with: request)
         let answer: (Data?, URLResponse?, Error?) = await withTaskCancellationHandler {
             await withCheckedContinuation { continuation in
-                Self.shared.gatherer.start(task, continuation)
+                Self.shared.gatherer.start(task, settings: transport, continuation)
             }
         } onCancel: {
             task.cancel()

@@ -32,6 +32,8 @@ public struct TreeWalk: Sendable {
         /// sftp: the asking session's ssh-agent (TransferSpec.sshAgent).
         public var sshAgent: String?
         public var userAgent = EngineConfiguration().userAgent
+        /// Proxies and trusted CAs, as the engine sends its items with (EngineConfiguration.transport).
+        public var transport = TransportSettings()
         public var timeout: TimeInterval = 30
         /// Listings fetched at once.
         public var parallel = 4
@@ -80,7 +82,8 @@ public struct TreeWalk: Sendable {
     public init(scope: TreeScope, options: Options) {
         self.scope = scope
         self.options = options
-        requests = TreeRequests(headers: options.headers, netrcFile: options.netrcFile, sshAgent: options.sshAgent, userAgent: options.userAgent, timeout: options.timeout)
+        requests = TreeRequests(headers: options.headers, netrcFile: options.netrcFile, sshAgent: options.sshAgent, userAgent: options.userAgent, timeout: options.timeout,
+                                 transport: options.transport)
     }
 
     /// What a HEAD of a file says of it (a 200's Content-Length and Last-Modified), for a listing that gives no size.

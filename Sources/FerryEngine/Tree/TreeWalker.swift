@@ -174,6 +174,7 @@ extension TransferManager {
         options.sshAgent = job.template.sshAgent
         options.userAgent = configuration.userAgent
         options.timeout = configuration.idleTimeout
+        options.transport = configuration.transport
         let walker = TreeWalk(scope: scope, options: options)
         var first: [ListingEntry]?
         let method: TreeWalk.ListingMethod
