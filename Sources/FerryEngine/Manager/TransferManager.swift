@@ -320,6 +320,7 @@ public final class TransferManager: Sendable {
         var launched = Set<TransferID>()
         while true {
             let picked = Self.startable(&core, multiplexed: delegate.multiplexed.current).filter { !launched.contains($0) }
+            loadAhead(picked, &core)
             for id in picked { effects += launch(id, &core) }
             launched.formUnion(picked)
             let slotFreed = picked.contains { id in core.items[id].map { !$0.holdsSlot && !$0.finishing } ?? true }
@@ -335,6 +336,30 @@ public final class TransferManager: Sendable {
         }
         return effects
     }
+
+    /// The items a pass starts that are not loaded, read from the store in one read with the next ones the queue
+    /// holds for later passes (up to `readAhead`, or half the cache when it is smaller; queued, not loaded, looked
+    /// for among as many again past them): one at a time, under the lock, a tree's files beyond the 1,024 loaded at
+    /// their add were each a read of its own. Those read ahead are idle, the newest of the cache: they leave it in
+    /// turn, after the older idle ones, when it is over its size (so a host at its cap cannot pile them up).
+    private func loadAhead(_ picked: [TransferID], _ core: inout Core) {
+        var ids = picked.filter { core.items[$0] == nil }
+        guard !ids.isEmpty else { return }
+        let ahead = min(Self.readAhead, core.loadedLimit / 2)
+        var looked = 0
+        let runnable = core.runnable
+        for entry in core.queue[core.settledPrefix...] {
+            if ids.count >= ahead || looked >= 2 * ahead { break }
+            looked += 1
+            guard entry.state == .queued, core.items[entry.id] == nil, runnable?.contains(entry.id) ?? true,
+                  !ids.contains(entry.id) else { continue }
+            ids.append(entry.id)
+        }
+        for record in records(of: ids).values { _ = load(record, &core) }
+    }
+
+    /// How many items a pass that reads one from the store reads (loadAhead).
+    static let readAhead = 64
 
     /// Runs on every change: no copy of the queue, the walk in queue order starts after the settled head
     /// of the queue and stops at the caps. (A function of its own so that nothing holds `core.items` while
