@@ -234,11 +234,40 @@ final class Reporter: Sendable {
 
     /// The end: saved paths (or upload answers) on stdout, failures on stderr. The exit status: 0 when every
     /// one of `ids` succeeded, 1 otherwise (an id no longer in the queue was removed: a failure).
-    func results(_ snapshot: QueueSnapshot, ids: Set<TransferID>) -> Int32 {
+    /// The items' results, in the order they were added, read `resultsWindow` at a time by `snapshots` (the items
+    /// of those ids).
+    func results(ids: Set<TransferID>, snapshots: ([Int64]) -> [TransferSnapshot]) -> Int32 {
         live?.finish()
         var failed = 0
-        let present = Set(snapshot.items.map(\.id))
-        for item in snapshot.items where ids.contains(item.id) {
+        var present = Set<TransferID>()
+        let sorted = ids.map(\.rawValue).sorted()
+        for start in stride(from: 0, to: sorted.count, by: Self.resultsWindow) {
+            let items = snapshots(Array(sorted[start..<min(sorted.count, start + Self.resultsWindow)])).sorted { $0.id < $1.id }
+            present.formUnion(items.map(\.id))
+            failed += report(items, of: ids)
+        }
+        for id in ids.subtracting(present).sorted() {
+            failed += 1
+            printError("failed: \(id) was removed from the queue")
+        }
+        fflush(nil)
+        if failed > 0 { printError("\(failed) of \(ids.count) transfers failed") }
+        return failed > 0 ? 1 : 0
+    }
+
+    /// The results of items followed in an engine of their own (their snapshot in hand).
+    func results(_ snapshot: QueueSnapshot, ids: Set<TransferID>) -> Int32 {
+        let byID = Dictionary(snapshot.items.map { ($0.id.rawValue, $0) }) { first, _ in first }
+        return results(ids: ids) { $0.compactMap { byID[$0] } }
+    }
+
+    /// Items read at a time for a run's results.
+    static let resultsWindow = 1_000
+
+    /// Each item's path, an upload's answer, or why it failed; the number that failed.
+    private func report(_ items: [TransferSnapshot], of ids: Set<TransferID>) -> Int {
+        var failed = 0
+        for item in items where ids.contains(item.id) {
             if item.state == .completed, let path = item.savedPath {
                 print(path)
             } else if item.state == .completed, item.spec.direction == .upload {
@@ -249,13 +278,7 @@ final class Reporter: Sendable {
                 printError("failed: \(TerminalSafe.redactedURL(item.spec.url)): \(TerminalSafe.sanitize(reason))")
             }
         }
-        for id in ids.subtracting(present).sorted() {
-            failed += 1
-            printError("failed: \(id) was removed from the queue")
-        }
-        fflush(nil)
-        if failed > 0 { printError("\(failed) of \(ids.count) transfers failed") }
-        return failed > 0 ? 1 : 0
+        return failed
     }
 
     /// The server's answer to an upload, on stdout: raw when piped (so it can go on to jq), made

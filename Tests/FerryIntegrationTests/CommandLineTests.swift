@@ -378,6 +378,18 @@ import TestHTTPServer
         #expect(!FileManager.default.fileExists(atPath: dir.path + "/out"))
     }
 
+    /// The paths are said in the order the URLs were given, every one of them when there are more than the results
+    /// read at a time (a thousand: a whole run's snapshot at once held every item at its end).
+    @Test func aLongListSaysEveryPathInItsOrder() async throws {
+        let names = (0..<1_100).map { "f\($0).txt" }
+        for name in names { server.route("/long/" + name, .serve(Resource(body: Data(name.utf8)))) }
+        let list = dir.path + "/long.txt"
+        try names.map { server.url("/long/" + $0).absoluteString }.joined(separator: "\n").write(toFile: list, atomically: true, encoding: .utf8)
+        let result = try await runFerry(["get", "--no-tui", "-j", "8", "-o", dir.path + "/out", "-i", list], timeout: 120)
+        #expect(result.status == 0, "\(result.stderr.suffix(500))")
+        #expect(result.stdout.split(separator: "\n").map(String.init) == names.map { dir.path + "/out/" + $0 })
+    }
+
     @Test func aListDownloadsEveryURL() async throws {
         var lines = ["# comment"]
         for i in 0..<5 {
