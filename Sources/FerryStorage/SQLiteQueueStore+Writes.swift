@@ -187,7 +187,7 @@ extension SQLiteQueueStore {
             for item in items {
                 let id = item.id.rawValue
                 var before = try written[id] ?? known.withLock({ $0[id] }) ?? Self.readKnown(db, id)
-                let attempts = try before.attempts.flatMap { $0.value == item.attempts ? $0.json : nil } ?? json(item.attempts)
+                let attempts = before.attempts.flatMap { $0.value == item.attempts ? $0.json : nil } ?? AttemptsJSON.encode(item.attempts)
                 try RowWrite.run(update, in: db, [.text(item.state.rawValue), .text(item.fileName), .text(item.savedPath),
                                                   .text(item.validators.etag), .text(item.validators.lastModified),
                                                   .integer(item.validators.totalLength), .integer(item.bytesDone),

@@ -101,6 +101,37 @@ import Testing
         #expect(try reopened.add([spec(4)]).first!.id.rawValue > ids[2].rawValue)
     }
 
+    /// The attempts column is written by hand (AttemptsJSON): what JSONDecoder reads back is what was saved, every
+    /// field and every character a server's words may hold, and JSONEncoder's own text of older rows still reads.
+    @Test func attemptsWrittenByHandReadBackAsTheyWere() throws {
+        defer { cleanup() }
+        var every = Attempt(number: 7, startedAt: Date(timeIntervalSinceReferenceDate: 817_684_961.6071502),
+                            endedAt: Date(timeIntervalSinceReferenceDate: 817_684_962.25), fromOffset: 1 << 40, status: 206,
+                            error: "say \"no\" \\ then\n\r\t\u{0}\u{1F}\u{7F} é 中 🙂 </end>")
+        every.restartedFrom = 5
+        every.serverHad = 0
+        every.hostKey = "ED25519 key SHA256:abc/+="
+        let attempts = [Attempt(number: 1, startedAt: Date(timeIntervalSinceReferenceDate: 0), fromOffset: 0),
+                        Attempt(number: 2, startedAt: Date(timeIntervalSinceReferenceDate: -1e-7), fromOffset: 3),
+                        Attempt(number: 3, startedAt: Date(timeIntervalSinceReferenceDate: 1e17), fromOffset: 0), every]
+        let text = AttemptsJSON.encode(attempts)
+        #expect(try JSONDecoder().decode([Attempt].self, from: Data(text.utf8)) == attempts, "\(text)")
+        #expect(AttemptsJSON.encode([]) == "[]")
+
+        let path = dir + "/q.sqlite"
+        let store = try SQLiteQueueStore(path: path)
+        var item = try #require(try store.add([spec(1)]).first)
+        item.attempts = attempts
+        try store.save(item)
+        #expect(try SQLiteQueueStore(path: path).load([item.id]).first?.attempts == attempts)
+        // A row JSONEncoder wrote (every store before this one) reads as it did.
+        item.attempts = [every]
+        try store.save(item)
+        let old = String(decoding: try JSONEncoder().encode([every]), as: UTF8.self)
+        try store.pool.write { try $0.execute(sql: "UPDATE transfer SET attempts = ? WHERE id = ?", arguments: [old, item.id.rawValue]) }
+        #expect(try SQLiteQueueStore(path: path).load([item.id]).first?.attempts == [every])
+    }
+
     @Test func twoProcessesWorthOfStoresShareTheQueue() throws {
         defer { cleanup() }
         let path = dir + "/q.sqlite"
