@@ -159,7 +159,7 @@ public enum FileNaming {
         // of their CPU making one each).
         let path = url.absoluteURL.path(percentEncoded: true)
         guard let segment = path.split(separator: "/").last else { return nil }
-        let decoded = segment.contains("%") ? segment.removingPercentEncoding ?? String(segment) : String(segment)
+        let decoded = percentDecoded(segment) ?? String(segment)
         return decoded.isEmpty ? nil : decoded
     }
 
