@@ -59,8 +59,8 @@ enum AttemptsJSON {
             if let value = attempt.restartedFrom { out += ",\"restartedFrom\":\(value)" }
             if let value = attempt.serverHad { out += ",\"serverHad\":\(value)" }
             if let value = attempt.status { out += ",\"status\":\(value)" }
-            if let value = attempt.error { out += ",\"error\":"; string(value, &out) }
-            if let value = attempt.hostKey { out += ",\"hostKey\":"; string(value, &out) }
+            if let value = attempt.error { out += ",\"error\":" + JSONText.string(value) }
+            if let value = attempt.hostKey { out += ",\"hostKey\":" + JSONText.string(value) }
             out += "}"
         }
         return out + "]"
@@ -70,25 +70,6 @@ enum AttemptsJSON {
     /// same; a value JSON has no number for (never a clock's) as 0.
     private static func number(_ value: Double, _ out: inout String) {
         out += value.isFinite ? value.description : "0"
-    }
-
-    /// A JSON string: quote, backslash and the control characters escaped, the rest as it is (UTF-8).
-    private static func string(_ value: String, _ out: inout String) {
-        out += "\""
-        for scalar in value.unicodeScalars {
-            switch scalar {
-            case "\"": out += "\\\""
-            case "\\": out += "\\\\"
-            case "\n": out += "\\n"
-            case "\r": out += "\\r"
-            case "\t": out += "\\t"
-            case _ where scalar.value < 0x20 || scalar.value == 0x7F:
-                let hex = String(scalar.value, radix: 16)
-                out += "\\u" + String(repeating: "0", count: 4 - hex.count) + hex
-            default: out.unicodeScalars.append(scalar)
-            }
-        }
-        out += "\""
     }
 }
 

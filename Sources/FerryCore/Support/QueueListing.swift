@@ -103,47 +103,26 @@ public enum QueueListing {
         field("bytes", String(entry.bytes))
         if let rate = entry.bytesPerSecond { field("bytesPerSecond", String(rate)) }
         if let confirmed = entry.confirmed { field("confirmed", String(confirmed)) }
-        if let destination = entry.destination { field("destination", jsonString(destination)) }
-        field("direction", jsonString(entry.direction))
-        if let kind = entry.errorKind { field("errorKind", jsonString(kind)) }
+        if let destination = entry.destination { field("destination", JSONText.string(destination)) }
+        field("direction", JSONText.string(entry.direction))
+        if let kind = entry.errorKind { field("errorKind", JSONText.string(kind)) }
         field("headers", entry.headers.isEmpty
-            ? "[\n\n    ]" : "[\n" + entry.headers.map { "      " + jsonString($0) }.joined(separator: ",\n") + "\n    ]")
+            ? "[\n\n    ]" : "[\n" + entry.headers.map { "      " + JSONText.string($0) }.joined(separator: ",\n") + "\n    ]")
         if let status = entry.httpStatus { field("httpStatus", String(status)) }
         field("id", String(entry.id))
-        if let lastError = entry.lastError { field("lastError", jsonString(lastError)) }
-        if let location = entry.location { field("location", jsonString(location)) }
-        if let method = entry.method { field("method", jsonString(method)) }
-        if let path = entry.path { field("path", jsonString(path)) }
-        if let resumable = entry.resumable { field("resumable", jsonString(resumable)) }
+        if let lastError = entry.lastError { field("lastError", JSONText.string(lastError)) }
+        if let location = entry.location { field("location", JSONText.string(location)) }
+        if let method = entry.method { field("method", JSONText.string(method)) }
+        if let path = entry.path { field("path", JSONText.string(path)) }
+        if let resumable = entry.resumable { field("resumable", JSONText.string(resumable)) }
         field("retries", String(entry.retries))
-        if let source = entry.source { field("source", jsonString(source)) }
-        field("state", jsonString(entry.state))
+        if let source = entry.source { field("source", JSONText.string(source)) }
+        field("state", JSONText.string(entry.state))
         if let total = entry.total { field("total", String(total)) }
-        field("url", jsonString(entry.url), last: true)
+        field("url", JSONText.string(entry.url), last: true)
         return out + "  }"
     }
 
-    /// A JSON string: quotes, backslashes and control characters escaped; slashes and other text as they are.
-    static func jsonString(_ text: String) -> String {
-        guard text.utf8.contains(where: { $0 < 0x20 || $0 == 0x22 || $0 == 0x5C }) else { return "\"" + text + "\"" }
-        var out = "\""
-        for scalar in text.unicodeScalars {
-            switch scalar {
-            case "\"": out += "\\\""
-            case "\\": out += "\\\\"
-            case "\n": out += "\\n"
-            case "\r": out += "\\r"
-            case "\t": out += "\\t"
-            case "\u{08}": out += "\\b"
-            case "\u{0C}": out += "\\f"
-            case _ where scalar.value < 0x20:
-                let hex = String(scalar.value, radix: 16)
-                out += "\\u" + String(repeating: "0", count: 4 - hex.count) + hex
-            default: out.unicodeScalars.append(scalar)
-            }
-        }
-        return out + "\""
-    }
 
     /// Writes a listing as its items come (page by page from an engine, row by row from the store): memory
     /// stays flat whatever the queue's length. JSON: one array of entries, as JSONEncoder pretty-prints one.
