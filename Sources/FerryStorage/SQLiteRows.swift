@@ -49,12 +49,8 @@ enum AttemptsJSON {
         var out = "["
         for (index, attempt) in attempts.enumerated() {
             if index > 0 { out += "," }
-            out += "{\"number\":\(attempt.number),\"startedAt\":"
-            number(attempt.startedAt.timeIntervalSinceReferenceDate, &out)
-            if let ended = attempt.endedAt {
-                out += ",\"endedAt\":"
-                number(ended.timeIntervalSinceReferenceDate, &out)
-            }
+            out += "{\"number\":\(attempt.number),\"startedAt\":" + number(attempt.startedAt)
+            if let ended = attempt.endedAt { out += ",\"endedAt\":" + number(ended) }
             out += ",\"fromOffset\":\(attempt.fromOffset)"
             if let value = attempt.restartedFrom { out += ",\"restartedFrom\":\(value)" }
             if let value = attempt.serverHad { out += ",\"serverHad\":\(value)" }
@@ -68,8 +64,9 @@ enum AttemptsJSON {
 
     /// A date as JSONEncoder's default writes it (seconds since 2001) in the shortest form that reads back the
     /// same; a value JSON has no number for (never a clock's) as 0.
-    private static func number(_ value: Double, _ out: inout String) {
-        out += value.isFinite ? value.description : "0"
+    private static func number(_ date: Date) -> String {
+        let value = date.timeIntervalSinceReferenceDate
+        return value.isFinite ? value.description : "0"
     }
 }
 

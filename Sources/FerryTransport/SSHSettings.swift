@@ -31,12 +31,12 @@ public struct SSHSettings: Sendable, Equatable {
         self.home = home
     }
 
-    /// `HOME`'s `.ssh`, the local user's name (`USER`, else the password database's), and whether `SSH_AUTH_SOCK`
-    /// names an agent.
     /// This process's (its environment is read once: a default made for each request read it, and /etc/passwd
     /// without USER, a hundred times in a tree's walk).
     public static let processDefault = fromEnvironment(ProcessInfo.processInfo.environment)
 
+    /// `HOME`'s `.ssh`, the local user's name (`USER`, else the password database's), and whether `SSH_AUTH_SOCK`
+    /// names an agent.
     public static func fromEnvironment(_ environment: [String: String]) -> SSHSettings {
         let home = environment["HOME"].flatMap { $0.isEmpty ? nil : $0 } ?? NSHomeDirectory()
         let ssh = home + "/.ssh/"

@@ -234,7 +234,6 @@ struct CommonOptions: ParsableArguments {
     /// The config file's settings, the changes made while an engine ran (LiveSettings: transfers at once and
     /// the global limits) over them, and the command line's on top (`-j` for this run only).
     func engineConfiguration(_ config: Config) -> EngineConfiguration {
-
         var configuration = config.engine
         let (live, problem) = LiveSettings.load(stateDirectory.liveSettingsPath)
         if let problem { printError("warning: \(problem)") }

@@ -232,10 +232,9 @@ final class Reporter: Sendable {
         }
     }
 
-    /// The end: saved paths (or upload answers) on stdout, failures on stderr. The exit status: 0 when every
-    /// one of `ids` succeeded, 1 otherwise (an id no longer in the queue was removed: a failure).
-    /// The items' results, in the order they were added, read `resultsWindow` at a time by `snapshots` (the items
-    /// of those ids).
+    /// The end: saved paths (or upload answers) on stdout, failures on stderr, in the order the items were added,
+    /// read `resultsWindow` at a time by `snapshots` (the items of those ids). The exit status: 0 when every one of
+    /// `ids` succeeded, 1 otherwise (an id no longer in the queue was removed: a failure).
     func results(ids: Set<TransferID>, snapshots: ([Int64]) -> [TransferSnapshot]) -> Int32 {
         live?.finish()
         var failed = 0

@@ -123,7 +123,6 @@ public enum QueueListing {
         return out + "  }"
     }
 
-
     /// Writes a listing as its items come (page by page from an engine, row by row from the store): memory
     /// stays flat whatever the queue's length. JSON: one array of entries, as JSONEncoder pretty-prints one.
     public final class Stream {

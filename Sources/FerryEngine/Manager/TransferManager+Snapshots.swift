@@ -338,7 +338,7 @@ extension TransferManager {
     /// A batch's items in queue order, from the queue's index (no item is read: a snapshot of a whole tree to
     /// know its files read every one that had left memory back from the store).
     public func ids(inBatch batch: Int64) -> [TransferID] {
-        core.withLock { core in core.queue.filter { $0.batch == batch }.map(\.id) }
+        core.withLock { core in core.queue.compactMap { $0.batch == batch ? $0.id : nil } }
     }
 
     /// The sampler runs (it stops at its first tick with nothing running or being finished).
