@@ -57,13 +57,14 @@ let package = Package(
         .target(name: "FerryModel", dependencies: ["CDigest"]),
         // Where the queue and the files live: SQLite, .part files, name claims, the state directory.
         .target(name: "FerryStorage", dependencies: [
-            "FerryModel", "CDigest", "CXattr",
+            "FerryModel", "CDigest", "CFileSystem",
             .product(name: "GRDB", package: "GRDB.swift"),
             // SQLite's C API (the system's libsqlite3, which GRDB links): an add binds its rows directly.
             .product(name: "GRDBSQLite", package: "GRDB.swift"),
         ]),
-        // libc's extended attributes (sys/xattr.h, which Glibc's module leaves out): a tree's copies are marked.
-        .systemLibrary(name: "CXattr", path: "Sources/CXattr"),
+        // libc's file-system calls that Glibc's module leaves out: extended attributes (a tree's copies are marked),
+        // statfs and syncfs (files made durable together).
+        .systemLibrary(name: "CFileSystem", path: "Sources/CFileSystem"),
         // Bytes on the wire: libcurl's multi interface under URLSession (FerryURLProtocol).
         .target(name: "FerryTransport", dependencies: ["FerryModel", "CCurl"]),
         // The queue's life: TransferManager, each Transfer, attempts, rules, upload bodies.

@@ -1,4 +1,4 @@
-import CXattr
+import CFileSystem
 import FerryModel
 import Foundation
 

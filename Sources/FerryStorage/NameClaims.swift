@@ -83,10 +83,13 @@ public final class NameClaims: Sendable {
     /// taken meanwhile (by another program), the next free numbered name is used. Returns the base name used.
     /// With `replacing`, a file already under the name that it may replace (FileOrigin.mayReplace) is replaced
     /// (renamed over, at once); any other file keeps its name and this one takes the next free one.
-    package func publish(directory: String, name: String, replacing: TransferSpec.Replacing? = nil) throws(TransferFailure) -> String {
+    /// The directory is synced afterwards unless `syncingDirectory` is false (the caller syncs it, with others:
+    /// FileSync.syncDirectories).
+    package func publish(directory: String, name: String, replacing: TransferSpec.Replacing? = nil,
+                         syncingDirectory: Bool = true) throws(TransferFailure) -> String {
         let partPath = PartialFile.path(directory: directory, name: name)
         if let replacing, FileOrigin.mayReplace(at: directory + "/" + name, replacing), rename(partPath, directory + "/" + name) == 0 {
-            Self.syncDirectory(directory)
+            if syncingDirectory { Self.syncDirectory(directory) }
             return name
         }
         for n in 0..<Self.maxAttempts {
@@ -103,7 +106,7 @@ public final class NameClaims: Sendable {
             if link(partPath, finalPath) == 0 {
                 unlink(partPath)
                 if n > 0 { release(directory: directory, name: name) }
-                Self.syncDirectory(directory)
+                if syncingDirectory { Self.syncDirectory(directory) }
                 return candidate
             }
             let err = errno
@@ -116,7 +119,7 @@ public final class NameClaims: Sendable {
                 if Self.exists(finalPath) { continue }
                 if rename(partPath, finalPath) == 0 {
                     if n > 0 { release(directory: directory, name: name) }
-                    Self.syncDirectory(directory)
+                    if syncingDirectory { Self.syncDirectory(directory) }
                     return candidate
                 }
             }

@@ -8,7 +8,7 @@ import Glibc
 /// coalesced in a buffer and written in large blocks; a piece as large as the buffer is written at once.
 /// The buffer is made when the first small piece comes: a fast transfer, whose pieces are large, never
 /// holds one (8 ranges held 2 MiB of them). The piece that completes the file is kept as it came (no copy)
-/// until the file is flushed, which its finisher does as it syncs it: a small file, whose body is one piece,
+/// until the file is flushed, which its finisher does as it checks it: a small file, whose body is one piece,
 /// is then written off the delegate queue, where every transfer's callbacks wait in turn (1,000 files of
 /// 64 KiB: 33 µs less per file there, docs/performance.md).
 /// Not thread-safe: one attempt owns it and touches it from the serial delegate queue, then hands it on.
@@ -138,11 +138,6 @@ package final class PartialFile {
             throw .local("cannot truncate \(path)", errno: errno)
         }
         written = 0
-    }
-
-    package func sync() throws(TransferFailure) {
-        try flush()
-        guard fsync(fd) == 0 else { throw .local("cannot sync \(path)", errno: errno) }
     }
 
     package func close() {

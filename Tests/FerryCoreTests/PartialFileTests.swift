@@ -30,7 +30,7 @@ import Glibc
         #expect(bytes == Data(repeating: 1, count: 16 << 10) + Data(repeating: 2, count: 1 << 10) + Data(repeating: 3, count: 20 << 10))
     }
 
-    @Test func thePieceThatCompletesTheFileWaitsForTheFlushThatSyncsIt() throws {
+    @Test func thePieceThatCompletesTheFileWaitsForTheFinishersFlush() throws {
         defer { unlink(path) }
         let file = try PartialFile(openingOrCreating: path, bufferSize: 64 << 10)
         file.expectedSize = 96 << 10
@@ -39,8 +39,8 @@ import Glibc
         // The last piece is kept as it came: the delegate queue writes nothing for it...
         try file.append(Data(repeating: 2, count: 64 << 10))
         #expect(onDisk() == 32 << 10 && file.size == 96 << 10 && file.written == 32 << 10)
-        // ...the finisher's sync does, after what came before it.
-        try file.sync()
+        // ...the finisher's flush does, after what came before it.
+        try file.flush()
         let bytes = try #require(FileManager.default.contents(atPath: path))
         #expect(bytes == Data(repeating: 1, count: 32 << 10) + Data(repeating: 2, count: 64 << 10))
         #expect(file.written == 96 << 10)

@@ -69,10 +69,10 @@ import FerryTransport
             Issue.record("not finished with a file: \(report.outcome)")
             return
         }
-        // The body is written when the finisher syncs the file, not before.
+        // The body is written when the finisher flushes the file, not before.
         let part = dir + "/7.bin.part"
         #expect(FileManager.default.contents(atPath: part) == Data())
-        try handover.file.sync()
+        try handover.file.flush()
         #expect(FileManager.default.contents(atPath: part) == Data(repeating: 5, count: 100))
         handover.file.close()
     }

@@ -114,6 +114,7 @@ import Testing
         let ended = transfer.ended(serial: attempt.serial, AttemptReport(outcome: handover(100), bytesDone: 100, fileName: "file.bin"))
         let token = try #require(finishes(ended).first)
         #expect(transfer.finishing && !transfer.busy && transfer.state == .running)
+        #expect(!transfer.holdsSlot, "a file being synced and published leaves its connection slot to the next")
 
         #expect(stops(transfer.cancel()).isEmpty)
         #expect(transfer.state == .running, "a cancel does not tear a file out of the finisher's hands")

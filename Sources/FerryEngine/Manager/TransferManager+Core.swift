@@ -98,9 +98,16 @@ extension TransferManager {
             }
         }
 
-        /// The items that hold a connection slot or are finishing, with their hosts: what the scheduler counts
-        /// against the caps. Kept up to date from `changed` (syncSlotHolders).
+        /// The items that hold a connection slot, with their hosts: what the scheduler counts against the caps.
+        /// Kept up to date from `changed` (syncSlotHolders).
         var slots = SlotBook()
+        /// The items finishing (FileFinisher): no slot, but no more than `finishingLimit` at once, each with
+        /// its file open (a disk slower than the network would pile them up). Kept up to date with `slots`.
+        var finishing: Set<TransferID> = []
+        /// How many items may be finishing at once: the scheduler starts nothing more while they are that many.
+        /// At most a quarter of the cache of loaded items: finishing items are loaded, and a cache full of them
+        /// would drop the items read ahead of their start (loadAhead) before they ran.
+        var finishingLimit: Int { min(max(64, 2 * caps.global), max(1, loadedLimit / 4)) }
         /// The items this engine may start: nil, every item; otherwise these only (a headless `get`/`put`
         /// runs its own batch and leaves the rest of the queue as it is). Items added or resumed through the
         /// engine join it.
@@ -131,12 +138,22 @@ extension TransferManager {
 
         /// After changes (`changed`, `removedNow`): the slot book follows the items that changed.
         mutating func syncSlotHolders() {
-            for id in removedNow { slots.set(id, nil) }
+            for id in removedNow {
+                slots.set(id, nil)
+                finishing.remove(id)
+            }
             for id in changed {
-                guard let item = items[id] else { slots.set(id, nil); continue }
-                let holds = item.holdsSlot || item.finishing
-                // Leaving its slot: what it moved since the last sample counts now.
-                if !holds, slots.holders[id] != nil { moved.count(item, bytes: item.bytesDone, tree: item.batch.map { trees[$0] != nil } ?? false) }
+                guard let item = items[id] else {
+                    slots.set(id, nil)
+                    finishing.remove(id)
+                    continue
+                }
+                let holds = item.holdsSlot
+                let wasMoving = slots.holders[id] != nil || finishing.contains(id)
+                if item.finishing { finishing.insert(id) } else { finishing.remove(id) }
+                // Leaving its slot, and again leaving its finish (whose file has its whole size only then): what
+                // it moved since it was last counted counts now.
+                if !holds, wasMoving { moved.count(item, bytes: item.bytesDone, tree: item.batch.map { trees[$0] != nil } ?? false) }
                 slots.set(id, holds ? queue.hostID(item.host) : nil)
             }
         }
@@ -156,10 +173,14 @@ extension TransferManager {
         /// for asserts on a small queue. True between changes (after the syncs), not in the middle of one.
         func violations() -> [String] {
             var found = queue.violations() + slots.violations()
-            let holding = Dictionary(uniqueKeysWithValues: items.values.lazy.filter { $0.holdsSlot || $0.finishing }
+            let holding = Dictionary(uniqueKeysWithValues: items.values.lazy.filter(\.holdsSlot)
                                         .map { ($0.id, queue.hostIDs[$0.host] ?? -1) })
             if holding != slots.holders {
                 found.append("the slot book \(slots.holders) is not the items holding slots \(holding): an item changed without touch")
+            }
+            let finishingNow = Set(items.values.lazy.filter(\.finishing).map(\.id))
+            if finishingNow != finishing {
+                found.append("the finishing items \(finishing.sorted()) are not those loaded finishing \(finishingNow.sorted())")
             }
             for (id, item) in items {
                 guard let at = queue.position(of: id, rank: item.rank) else {

@@ -87,10 +87,18 @@ extension TransferManager {
                 let spec = transfer.spec
                 let file = handover ?? segmentsHandover(transfer)
                 let modified = transfer.validators.lastModified.flatMap(HTTPDate.parse)
-                out.append { [finishQueue, names] in
+                out.append { [finishQueue, publishing] in
                     finishQueue.async {
-                        let result = FileFinisher.finish(file, spec: spec, names: names, modified: modified)
-                        self.event(id) { $0.finished(token: token, result) }
+                        let done: @Sendable (FileFinisher.Outcome) -> Void = { outcome in
+                            self.event(id) { $0.finished(token: token, outcome) }
+                        }
+                        switch FileFinisher.check(file, spec: spec, modified: modified) {
+                        case let .success(checked):
+                            publishing.send([.init(file: checked.file, fileName: checked.fileName, size: checked.size,
+                                                   spec: spec, done: done)])
+                        case let .failure(failure):
+                            done(.failure(failure))
+                        }
                     }
                 }
             }

@@ -29,7 +29,7 @@ extension TransferManager {
         let due = core.withLock { core -> (checkpoints: [(TransferID, Int64)], runs: [any TaskRun])? in
             var anyRunning = false
             var moved = false
-            // Only the items that hold a slot or are finishing can be running, busy or finishing: a sample costs
+            // Only the items that hold a slot can be running or busy: a sample costs
             // what moves, not the queue's length (a walk over a million queued items held the lock for long).
             let holders = core.slots.holders.keys.compactMap { core.items[$0] }
             for transfer in holders where transfer.state == .running && transfer.busy {
@@ -50,7 +50,7 @@ extension TransferManager {
                 core.version &+= 1
                 core.samples &+= 1
             }
-            if !anyRunning, !holders.contains(where: { $0.finishing }) {
+            if !anyRunning, core.finishing.isEmpty {
                 core.sampler?.cancel()
                 core.sampler = nil
             }

@@ -75,7 +75,7 @@ extension TransferManager {
     /// The row of the first running item: after the settled head of the queue, a walk of at most 100,000 rows
     /// (the items that run are near the first that are not done).
     private static func firstRunning(_ core: Core) -> Int? {
-        guard !core.slots.isEmpty else { return nil }
+        guard !core.slots.isEmpty || !core.finishing.isEmpty else { return nil }
         let start = min(core.settledPrefix, core.queue.count)
         for at in start..<min(core.queue.count, start + 100_000) {
             let entry = core.queue[at]
@@ -345,7 +345,7 @@ extension TransferManager {
     package var sampling: Bool { core.withLock { $0.sampler != nil } }
 
     /// Something holds a connection slot or is being finished: byte counts and rates are moving.
-    public var moving: Bool { core.withLock { !$0.slots.isEmpty } }
+    public var moving: Bool { core.withLock { !$0.slots.isEmpty || !$0.finishing.isEmpty } }
 
     /// Changes whenever a state, the order, a setting or a byte count changed (what `snapshot().version` says).
     public var version: UInt64 { core.withLock { $0.version } }

@@ -38,6 +38,9 @@ public final class TransferManager: Sendable {
     let storeWriter: StoreWriter
     let timerQueue = DispatchQueue(label: "ferry.timers")
     let finishQueue = DispatchQueue(label: "ferry.finish", attributes: .concurrent)
+    /// Files that checked out, synced and published in turn: those that become ready while a group is being
+    /// synced wait and go together in the next (FileFinisher.publish), one sync for them all.
+    let publishing: BatchedDelivery<FileFinisher.Checked>
     private let eventQueue = DispatchQueue(label: "ferry.events")
     /// What is told on its way to `monitor` (nil without one).
     private let announcements: BatchedDelivery<Told>?
@@ -71,6 +74,8 @@ public final class TransferManager: Sendable {
         self.clock = clock
         self.store = store
         self.storeWriter = StoreWriter(store: store, interval: configuration.storeWriteInterval)
+        let names = self.names
+        self.publishing = BatchedDelivery(queue: DispatchQueue(label: "ferry.publish")) { FileFinisher.publish($0, names: names) }
         self.monitor = monitor
         self.monitorHearsAdds = monitor?.hearsAdds ?? false
         // Queued under the engine's lock (in `mutate`): the monitor hears of the changes in their order,
@@ -98,7 +103,6 @@ public final class TransferManager: Sendable {
         var core = Core(caps: configuration.caps)
         core.loadedLimit = configuration.loadedLimit
         if case .ownItems = scope { core.runnable = [] }
-        let names = self.names
         // The queue's index only: each item is loaded when it runs or a command acts on it.
         try store.forEachIndexRow { row in
             if let claim = row.claim { names.adopt(directory: claim.directory, name: claim.name) }
@@ -323,7 +327,7 @@ public final class TransferManager: Sendable {
             loadAhead(picked, &core)
             for id in picked { effects += launch(id, &core) }
             launched.formUnion(picked)
-            let slotFreed = picked.contains { id in core.items[id].map { !$0.holdsSlot && !$0.finishing } ?? true }
+            let slotFreed = picked.contains { id in core.items[id].map { !$0.holdsSlot } ?? true }
             if !slotFreed { break }
         }
         if core.sampler == nil, core.items.values.contains(where: { $0.state == .running }) {
@@ -387,9 +391,12 @@ public final class TransferManager: Sendable {
         }.map { ($0.id, $0.host) }
         let streams = core.caps.streams
         let multiplexedIDs = Set(multiplexed.compactMap { knownHosts[$0] })
-        return Scheduler.pick(slotHoldersPerHost: core.slots.perHost, ready: ready,
-                              maxConcurrent: core.caps.global, maxPerHost: core.caps.perHost,
-                              waiting: core.queue.queuedPerHost) { multiplexedIDs.contains($0) ? streams : nil }
+        let room = core.finishingLimit - core.finishing.count
+        guard room > 0 else { return [] }
+        return Array(Scheduler.pick(slotHoldersPerHost: core.slots.perHost, ready: ready,
+                                    maxConcurrent: core.caps.global, maxPerHost: core.caps.perHost,
+                                    waiting: core.queue.queuedPerHost) { multiplexedIDs.contains($0) ? streams : nil }
+                        .prefix(room))
     }
 
     /// The largest queue whose core a debug build checks at every scheduling pass (Core.violations).

@@ -146,7 +146,11 @@ final class Transfer {
 
     /// An attempt (or a range's) is in flight or draining.
     var busy: Bool { !live.isEmpty }
-    var holdsSlot: Bool { state == .running || busy }
+    /// Holds a connection slot: an attempt runs or is about to. A finishing item (its body in, its file being
+    /// synced and published) holds none: files wait for their sync together (FileFinisher.publish), and a slot
+    /// held through it kept the next file from starting (a tree of 2,000 small files, 8 at a time, waited for
+    /// each group's sync 250 times over).
+    var holdsSlot: Bool { (state == .running && !finishing) || busy }
     /// Neither holds a slot nor waits for one, and will not until a command changes its state.
     var settled: Bool { state.isTerminal && !busy && !finishing }
     /// Nothing in flight, no timer and no finish pending: the item may go back to the store (a queued one is
