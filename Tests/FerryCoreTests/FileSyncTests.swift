@@ -79,28 +79,33 @@ import Glibc
         #expect(groups.withLock { $0 } == [[1], [2, 3, 4]])
     }
 
-    /// A group is synced, then each file takes its final name; a file whose sync fails keeps its `.part` file
-    /// and is told why, the others are published all the same.
+    /// A group is checked and synced, then each file takes its final name; a file whose sync fails, or that is
+    /// short, keeps its `.part` file and is told why, the others are published all the same.
     @Test func aGroupIsPublishedAndAFileThatCannotBeSyncedKeepsItsPartFile() throws {
         let directory = try Self.temporaryDirectory()
         defer { try? FileManager.default.removeItem(atPath: directory) }
         let names = NameClaims()
         let outcomes = Mutex<[Int: FileFinisher.Outcome]>([:])
-        var group: [FileFinisher.Checked] = []
-        for index in 0..<3 {
+        var group: [FileFinisher.Finishing] = []
+        for index in 0..<4 {
             let url = URL(string: "http://example.test/f\(index).bin")!
             let claim = try names.claim(directory: directory, name: "f\(index).bin")
             let file = PartialFile(path: PartialFile.path(directory: directory, name: claim.name), fd: claim.fd, bufferSize: 0)
+            // Written when the group is prepared, not before.
+            file.expectedSize = 6
             try file.append(Data("body \(index)".utf8))
-            try file.flush()
-            if index == 1 { file.close() }
-            group.append(.init(file: file, fileName: claim.name, size: file.size,
-                               spec: TransferSpec(download: url, directory: directory),
-                               done: { outcome in outcomes.withLock { $0[index] = outcome } }))
+            if index == 1 {
+                try file.flush()
+                file.close()
+            }
+            let handover = FileHandover(file: file, fileName: claim.name, total: index == 3 ? 100 : 6)
+            group.append(.init(handover: handover, spec: TransferSpec(download: url, directory: directory), modified: nil) { outcome in
+                outcomes.withLock { $0[index] = outcome }
+            })
         }
         FileFinisher.publish(group, names: names)
         let told = outcomes.withLock { $0 }
-        #expect(told.count == 3)
+        #expect(told.count == 4)
         for index in [0, 2] {
             guard case let .success(published)? = told[index] else {
                 Issue.record("file \(index): \(String(describing: told[index]))")
@@ -110,12 +115,14 @@ import Glibc
             #expect(FileManager.default.contents(atPath: directory + "/f\(index).bin") == Data("body \(index)".utf8))
             #expect(!FileManager.default.fileExists(atPath: directory + "/f\(index).bin.part"))
         }
-        guard case let .failure(failure)? = told[1] else {
-            Issue.record("the file that could not be synced: \(String(describing: told[1]))")
-            return
+        for (index, words) in [(1, "cannot sync"), (3, "received 6 of 100 bytes")] {
+            guard case let .failure(failure)? = told[index] else {
+                Issue.record("file \(index) should have failed: \(String(describing: told[index]))")
+                continue
+            }
+            #expect(failure.message.contains(words))
+            #expect(FileManager.default.fileExists(atPath: directory + "/f\(index).bin.part"))
+            #expect(!FileManager.default.fileExists(atPath: directory + "/f\(index).bin"))
         }
-        #expect(failure.message.contains("cannot sync"))
-        #expect(FileManager.default.fileExists(atPath: directory + "/f1.bin.part"))
-        #expect(!FileManager.default.fileExists(atPath: directory + "/f1.bin"))
     }
 }

@@ -87,18 +87,16 @@ extension TransferManager {
                 let spec = transfer.spec
                 let file = handover ?? segmentsHandover(transfer)
                 let modified = transfer.validators.lastModified.flatMap(HTTPDate.parse)
+                let finishing = FileFinisher.Finishing(handover: file, spec: spec, modified: modified) { outcome in
+                    self.event(id) { $0.finished(token: token, outcome) }
+                }
                 out.append { [finishQueue, publishing] in
+                    // Straight to the publish queue (one hop for the files that are ready together), unless its
+                    // SHA-256 must be checked first.
+                    guard spec.sha256 != nil else { return publishing.send([finishing]) }
                     finishQueue.async {
-                        let done: @Sendable (FileFinisher.Outcome) -> Void = { outcome in
-                            self.event(id) { $0.finished(token: token, outcome) }
-                        }
-                        switch FileFinisher.check(file, spec: spec, modified: modified) {
-                        case let .success(checked):
-                            publishing.send([.init(file: checked.file, fileName: checked.fileName, size: checked.size,
-                                                   spec: spec, done: done)])
-                        case let .failure(failure):
-                            done(.failure(failure))
-                        }
+                        if let failure = FileFinisher.verify(finishing) { return finishing.done(.failure(failure)) }
+                        publishing.send([finishing])
                     }
                 }
             }

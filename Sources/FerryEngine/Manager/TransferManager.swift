@@ -37,10 +37,11 @@ public final class TransferManager: Sendable {
     let store: any QueueStore
     let storeWriter: StoreWriter
     let timerQueue = DispatchQueue(label: "ferry.timers")
+    /// Where a finished file's SHA-256 is checked (FileFinisher.verify), files in parallel.
     let finishQueue = DispatchQueue(label: "ferry.finish", attributes: .concurrent)
-    /// Files that checked out, synced and published in turn: those that become ready while a group is being
+    /// Downloaded files, checked, synced and published in turn: those that become ready while a group is being
     /// synced wait and go together in the next (FileFinisher.publish), one sync for them all.
-    let publishing: BatchedDelivery<FileFinisher.Checked>
+    let publishing: BatchedDelivery<FileFinisher.Finishing>
     private let eventQueue = DispatchQueue(label: "ferry.events")
     /// What is told on its way to `monitor` (nil without one).
     private let announcements: BatchedDelivery<Told>?
