@@ -51,25 +51,27 @@ extension SQLiteQueueStore {
     }
 
     public func recordListing(_ listing: WalkListing, reuse: Bool) throws -> [QueueAddition]? {
+        // Its statements prepared once (cachedStatement), not at each listing's write: about 1 % of a 2,000-file
+        // tree's samples went to preparing them (perf).
         try writing { db in
-            guard try Bool.fetchOne(db, sql: "SELECT held FROM walk WHERE batch = ?", arguments: [listing.batch]) == false else { return nil }
+            guard try Bool.fetchOne(db.cachedStatement(sql: "SELECT held FROM walk WHERE batch = ?"), arguments: [listing.batch]) == false else { return nil }
             let added = listing.specs.isEmpty ? [] : try insertItems(db, listing.specs, batch: listing.batch, reuse: reuse)
             try insertDirectories(db, batch: listing.batch, listing.children)
-            try db.execute(sql: "UPDATE walk_dir SET state = ? WHERE batch = ? AND key = ?",
-                           arguments: [listing.state.rawValue, listing.batch, WalkDirectory.key(listing.directory)])
+            try db.cachedStatement(sql: "UPDATE walk_dir SET state = ? WHERE batch = ? AND key = ?")
+                .execute(arguments: [listing.state.rawValue, listing.batch, WalkDirectory.key(listing.directory)])
             // The lines within their caps: the walk's rule (WalkProgress.note) on what is kept.
             let decoder = JSONDecoder()
             var progress = WalkProgress(batch: listing.batch)
-            if let row = try Row.fetchOne(db, sql: "SELECT leftAloneLines, trouble FROM walk WHERE batch = ?", arguments: [listing.batch]) {
+            if let row = try Row.fetchOne(db.cachedStatement(sql: "SELECT leftAloneLines, trouble FROM walk WHERE batch = ?"), arguments: [listing.batch]) {
                 progress.leftAloneLines = (try? decoder.decode([String].self, from: Data((row[0] as String).utf8))) ?? []
                 progress.trouble = (try? decoder.decode([String].self, from: Data((row[1] as String).utf8))) ?? []
             }
             progress.note(leftAlone: listing.leftAloneLines, trouble: listing.trouble)
-            try db.execute(sql: """
+            try db.cachedStatement(sql: """
                 UPDATE walk SET found = found + ?, present = present + ?, leftAlone = leftAlone + ?, replacing = replacing + ?,
                     leftAloneLines = ?, trouble = ? WHERE batch = ?
-                """, arguments: [listing.found, listing.present, listing.leftAlone, listing.replacing,
-                                 try json(progress.leftAloneLines), try json(progress.trouble), listing.batch])
+                """).execute(arguments: [listing.found, listing.present, listing.leftAlone, listing.replacing,
+                                        try json(progress.leftAloneLines), try json(progress.trouble), listing.batch])
             return added
         }
     }

@@ -13,7 +13,7 @@ extension SQLiteQueueStore {
 
     /// `add` inside a write (a walk's listing adds its files in its own transaction).
     func insertItems(_ db: Database, _ specs: [TransferSpec], batch: Int64?, reuse: Bool) throws -> [QueueAddition] {
-        var position = try Int.fetchOne(db, sql: "SELECT COALESCE(MAX(position), -1) + 1 FROM transfer") ?? 0
+        var position = try Int.fetchOne(db.cachedStatement(sql: "SELECT COALESCE(MAX(position), -1) + 1 FROM transfer")) ?? 0
         let now = Date().timeIntervalSince1970
         let insert = try db.cachedStatement(sql: """
             INSERT INTO transfer (position, direction, url, spec, state, rateLimit, batch, identity, host, name, bytesExpected, createdAt, updatedAt)
@@ -106,7 +106,7 @@ extension SQLiteQueueStore {
 
     /// The leftovers of `identities` (most adds have none: the table is usually empty).
     static func leftovers(_ db: Database, identities: [String]) throws -> [String: Leftover] {
-        guard try Int.fetchOne(db, sql: "SELECT 1 FROM leftover LIMIT 1") != nil else { return [:] }
+        guard try Int.fetchOne(db.cachedStatement(sql: "SELECT 1 FROM leftover LIMIT 1")) != nil else { return [:] }
         var found: [String: Leftover] = [:]
         try whereIn(db, "SELECT identity, value FROM leftover", column: "identity", identities) { row in
             if let text: String = row[1], let leftover = try? JSONDecoder().decode(Leftover.self, from: Data(text.utf8)) { found[row[0]] = leftover }
