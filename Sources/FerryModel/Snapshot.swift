@@ -233,6 +233,9 @@ public struct QueueTotals: Sendable, Equatable, Codable {
     /// The highest id in the queue (nil from an engine that does not say): what a rule marked now covers, so
     /// that items added after it are not taken by it.
     public var lastID: Int64?
+    /// Of the running items, those finishing: their bodies in, their files being synced and published; they hold
+    /// no connection, so they are not among the transfers at once (nil from an engine that does not say).
+    public var finishing: Int?
     public init() {}
 
     /// The items per state among `items`.

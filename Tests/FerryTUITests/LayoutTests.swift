@@ -32,6 +32,28 @@ import Testing
         }
     }
 
+    /// Items finishing (their files being synced, no connection held) are said apart from the running ones:
+    /// with `-j 4` a tree of small files showed "14 running" beside "4 at once".
+    @Test func theHeaderSaysTheFinishingApartFromTheRunning() {
+        var totals = QueueTotals()
+        totals.count = [.running: 14, .queued: 808, .completed: 1178]
+        totals.finishing = 10
+        let queue = QueueSnapshot(version: 1, items: [], totals: totals, maxConcurrent: 4, maxPerHost: 4)
+        let wide = Fixtures.render(Fixtures.state(width: 160, height: 10), queue).lines[0]
+        #expect(wide.contains("4 running, 10 finishing, 808 queued, 1178 done"), "\(wide)")
+        #expect(wide.contains("4 at once"))
+        // Crowded: the counts as glyphs, the finishing still apart.
+        let narrow = Fixtures.render(Fixtures.state(width: 60, height: 10), queue).lines[0]
+        #expect(narrow.contains("4+10"), "\(narrow)")
+        // All of them finishing, and an engine that does not say.
+        totals.finishing = 14
+        let all = Fixtures.render(Fixtures.state(width: 160, height: 10), QueueSnapshot(version: 1, items: [], totals: totals, maxConcurrent: 4, maxPerHost: 4)).lines[0]
+        #expect(all.contains("14 finishing, 808 queued") && !all.contains("running"), "\(all)")
+        totals.finishing = nil
+        let old = Fixtures.render(Fixtures.state(width: 160, height: 10), QueueSnapshot(version: 1, items: [], totals: totals, maxConcurrent: 4, maxPerHost: 4)).lines[0]
+        #expect(old.contains("14 running, 808 queued"), "\(old)")
+    }
+
     @Test func hostileNameIsDrawnInert() {
         let hostile = "\u{1B}]0;pwned\u{07}\u{1B}[2Jevil\u{202E}gpj.exe\u{9B}31m\u{7F}\r\n\u{0}.iso"
         var queue = Fixtures.queue()

@@ -15,6 +15,7 @@ extension TransferManager {
             var totals = QueueTotals()
             totals.count = core.queue.counts
             totals.lastID = core.nextID - 1
+            totals.finishing = core.finishing.count
             // While anything runs (only items holding a slot can): the engine's bytes moved per second, finished
             // files included; until that has two samples, the sum of the running items' rates.
             let running = core.slots.holders.keys.compactMap { core.items[$0] }.filter { $0.state == .running }

@@ -14,8 +14,17 @@ enum HeaderBar {
             + "  \(context.directionGlyph(.upload)) \(ByteFormat.rate(totals.uploadBytesPerSecond))  "
         let order: [TransferState] = [.running, .waiting, .queued, .paused, .completed, .failed, .cancelled]
         let present = order.compactMap { state in totals.count[state].flatMap { $0 > 0 ? (state, state.label, $0) : nil } }
-        let counts = present.isEmpty ? "empty" : present.map { "\($0.2) \($0.1)" }.joined(separator: ", ")
-        let glyphs = present.isEmpty ? "empty" : present.map { "\(context.stateGlyph($0.0))\($0.2)" }.joined(separator: " ")
+        // The running items that are finishing (their files being synced) hold no connection: said apart, so that
+        // the running are never more than "N at once".
+        let finishing = min(totals.finishing ?? 0, totals.count[.running] ?? 0)
+        let counts = present.isEmpty ? "empty" : present.map { state, label, count in
+            guard state == .running, finishing > 0 else { return "\(count) \(label)" }
+            return (count > finishing ? "\(count - finishing) \(label), " : "") + "\(finishing) finishing"
+        }.joined(separator: ", ")
+        let glyphs = present.isEmpty ? "empty" : present.map { state, _, count in
+            guard state == .running, finishing > 0 else { return "\(context.stateGlyph(state))\(count)" }
+            return "\(context.stateGlyph(state))\(count - finishing)+\(finishing)"
+        }.joined(separator: " ")
 
         // What says which rows are shown, and where the selection is among them (`512/2041`): never cut (the
         // filter, typed by the user, is made safe and kept short).
