@@ -83,13 +83,10 @@ public final class NameClaims: Sendable {
     /// taken meanwhile (by another program), the next free numbered name is used. Returns the base name used.
     /// With `replacing`, a file already under the name that it may replace (FileOrigin.mayReplace) is replaced
     /// (renamed over, at once); any other file keeps its name and this one takes the next free one.
-    /// The directory is synced afterwards unless `syncingDirectory` is false (the caller syncs it, with others:
-    /// FileSync.syncDirectories).
-    package func publish(directory: String, name: String, replacing: TransferSpec.Replacing? = nil,
-                         syncingDirectory: Bool = true) throws(TransferFailure) -> String {
+    /// The caller makes the directory's new entry durable (FileSync.syncDirectories, once for a group's files).
+    package func publish(directory: String, name: String, replacing: TransferSpec.Replacing? = nil) throws(TransferFailure) -> String {
         let partPath = PartialFile.path(directory: directory, name: name)
         if let replacing, FileOrigin.mayReplace(at: directory + "/" + name, replacing), rename(partPath, directory + "/" + name) == 0 {
-            if syncingDirectory { Self.syncDirectory(directory) }
             return name
         }
         for n in 0..<Self.maxAttempts {
@@ -106,7 +103,6 @@ public final class NameClaims: Sendable {
             if link(partPath, finalPath) == 0 {
                 unlink(partPath)
                 if n > 0 { release(directory: directory, name: name) }
-                if syncingDirectory { Self.syncDirectory(directory) }
                 return candidate
             }
             let err = errno
@@ -119,7 +115,6 @@ public final class NameClaims: Sendable {
                 if Self.exists(finalPath) { continue }
                 if rename(partPath, finalPath) == 0 {
                     if n > 0 { release(directory: directory, name: name) }
-                    if syncingDirectory { Self.syncDirectory(directory) }
                     return candidate
                 }
             }
@@ -131,12 +126,5 @@ public final class NameClaims: Sendable {
     package static func exists(_ path: String) -> Bool {
         var st = stat()
         return lstat(path, &st) == 0
-    }
-
-    package static func syncDirectory(_ directory: String) {
-        let fd = open(directory, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
-        guard fd >= 0 else { return }
-        _ = fsync(fd)
-        _ = close(fd)
     }
 }

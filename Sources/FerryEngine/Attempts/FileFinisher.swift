@@ -68,35 +68,33 @@ enum FileFinisher {
     /// a final name.
     static func publish(_ files: [Finishing], names: NameClaims) {
         var outcomes = [Outcome?](repeating: nil, count: files.count)
-        var ready: [(index: Int, file: PartialFile, fileName: String, size: Int64)] = []
+        // Those that checked out (a handover, then): their index in `files` and their size.
+        var ready: [(index: Int, size: Int64)] = []
         for (index, finishing) in files.enumerated() {
             switch prepare(finishing) {
-            case let .success(size):
-                let handover = finishing.handover!
-                ready.append((index, handover.file, handover.fileName, size))
-            case let .failure(failure):
-                outcomes[index] = .failure(failure)
+            case let .success(size): ready.append((index, size))
+            case let .failure(failure): outcomes[index] = .failure(failure)
             }
         }
-        let failedSyncs = FileSync.syncTogether(ready.map(\.file.fd))
+        let failedSyncs = FileSync.syncTogether(ready.map { files[$0.index].handover!.file.fd })
         var directories: [String] = []
         var seen: Set<String> = []
-        for (at, file) in ready.enumerated() {
-            let spec = files[file.index].spec
-            defer { file.file.close() }
+        for (at, (index, size)) in ready.enumerated() {
+            let spec = files[index].spec
+            let handover = files[index].handover!
+            defer { handover.file.close() }
             if let err = failedSyncs[at] {
-                outcomes[file.index] = .failure(.local("cannot sync \(file.file.path)", errno: err))
+                outcomes[index] = .failure(.local("cannot sync \(handover.file.path)", errno: err))
                 continue
             }
             do throws(TransferFailure) {
-                let finalName = try names.publish(directory: spec.directory, name: file.fileName,
-                                                  replacing: spec.replacing, syncingDirectory: false)
-                names.release(directory: spec.directory, name: file.fileName)
+                let finalName = try names.publish(directory: spec.directory, name: handover.fileName, replacing: spec.replacing)
+                names.release(directory: spec.directory, name: handover.fileName)
                 names.release(directory: spec.directory, name: finalName)
                 if seen.insert(spec.directory).inserted { directories.append(spec.directory) }
-                outcomes[file.index] = .success((finalName, file.size))
+                outcomes[index] = .success((finalName, size))
             } catch {
-                outcomes[file.index] = .failure(error)
+                outcomes[index] = .failure(error)
             }
         }
         FileSync.syncDirectories(directories)
