@@ -419,13 +419,13 @@ extension TransferManager {
         let done = changed.filter { id in core.items[id].map(Self.isFinished) ?? true }
         guard !done.isEmpty else { return [] }
         var finished: [CheckedContinuation<Void, Never>] = []
-        for (token, var waiter) in core.waiters {
-            waiter.pending.subtract(done)
-            if waiter.pending.isEmpty {
+        // Each waiter's set changed where it is kept: a copy of it taken out and put back shared its storage with
+        // the one still in `waiters`, so each change copied the whole set (a headless run waits for every item it
+        // has: O(n) per finished item, quadratic in the queue).
+        for token in Array(core.waiters.keys) {
+            core.waiters[token]!.pending.subtract(done)
+            if core.waiters[token]!.pending.isEmpty, let waiter = core.waiters.removeValue(forKey: token) {
                 finished.append(waiter.continuation)
-                core.waiters.removeValue(forKey: token)
-            } else {
-                core.waiters[token] = waiter
             }
         }
         return finished
