@@ -18,7 +18,7 @@ extension SQLiteQueueStore {
                 var item = QueueIndexRow(id: TransferID(row[0]), position: row[1], state: TransferState(rawValue: row[2]) ?? .queued,
                                          batch: row[3], host: row[4])
                 if let name: String = row[5], let text: String = row[6],
-                   let spec = try? JSONDecoder().decode(TransferSpec.self, from: Data(text.utf8)) {
+                   let spec = try? SpecJSON.decode(text) {
                     item.claim = (spec.directory, name)
                 }
                 try body(item)

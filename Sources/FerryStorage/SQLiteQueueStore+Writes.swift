@@ -22,7 +22,7 @@ extension SQLiteQueueStore {
         var added: [QueueAddition] = []
         added.reserveCapacity(specs.count)
         // The specs of one command differ in their URLs at most: their JSON (without the URL) is made once.
-        var specJSON: (spec: TransferSpec, text: String)?
+        var specText: (spec: TransferSpec, text: String)?
         let identities = specs.map(\.identity)
         // Which of them the queue holds already, asked for all at once (most adds find none); and those this
         // add queues, for a list that names one transfer twice.
@@ -41,7 +41,7 @@ extension SQLiteQueueStore {
                     stored.url = Self.specURL
                     let limit = spec.rateLimit != previous.rateLimit ? spec.rateLimit : found.rateLimit
                     try db.cachedStatement(sql: "UPDATE transfer SET spec = ?, rateLimit = ? WHERE id = ?")
-                        .execute(arguments: [try json(stored), limit, found.id.rawValue])
+                        .execute(arguments: [try specJSON(stored), limit, found.id.rawValue])
                     found.spec = spec
                     found.rateLimit = limit
                 }
@@ -50,9 +50,9 @@ extension SQLiteQueueStore {
             }
             var stored = spec
             stored.url = Self.specURL
-            if specJSON?.spec != stored { specJSON = (stored, try json(stored)) }
+            if specText?.spec != stored { specText = (stored, try specJSON(stored)) }
             try RowWrite.run(insert, in: db, [.integer(Int64(position)), .text(spec.direction.rawValue), .text(spec.url.absoluteString),
-                                               .text(specJSON?.text), .integer(spec.rateLimit), .integer(batch), .text(identity),
+                                               .text(specText?.text), .integer(spec.rateLimit), .integer(batch), .text(identity),
                                                .text(spec.host), .text(Self.uploadName(spec)), .integer(spec.mirror?.size), .real(now), .real(now)])
             let id = TransferID(db.lastInsertedRowID)
             if reuse, let identity { queued.insert(identity) }
@@ -89,7 +89,7 @@ extension SQLiteQueueStore {
     public func saveSpec(_ id: TransferID, _ spec: TransferSpec) throws {
         var stored = spec
         stored.url = Self.specURL
-        let text = try json(stored)
+        let text = try specJSON(stored)
         try writing { db in
             try db.cachedStatement(sql: "UPDATE transfer SET spec = ?, identity = ?, name = ? WHERE id = ?")
                 .execute(arguments: [text, spec.identity, Self.uploadName(spec), id.rawValue])

@@ -90,6 +90,11 @@ public final class SQLiteQueueStore: QueueStore {
         String(decoding: try encoder.encode(value), as: UTF8.self)
     }
 
+    /// A spec as a row keeps it (`transfer.spec`): a download's written by SpecJSON, any other by JSONEncoder.
+    func specJSON(_ spec: TransferSpec) throws -> String {
+        try SpecJSON.encodeDownload(spec) ?? json(spec)
+    }
+
     /// The URL a row's `spec` JSON holds since an add stopped writing the URL twice: the `url` column is the
     /// spec's URL (rows written before hold it in both).
     static let specURL = URL(string: "ferry:url-column")!

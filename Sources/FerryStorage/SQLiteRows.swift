@@ -94,7 +94,7 @@ struct RowDecoder {
         if let last, last.text == text {
             spec = last.spec
         } else {
-            spec = try JSONDecoder().decode(TransferSpec.self, from: Data(text.utf8))
+            spec = try SpecJSON.decode(text)
             last = (text, spec)
         }
         if let url = URL(string: row["url"]) { spec.url = url }
