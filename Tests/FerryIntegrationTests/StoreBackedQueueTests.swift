@@ -378,6 +378,37 @@ import TestHTTPServer
         for index in 1...24 { #expect(dir.contents("\(index).bin") == body) }
     }
 
+    /// Session 37: a finishing item holds no slot (its file waits for its group's sync), but while `finishingLimit`
+    /// items are finishing nothing more starts: each holds its file open and stays loaded, and a disk slower than the
+    /// network would pile them up. With a cache of 8 the limit is 2; the publish queue held, what finishes waits.
+    @Test func nothingStartsWhileTheFinishingLimitIsReached() async throws {
+        let body = Resource.randomBytes(count: 3_000, seed: 23)
+        for index in 1...10 { server.route("/f/\(index).bin", .serve(Resource(body: body))) }
+        var configuration = testConfiguration(maxConcurrent: 4)
+        configuration.loadedLimit = 8
+        let manager = try TransferManager(configuration: configuration, store: SQLiteQueueStore(path: storePath))
+        defer { manager.shutdown() }
+        #expect(manager.core.withLock { $0.finishingLimit } == 2)
+        let hold = DispatchSemaphore(value: 0)
+        manager.publishQueue.async { hold.wait() }
+        defer { hold.signal() }  // before the shutdown, which waits for what is finishing, should a check fail
+        let ids = manager.add((1...10).map { TransferSpec(download: server.url("/f/\($0).bin"), directory: dir.path) })
+        func moving(_ core: TransferManager.Core) -> Int { core.items.values.filter { $0.state == .running && !$0.finishing }.count }
+        // Those started before the limit was reached finish too (a slot's item is never stopped for it), then none runs.
+        try await eventually("the limit reached and nothing running") {
+            manager.core.withLock { $0.finishing.count >= 2 && moving($0) == 0 }
+        }
+        let (finishing, queued) = manager.core.withLock { ($0.finishing.count, $0.queue.counts[.queued] ?? 0) }
+        #expect(finishing < 10 && queued == 10 - finishing, "\(finishing) finishing, \(queued) queued")
+        // A pass of the scheduler now (a command's) starts nothing either.
+        _ = try manager.perform(.resume(Selection(all: true)))
+        #expect(manager.core.withLock { moving($0) } == 0)
+        hold.signal()
+        try await finish(manager, Set(ids))
+        #expect(manager.counts == [.completed: 10])
+        for index in 1...10 { #expect(dir.contents("\(index).bin") == body) }
+    }
+
     /// Issue 24, bug 7: the header's rate is the engine's bytes moved per second, and a file that finishes
     /// between two samples counts in it (the sum of the running items' rates said 0 B/s while small files came
     /// one after another). Every byte of 30 small files is counted once; a reload does not count its past again.

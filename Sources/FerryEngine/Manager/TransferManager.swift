@@ -42,6 +42,8 @@ public final class TransferManager: Sendable {
     /// Downloaded files, checked, synced and published in turn: those that become ready while a group is being
     /// synced wait and go together in the next (FileFinisher.publish), one sync for them all.
     let publishing: BatchedDelivery<FileFinisher.Finishing>
+    /// The queue `publishing` delivers on (a test holds it to keep items finishing).
+    let publishQueue = DispatchQueue(label: "ferry.publish")
     private let eventQueue = DispatchQueue(label: "ferry.events")
     /// What is told on its way to `monitor` (nil without one).
     private let announcements: BatchedDelivery<Told>?
@@ -76,7 +78,7 @@ public final class TransferManager: Sendable {
         self.store = store
         self.storeWriter = StoreWriter(store: store, interval: configuration.storeWriteInterval)
         let names = self.names
-        self.publishing = BatchedDelivery(queue: DispatchQueue(label: "ferry.publish")) { FileFinisher.publish($0, names: names) }
+        self.publishing = BatchedDelivery(queue: publishQueue) { FileFinisher.publish($0, names: names) }
         self.monitor = monitor
         self.monitorHearsAdds = monitor?.hearsAdds ?? false
         // Queued under the engine's lock (in `mutate`): the monitor hears of the changes in their order,
