@@ -23,21 +23,21 @@ enum SpecJSON {
         guard spec.direction == .download, spec.upload == nil else { return nil }
         var out = "{\"direction\":\"download\",\"url\":"
         out.reserveCapacity(160 + spec.directory.utf8.count + (spec.fileName?.utf8.count ?? 0))
-        string(spec.url.absoluteString, into: &out)
+        out += JSONText.string(spec.url.absoluteString)
         out += ",\"headers\":["
         for (index, header) in spec.headers.enumerated() {
             out += index == 0 ? "{\"name\":" : ",{\"name\":"
-            string(header.name, into: &out)
+            out += JSONText.string(header.name)
             out += ",\"value\":"
-            string(header.value, into: &out)
+            out += JSONText.string(header.value)
             out += "}"
         }
         out += "],\"directory\":"
-        string(spec.directory, into: &out)
+        out += JSONText.string(spec.directory)
         func member(_ key: String, _ text: String?) {
             guard let text else { return }
             out += ",\"\(key)\":"
-            string(text, into: &out)
+            out += JSONText.string(text)
         }
         member("fileName", spec.fileName)
         member("sha256", spec.sha256)
@@ -58,34 +58,6 @@ enum SpecJSON {
         }
         out += "}"
         return out
-    }
-
-    /// `text` as a JSON string: quotes, backslashes and controls escaped, the rest as it is.
-    private static func string(_ text: String, into out: inout String) {
-        out += "\""
-        var plain = true
-        for byte in text.utf8 where byte < 0x20 || byte == 0x22 || byte == 0x5C {
-            plain = false
-            break
-        }
-        if plain {
-            out += text
-        } else {
-            for scalar in text.unicodeScalars {
-                switch scalar {
-                case "\"": out += "\\\""
-                case "\\": out += "\\\\"
-                case "\n": out += "\\n"
-                case "\r": out += "\\r"
-                case "\t": out += "\\t"
-                case _ where scalar.value < 0x20:
-                    let hex = String(scalar.value, radix: 16)
-                    out += "\\u" + String(repeating: "0", count: 4 - hex.count) + hex
-                default: out.unicodeScalars.append(scalar)
-                }
-            }
-        }
-        out += "\""
     }
 
     /// The spec in `text`, or nil when it is not a download spec of the shape above.
