@@ -21,11 +21,25 @@ package enum FileSync {
     /// one was.
     package static func syncTogether(_ fds: [Int32]) -> [Int: Int32] {
         var failed: [Int: Int32] = [:]
+        func syncEach(_ indexes: some Sequence<Int>) {
+            for index in indexes where fsync(fds[index]) != 0 { failed[index] = errno }
+        }
+        guard fds.count > 1, groupSyncHolds else {
+            syncEach(fds.indices)
+            return failed
+        }
         var byDevice: [UInt64: [Int]] = [:]
         var order: [UInt64] = []
+        // A file system's kind asked once per device, not once per file.
+        var trustedDevices: [UInt64: Bool] = [:]
         for (index, fd) in fds.enumerated() {
-            guard fds.count > 1, groupSyncHolds, let device = device(fd), trusted(fd) else {
-                if fsync(fd) != 0 { failed[index] = errno }
+            guard let device = device(fd) else {
+                syncEach(CollectionOfOne(index))
+                continue
+            }
+            if trustedDevices[device] == nil { trustedDevices[device] = trusted(fd) }
+            guard trustedDevices[device]! else {
+                syncEach(CollectionOfOne(index))
                 continue
             }
             if byDevice[device] == nil { order.append(device) }
@@ -34,7 +48,7 @@ package enum FileSync {
         for device in order {
             let indexes = byDevice[device]!
             if indexes.count > 1, syncfs(fds[indexes[0]]) == 0 { continue }
-            for index in indexes where fsync(fds[index]) != 0 { failed[index] = errno }
+            syncEach(indexes)
         }
         return failed
     }

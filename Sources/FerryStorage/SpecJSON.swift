@@ -10,6 +10,8 @@ import Foundation
 /// each time; a tree's specs differ file by file, so no two rows share one. JSONDecoder took about 60 µs a row,
 /// 3-6 % of a 10,000- or 30,000-file tree's CPU (docs/trees.md, session 38); this takes a few.
 enum SpecJSON {
+    private static let specURLText = SQLiteQueueStore.specURL.absoluteString
+
     /// The spec a row keeps: read here when it is a download's of the usual shape, by JSONDecoder otherwise.
     static func decode(_ text: String) throws -> TransferSpec {
         if let spec = decodeDownload(text) { return spec }
@@ -233,14 +235,16 @@ enum SpecJSON {
             return nil
         }
 
-        /// An optional member: nil for `null`, the value otherwise; false (through `ok`) when it is neither.
-        mutating func optional<T>(_ value: (inout Reader) -> T?, ok: inout Bool) -> T? {
-            if null() { return nil }
-            guard let found = value(&self) else {
-                ok = false
-                return nil
+        /// A member's value into `target`: `null` is nil where the member is optional; false when the value is not
+        /// of the member's shape.
+        mutating func read<T>(_ value: (inout Reader) -> T?, into target: inout T?, optional: Bool = true) -> Bool {
+            if optional, null() {
+                target = nil
+                return true
             }
-            return found
+            guard let found = value(&self) else { return false }
+            target = found
+            return true
         }
 
         mutating func headers() -> [HTTPHeader]? {
@@ -252,11 +256,10 @@ enum SpecJSON {
                 var value: String?
                 guard object({ reader, key in
                     switch key {
-                    case "name": name = reader.string()
-                    case "value": value = reader.string()
+                    case "name": return reader.read({ $0.string() }, into: &name, optional: false)
+                    case "value": return reader.read({ $0.string() }, into: &value, optional: false)
                     default: return false
                     }
-                    return (key == "name" ? name : value) != nil
                 }), let name, let value else { return nil }
                 headers.append(HTTPHeader(name: name, value: value))
                 if take(0x2C) { continue }
@@ -266,15 +269,17 @@ enum SpecJSON {
 
         mutating func mirror() -> TransferSpec.MirrorOf? {
             var mirror = TransferSpec.MirrorOf(size: nil, modified: nil)
-            var ok = true
             guard object({ reader, key in
                 switch key {
-                case "size": mirror.size = reader.optional({ $0.integer() }, ok: &ok)
-                case "modified": mirror.modified = reader.optional({ $0.double() }, ok: &ok).map(Date.init(timeIntervalSinceReferenceDate:))
-                case "replacesAnyFile": mirror.replacesAnyFile = reader.optional({ $0.bool() }, ok: &ok)
+                case "size": return reader.read({ $0.integer() }, into: &mirror.size)
+                case "replacesAnyFile": return reader.read({ $0.bool() }, into: &mirror.replacesAnyFile)
+                case "modified":
+                    var seconds: Double?
+                    guard reader.read({ $0.double() }, into: &seconds) else { return false }
+                    mirror.modified = seconds.map(Date.init(timeIntervalSinceReferenceDate:))
+                    return true
                 default: return false
                 }
-                return ok
             }) else { return nil }
             return mirror
         }
@@ -291,29 +296,25 @@ enum SpecJSON {
             var netrcFile: String?
             var sshAgent: String?
             var mirror: TransferSpec.MirrorOf?
-            var ok = true
             guard object({ reader, key in
                 switch key {
-                case "direction": direction = reader.string()
-                    return direction != nil
+                case "direction": return reader.read({ $0.string() }, into: &direction, optional: false)
                 case "url":
-                    guard let text = reader.string() else { return false }
-                    url = text == SQLiteQueueStore.specURL.absoluteString ? SQLiteQueueStore.specURL : URL(string: text)
-                    return url != nil
-                case "headers": headers = reader.headers()
-                    return headers != nil
-                case "directory": directory = reader.string()
-                    return directory != nil
-                case "fileName": fileName = reader.optional({ $0.string() }, ok: &ok)
-                case "sha256": sha256 = reader.optional({ $0.string() }, ok: &ok)
-                case "segments": segments = reader.optional({ $0.integer() }, ok: &ok)
-                case "rateLimit": rateLimit = reader.optional({ $0.integer() }, ok: &ok)
-                case "netrcFile": netrcFile = reader.optional({ $0.string() }, ok: &ok)
-                case "sshAgent": sshAgent = reader.optional({ $0.string() }, ok: &ok)
-                case "mirror": mirror = reader.optional({ $0.mirror() }, ok: &ok)
+                    // The stand-in every row written since the `url` column holds the URL has: not parsed again.
+                    return reader.read({ reader in
+                        reader.string().flatMap { $0 == SpecJSON.specURLText ? SQLiteQueueStore.specURL : URL(string: $0) }
+                    }, into: &url, optional: false)
+                case "headers": return reader.read({ $0.headers() }, into: &headers, optional: false)
+                case "directory": return reader.read({ $0.string() }, into: &directory, optional: false)
+                case "fileName": return reader.read({ $0.string() }, into: &fileName)
+                case "sha256": return reader.read({ $0.string() }, into: &sha256)
+                case "segments": return reader.read({ $0.integer() }, into: &segments)
+                case "rateLimit": return reader.read({ $0.integer() }, into: &rateLimit)
+                case "netrcFile": return reader.read({ $0.string() }, into: &netrcFile)
+                case "sshAgent": return reader.read({ $0.string() }, into: &sshAgent)
+                case "mirror": return reader.read({ $0.mirror() }, into: &mirror)
                 default: return false  // an upload's, or a key this does not know: JSONDecoder's
                 }
-                return ok
             }) else { return nil }
             guard direction == Direction.download.rawValue, let url, let headers, let directory else { return nil }
             var spec = TransferSpec(download: url, directory: directory, headers: headers)
