@@ -1,3 +1,4 @@
+import CFileSystem
 import FerryModel
 import Foundation
 #if canImport(Glibc)
@@ -7,7 +8,8 @@ import Synchronization
 
 /// Hands out final file names so that no existing file is overwritten and no two transfers,
 /// in this process or another, write the same name: the `.part` file is created with O_EXCL,
-/// and the final name is taken with link(2), which fails rather than replace a file.
+/// and the final name is taken with renameat2(2)'s RENAME_NOREPLACE (or, where a file system lacks it, link(2)
+/// then unlink(2)), which fails rather than replace a file.
 public final class NameClaims: Sendable {
     private let claimed = Mutex<Set<String>>([])
     /// Each download directory resolved once (FileNaming.resolvedDirectory: a realpath and a stat, a dozen
@@ -100,28 +102,46 @@ public final class NameClaims: Sendable {
                 if taken { continue }
             }
             let finalPath = directory + "/" + candidate
-            if link(partPath, finalPath) == 0 {
-                unlink(partPath)
+            let err = Self.move(partPath, to: finalPath)
+            if err == 0 {
                 if n > 0 { release(directory: directory, name: name) }
                 return candidate
             }
-            let err = errno
             if err == EEXIST {
                 if n > 0 { release(directory: directory, name: candidate) }
                 continue
             }
-            // File systems without hard links: check, then rename (a tiny window, but never a known overwrite).
-            if err == EPERM || err == ENOTSUP || err == EOPNOTSUPP || err == EMLINK {
-                if Self.exists(finalPath) { continue }
-                if rename(partPath, finalPath) == 0 {
-                    if n > 0 { release(directory: directory, name: name) }
-                    return candidate
-                }
-            }
-            throw .local("cannot move \(partPath) to \(finalPath)", errno: errno)
+            throw .local("cannot move \(partPath) to \(finalPath)", errno: err)
         }
         throw .local(.noFreeName, "no free name for \(name) in \(directory)")
     }
+
+    /// Whether renameat2's RENAME_NOREPLACE was refused by a file system here (EINVAL) or by the kernel (ENOSYS):
+    /// from then on each publish takes the link path, which every file system with hard links has.
+    private static let noReplaceRefused = Atomic<Bool>(false)
+
+    /// Moves `from` to `to` unless `to` exists: 0, or the error number (EEXIST when a file has the name).
+    /// One rename where the file system can (ext4, XFS, Btrfs, tmpfs, F2FS); else link then unlink; on a file
+    /// system without hard links, a check then a rename (a tiny window, but never a known overwrite).
+    package static func move(_ from: String, to: String, noReplace: Bool = true) -> Int32 {
+        if noReplace, !noReplaceRefused.load(ordering: .relaxed) {
+            if renameat2(AT_FDCWD, from, AT_FDCWD, to, renameNoReplace) == 0 { return 0 }
+            let err = errno
+            guard err == EINVAL || err == ENOSYS else { return err }
+            noReplaceRefused.store(true, ordering: .relaxed)
+        }
+        if link(from, to) == 0 {
+            unlink(from)
+            return 0
+        }
+        let err = errno
+        guard err == EPERM || err == ENOTSUP || err == EOPNOTSUPP || err == EMLINK else { return err }
+        if exists(to) { return EEXIST }
+        return rename(from, to) == 0 ? 0 : errno
+    }
+
+    /// renameat2(2)'s RENAME_NOREPLACE (linux/fs.h).
+    private static let renameNoReplace: UInt32 = 1
 
     package static func exists(_ path: String) -> Bool {
         var st = stat()

@@ -390,3 +390,42 @@ import Testing
         }
     }
 }
+
+/// A finished file takes its name without ever replacing a file that has it (NameClaims.publish, NameClaims.move).
+@Suite struct NamePublishTests {
+    static func read(_ path: String) -> String? { try? String(contentsOfFile: path, encoding: .utf8) }
+
+    /// A file that took the name between the claim and the publish (another program's) keeps it and its bytes;
+    /// the finished file takes the next free name, and no `.part` file is left.
+    @Test func aNameTakenMeanwhileIsNeverReplaced() throws {
+        let directory = try FileSyncTests.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let names = NameClaims()
+        let claim = try names.claim(directory: directory, name: "a.bin")
+        #expect(claim.name == "a.bin")
+        _ = "ours".withCString { write(claim.fd, $0, 4) }
+        close(claim.fd)
+        try "theirs".write(toFile: directory + "/a.bin", atomically: false, encoding: .utf8)
+        #expect(try names.publish(directory: directory, name: "a.bin") == "a (1).bin")
+        #expect(Self.read(directory + "/a.bin") == "theirs")
+        #expect(Self.read(directory + "/a (1).bin") == "ours")
+        #expect(!NameClaims.exists(directory + "/a.bin.part"))
+    }
+
+    /// Both ways of moving without replacing: the one-step rename (RENAME_NOREPLACE) and the link then unlink taken
+    /// where a file system refuses it; each moves to a free name and refuses a taken one with EEXIST, both files
+    /// kept as they were.
+    @Test(arguments: [true, false]) func aMoveNeverReplaces(oneStep: Bool) throws {
+        let directory = try FileSyncTests.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        try "one".write(toFile: directory + "/from", atomically: false, encoding: .utf8)
+        try "two".write(toFile: directory + "/taken", atomically: false, encoding: .utf8)
+        #expect(NameClaims.move(directory + "/from", to: directory + "/taken", noReplace: oneStep) == EEXIST)
+        #expect(Self.read(directory + "/from") == "one")
+        #expect(Self.read(directory + "/taken") == "two")
+        #expect(NameClaims.move(directory + "/from", to: directory + "/free", noReplace: oneStep) == 0)
+        #expect(Self.read(directory + "/free") == "one")
+        #expect(!NameClaims.exists(directory + "/from"))
+        #expect(NameClaims.move(directory + "/gone", to: directory + "/other", noReplace: oneStep) == ENOENT)
+    }
+}

@@ -296,13 +296,13 @@ extension TransferManager {
             // Recorded before the file moves: a crash in between leaves the name the file will have.
             try? store.recordClaim(id, fileName: name, validators: transfer.validators)
             let from = PartialFile.path(directory: directory, name: old), to = PartialFile.path(directory: directory, name: name)
-            if link(from, to) != 0, errno != ENOENT {
-                let reason = errno == EEXIST ? "taken" : String(cString: strerror(errno))
+            let err = NameClaims.move(from, to: to)
+            if err != 0, err != ENOENT {
+                let reason = err == EEXIST ? "taken" : String(cString: strerror(err))
                 names.release(directory: directory, name: name)
                 try? store.recordClaim(id, fileName: old, validators: transfer.validators)
                 return .failure(UsageError("out: \(TerminalSafe.sanitize(name)) in \(directory): \(reason)"))
             }
-            unlink(from)
             names.release(directory: directory, name: old)
             transfer.fileName = name
         }
