@@ -48,6 +48,10 @@ public enum StoredQueueCommands {
                 result.outcome.changed.append(item.id)
             }
             try store.keepLeftovers(leftovers)
+        case let .setRateLimit(selection, rate) where selection.wholeBatch != nil:
+            // A batch named as a whole: its own limit, as with an engine (TransferManager.setBatchLimit).
+            try store.saveBatchLimit(selection.wholeBatch!, rate.flatMap { $0 > 0 ? $0 : nil })
+            result.outcome.changed = chosen.map(\.id)
         case let .setRateLimit(_, rate):
             for item in chosen {
                 var item = item

@@ -36,6 +36,13 @@ public struct Selection: Sendable, Codable, Equatable {
     /// Names no item at all (a usage error before anything is asked).
     public var isEmpty: Bool { ids == nil && all != true && states == nil && batch == nil && filter == nil }
 
+    /// The batch this selection names as a whole (`Selection(batch:)`: a tree's row, its GID), items joining it
+    /// later included; nil when it names items (ids, states, a filter, some left out).
+    public var wholeBatch: Int64? {
+        guard ids == nil, all != true, states == nil, filter == nil, except == nil, upTo == nil else { return nil }
+        return batch
+    }
+
     /// The chosen items among `items` (id, state, batch), in the order given; ids that name no item are an
     /// error naming them, and then nothing is chosen. `text` says whether an item matches `filter` (the
     /// caller knows the names and URLs; nil: every item does).

@@ -148,6 +148,8 @@ public struct TreeRow: Sendable, Equatable, Codable {
     public var sizesUnknown: Int
     /// Its walk (`get -r`), while the engine knows it: how many directories are still to list.
     public var walk: WalkProgress?
+    /// The tree's own limit (Batch.rateLimit), shared by its files; nil: none.
+    public var rateLimit: Int64?
 
     public init(batch: Int64, label: String, files: [TransferState: Int], sizesUnknown: Int = 0) {
         self.batch = batch

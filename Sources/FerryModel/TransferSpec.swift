@@ -413,6 +413,9 @@ public struct Batch: Sendable, Codable, Equatable {
     public var command: String
     /// A tree's batch (`get -r`, `put -r`): where the tree is from (TreeRow.label); nil for other batches.
     public var tree: String?
+    /// The batch's own bandwidth limit, bytes per second, shared by its items as they come and go (a tree's
+    /// `--limit-rate`, `l` on its row); nil: none.
+    public var rateLimit: Int64?
 
     /// Where `spec` sits in the tree `tree` (Batch.tree) is from: its path below the tree's start URL (a
     /// download) or local directory (an upload), `sub/a b.bin`; nil when it is not below it. Outside text.
@@ -430,11 +433,12 @@ public struct Batch: Sendable, Codable, Equatable {
         return String(item.dropFirst(prefix.count))
     }
 
-    public init(id: Int64, createdAt: Date, command: String, tree: String? = nil) {
+    public init(id: Int64, createdAt: Date, command: String, tree: String? = nil, rateLimit: Int64? = nil) {
         self.id = id
         self.createdAt = createdAt
         self.command = command
         self.tree = tree
+        self.rateLimit = rateLimit
     }
 }
 

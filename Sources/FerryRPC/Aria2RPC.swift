@@ -217,7 +217,7 @@ public final class Aria2RPC: @unchecked Sendable {
                 }
             }
             if let rate {
-                // A tree's: each of its files' limit.
+                // A tree's: the tree's own limit, its files share it (Selection.wholeBatch).
                 guard (try? manager.perform(.setRateLimit(target.selection, rate)))?.outcome.changed.isEmpty == false else {
                     throw Failure("GID \(Self.gid(of: item)) is not found")
                 }

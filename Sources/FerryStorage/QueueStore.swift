@@ -207,6 +207,8 @@ public protocol QueueStore: WalkStore {
     func unfinished(sameAs identities: [String]) throws -> [(id: TransferID, identity: String)]
     /// A new batch for what the user typed.
     func makeBatch(command: String, tree: String?) throws -> Batch
+    /// A batch's own limit (Batch.rateLimit; nil: none). Nothing when there is no such batch.
+    func saveBatchLimit(_ batch: Int64, _ rate: Int64?) throws
     /// The bytes done and expected of the items of `batch` (`only` those of them, when given), and how many
     /// have no known size (from an answer, or a tree's listing).
     func byteSums(batch: Int64, only ids: [TransferID]?) throws -> ByteSums
@@ -457,6 +459,13 @@ public final class InMemoryQueueStore: QueueStore {
     }
 
     public func batches() throws -> [Batch] { state.withLock { $0.batches } }
+
+    public func saveBatchLimit(_ batch: Int64, _ rate: Int64?) throws {
+        state.withLock { s in
+            guard let index = s.batches.firstIndex(where: { $0.id == batch }) else { return }
+            s.batches[index].rateLimit = rate
+        }
+    }
 
     /// Like the SQLite store, a save keeps the item's place in the queue (saveRanks moves it).
     public func save(_ item: StoredTransfer) throws {

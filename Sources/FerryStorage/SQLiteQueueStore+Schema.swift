@@ -123,6 +123,10 @@ extension SQLiteQueueStore {
                 CREATE INDEX walk_dir_state ON walk_dir(batch, state, id);
                 """)
         }
+        migrator.registerMigration("v11: batch limits") { db in
+            // A batch's own limit (a tree's: its files share it as they come and go).
+            try db.execute(sql: "ALTER TABLE batch ADD COLUMN rateLimit INTEGER")
+        }
         return migrator
     }
 

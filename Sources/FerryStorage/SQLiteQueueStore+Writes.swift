@@ -141,6 +141,10 @@ extension SQLiteQueueStore {
         }
     }
 
+    public func saveBatchLimit(_ batch: Int64, _ rate: Int64?) throws {
+        try writing { db in try db.execute(sql: "UPDATE batch SET rateLimit = ? WHERE id = ?", arguments: [rate, batch]) }
+    }
+
     public func byteSums(batch: Int64, only ids: [TransferID]?) throws -> ByteSums {
         let sums = "SELECT COALESCE(SUM(bytesDone), 0), COALESCE(SUM(bytesExpected), 0), COUNT(*) - COUNT(bytesExpected) FROM transfer"
         return try pool.read { db in
@@ -161,7 +165,8 @@ extension SQLiteQueueStore {
     public func batches() throws -> [Batch] {
         try pool.read { db in
             try Row.fetchAll(db, sql: "SELECT * FROM batch ORDER BY id").map { row in
-                Batch(id: row["id"], createdAt: Date(timeIntervalSince1970: row["createdAt"]), command: row["command"], tree: row["tree"])
+                Batch(id: row["id"], createdAt: Date(timeIntervalSince1970: row["createdAt"]), command: row["command"], tree: row["tree"],
+                      rateLimit: row["rateLimit"])
             }
         }
     }

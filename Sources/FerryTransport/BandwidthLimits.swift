@@ -3,16 +3,18 @@ import Foundation
 import Synchronization
 
 /// The bandwidth limits of one engine, read by the transport: a global download limit, a global upload
-/// limit, and a limit per item. Rates in bytes per second; nil is unlimited. The transport shares the global
-/// rate between the items moving in that direction (LimitShares), and an item's rate between its ranges.
+/// limit, a limit per batch (a tree's, shared by its files) and a limit per item. Rates in bytes per second; nil
+/// is unlimited. The transport shares the global rate between the items moving in that direction (LimitShares),
+/// a batch's between its files as they come and go (one bucket), and an item's rate between its ranges.
 public final class BandwidthLimits: Sendable {
     public struct Rates: Sendable, Equatable {
         public var download: Int64?
         public var upload: Int64?
         public var items: [Int64: Int64] = [:]
+        public var batches: [Int64: Int64] = [:]
 
         /// No limit at all: every transfer runs free.
-        public var limitNothing: Bool { download == nil && upload == nil && items.isEmpty }
+        public var limitNothing: Bool { download == nil && upload == nil && items.isEmpty && batches.isEmpty }
     }
 
     private let rates = Mutex(Rates())
@@ -36,6 +38,11 @@ public final class BandwidthLimits: Sendable {
         update { $0.items[item] = Self.normalized(rate) }
     }
 
+    /// A batch's limit (a tree's): its items share it, whichever of them are moving.
+    public func setBatch(_ batch: Int64, _ rate: Int64?) {
+        update { $0.batches[batch] = Self.normalized(rate) }
+    }
+
     private func update(_ change: (inout Rates) -> Void) {
         rates.withLock { change(&$0) }
         changes.add(1, ordering: .releasing)
@@ -48,21 +55,25 @@ public final class BandwidthLimits: Sendable {
     }
 }
 
-/// Which limits a transfer answers to: its engine's, as the item it belongs to, in one direction.
+/// Which limits a transfer answers to: its engine's, as the item it belongs to (and the batch the item is in),
+/// in one direction.
 package struct LimitMembership {
     package let limits: BandwidthLimits
     package let item: Int64
+    package let batch: Int64?
     package let direction: Direction
 
-    /// Whether a limit holds this transfer back now (its item's own, or the engine's for its direction).
+    /// Whether a limit holds this transfer back now (its item's own, its batch's, or the engine's for its direction).
     package var limited: Bool {
         let rates = limits.current
-        return rates.items[item] != nil || (direction == .download ? rates.download : rates.upload) != nil
+        return rates.items[item] != nil || batch.flatMap { rates.batches[$0] } != nil
+            || (direction == .download ? rates.download : rates.upload) != nil
     }
 
-    package init(limits: BandwidthLimits, item: Int64, direction: Direction) {
+    package init(limits: BandwidthLimits, item: Int64, batch: Int64? = nil, direction: Direction) {
         self.limits = limits
         self.item = item
+        self.batch = batch
         self.direction = direction
     }
 }

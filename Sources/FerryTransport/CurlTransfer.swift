@@ -471,6 +471,7 @@ extension CurlTransfer {
     /// The transport's bucket of this transfer's item's own rate, which its transfers before and after it take
     /// from too (nil: the item has no rate of its own).
     func shareItem(_ bucket: SharedBucket?) { pacer.shareItem(bucket) }
+    func shareBatch(_ bucket: SharedBucket?) { pacer.shareBatch(bucket) }
 
     /// The transport decided this transfer's share of its limits (nil: unlimited).
     func setRate(_ rate: Double?, now: TimeInterval) {

@@ -81,6 +81,12 @@ package final class CurlTransport: @unchecked Sendable {
     /// transfer's quarter second's burst at each (a 64 MiB upload under 100 Mbit/s in 6 MiB chunks went at
     /// 1.6 times its limit). Dropped once its limit is gone, or when full with no transfer of it moving.
     private var itemBuckets: [ItemBucketKey: (limits: BandwidthLimits, bucket: SharedBucket)] = [:]
+    /// Each batch's rate (a tree's) as one bucket that its items take from as they come and go, as the engine's
+    /// does (a tree's files of 128 KiB, 4 at once, each under a limit of its own with a quarter second's burst,
+    /// came at 128 MiB/s under `--limit-rate 20M`). Dropped once its limit is gone, or when full with no transfer
+    /// of it moving.
+    private var batchBuckets: [ItemBucketKey: (limits: BandwidthLimits, bucket: SharedBucket)] = [:]
+    /// An item's or a batch's bucket: whose (the item's or the batch's number), in which direction.
     private struct ItemBucketKey: Hashable {
         let limits: ObjectIdentifier
         let item: Int64
@@ -314,9 +320,11 @@ package final class CurlTransport: @unchecked Sendable {
                     member.setRate(nil, now: now)
                     member.share(nil)
                     member.shareItem(nil)
+                    member.shareBatch(nil)
                 }
                 for direction in [Direction.download, .upload] { sharedBuckets[SharedBucketKey(limits: group, direction: direction)] = nil }
                 itemBuckets = itemBuckets.filter { $0.key.limits != group }
+                batchBuckets = batchBuckets.filter { $0.key.limits != group }
                 continue
             }
             for direction in [Direction.download, .upload] {
@@ -331,24 +339,36 @@ package final class CurlTransport: @unchecked Sendable {
                     let item = member.limits!.item
                     member.shareItem(Self.bucket(&itemBuckets, ItemBucketKey(limits: group, item: item, direction: direction), of: limits,
                                                  rate: rates.items[item].map(Double.init), now: now))
+                    let batch = member.limits!.batch
+                    member.shareBatch(batch.flatMap { batch in
+                        Self.bucket(&batchBuckets, ItemBucketKey(limits: group, item: batch, direction: direction), of: limits,
+                                    rate: rates.batches[batch].map(Double.init), now: now)
+                    })
                 }
             }
         }
-        pruneItemBuckets(now: now)
+        pruneBuckets(now: now)
     }
 
-    /// Drops the buckets of items that no transfer takes from and that are full again (a new one would be the
-    /// same), or whose limit is gone.
-    private func pruneItemBuckets(now: TimeInterval) {
-        guard !itemBuckets.isEmpty else { return }
-        var moving: Set<ItemBucketKey> = []
+    /// Drops the buckets of items and batches that no transfer takes from and that are full again (a new one
+    /// would be the same), or whose limit is gone.
+    private func pruneBuckets(now: TimeInterval) {
+        guard !itemBuckets.isEmpty || !batchBuckets.isEmpty else { return }
+        var moving: Set<ItemBucketKey> = [], movingBatches: Set<ItemBucketKey> = []
         for transfer in paced {
             guard let limits = transfer.limits else { continue }
             moving.insert(ItemBucketKey(limits: ObjectIdentifier(limits.limits), item: limits.item, direction: limits.direction))
+            if let batch = limits.batch {
+                movingBatches.insert(ItemBucketKey(limits: ObjectIdentifier(limits.limits), item: batch, direction: limits.direction))
+            }
         }
         itemBuckets = itemBuckets.filter { key, value in
             guard value.limits.current.items[key.item] != nil else { return false }
             return moving.contains(key) || !value.bucket.bucket.isFull(now)
+        }
+        batchBuckets = batchBuckets.filter { key, value in
+            guard value.limits.current.batches[key.item] != nil else { return false }
+            return movingBatches.contains(key) || !value.bucket.bucket.isFull(now)
         }
     }
 
@@ -409,6 +429,7 @@ protocol PacedTransfer: AnyObject {
     func measureIntake(over interval: TimeInterval)
     func share(_ shared: SharedBucket?)
     func shareItem(_ bucket: SharedBucket?)
+    func shareBatch(_ bucket: SharedBucket?)
     func setRate(_ rate: Double?, now: TimeInterval)
     func rateChanged(now: TimeInterval)
     func rateWaitEnded()

@@ -11,6 +11,8 @@ struct RatePacer {
     private var shared: SharedBucket?
     /// The item's own rate, as one bucket for all its transfers, those before this one included (nil: none).
     private var item: SharedBucket?
+    /// Its batch's rate (a tree's), as one bucket for all the batch's transfers as they come and go (nil: none).
+    private var batch: SharedBucket?
     /// When a transfer held back for its rate may go on (nil: not held back).
     private(set) var resumeAt: TimeInterval?
     /// Bytes taken since the last measurement, and whether the buckets held the transfer back meanwhile.
@@ -21,7 +23,7 @@ struct RatePacer {
     private(set) var intake: Double?
 
     /// Whether a rate holds the transfer at all (without one, nothing here is asked).
-    var limited: Bool { bucket != nil || shared != nil || item != nil }
+    var limited: Bool { bucket != nil || shared != nil || item != nil || batch != nil }
     /// The rate of its own share (nil: none).
     var rate: Double? { bucket?.rate }
 
@@ -31,6 +33,7 @@ struct RatePacer {
         if bucket != nil { allowed = bucket!.available(now) }
         if let shared { allowed = min(allowed, shared.bucket.available(now)) }
         if let item { allowed = min(allowed, item.bucket.available(now)) }
+        if let batch { allowed = min(allowed, batch.bucket.available(now)) }
         return allowed
     }
 
@@ -39,6 +42,7 @@ struct RatePacer {
         bucket?.take(bytes, now: now)
         shared?.bucket.take(bytes, now: now)
         item?.bucket.take(bytes, now: now)
+        batch?.bucket.take(bytes, now: now)
     }
 
     /// `bytes` moved, limited or not (what the next measurement counts).
@@ -63,6 +67,9 @@ struct RatePacer {
     /// The bucket of its item's own rate (nil: none).
     mutating func shareItem(_ item: SharedBucket?) { self.item = item }
 
+    /// The bucket of its batch's rate (nil: none).
+    mutating func shareBatch(_ batch: SharedBucket?) { self.batch = batch }
+
     /// Its share of its limits (nil: unlimited). A bucket made now starts with its quarter second's burst.
     mutating func setRate(_ rate: Double?, now: TimeInterval) {
         if let rate {
@@ -86,6 +93,6 @@ struct RatePacer {
     /// When the share's bucket and the engine's both let it go on (now, without either).
     private mutating func readyAt(_ now: TimeInterval) -> TimeInterval {
         let own = bucket != nil ? bucket!.readyAt(now) : now
-        return max(own, shared?.bucket.readyAt(now) ?? now, item?.bucket.readyAt(now) ?? now)
+        return max(own, shared?.bucket.readyAt(now) ?? now, item?.bucket.readyAt(now) ?? now, batch?.bucket.readyAt(now) ?? now)
     }
 }

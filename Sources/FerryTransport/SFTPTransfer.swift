@@ -601,6 +601,7 @@ extension SFTPTransfer: PacedTransfer {
     func measureIntake(over interval: TimeInterval) { pacer.measureIntake(over: interval) }
     func share(_ shared: SharedBucket?) { pacer.share(shared) }
     func shareItem(_ bucket: SharedBucket?) { pacer.shareItem(bucket) }
+    func shareBatch(_ bucket: SharedBucket?) { pacer.shareBatch(bucket) }
     func setRate(_ rate: Double?, now: TimeInterval) { pacer.setRate(rate, now: now) }
     func rateChanged(now: TimeInterval) { pacer.ratesChanged(now: now) }
     func rateWaitEnded() { pacer.waitEnded() }

@@ -126,7 +126,7 @@ struct TreeFilterOptions: ParsableArguments {
 struct RateLimitOption: ParsableArguments {
     // Whatever follows is the rate, `-1` included (refused in words, not taken for an option).
     @Option(name: .customLong("limit-rate"), parsing: .unconditional,
-            help: ArgumentHelp("Bandwidth limit per item, e.g. 500K, 2M, 1.5MiB (K, M, KiB, MiB = 1024; KB, MB = 1000; 0 = none).", valueName: "rate"))
+            help: ArgumentHelp("Bandwidth limit per item (with -r: the tree's, shared by its files), e.g. 500K, 2M, 1.5MiB (K, M, KiB, MiB = 1024; KB, MB = 1000; 0 = none).", valueName: "rate"))
     var limitRate: String?
 
     /// Bytes per second, nil for none; a bad value is a usage error naming it (exit 2).

@@ -763,7 +763,7 @@ import TestHTTPServer
 
     /// A tree (`get -r`, walked by the engine) is one download to aria2's clients, as a multi-file torrent is: one
     /// GID (its batch with the top bit set) in the list of its state, its files' sums and files, and pause,
-    /// unpause, a limit and remove act on the whole batch.
+    /// unpause, a limit (the tree's own, its files share it) and remove act on the whole batch.
     @Test func aTreeIsOneDownloadOfManyFilesAndItsGIDActsOnTheWholeBatch() async throws {
         defer { tearDown() }
         let names = ["a.bin", "b.bin", "c.bin"]
@@ -799,7 +799,10 @@ import TestHTTPServer
         #expect(manager.snapshot(QueueView(batch: batch)).items.allSatisfy { $0.state == .paused })
         #expect(try await status(gid, ["status"])["status"] as? String == "paused")
         #expect(try await call("aria2.changeOption", [gid, ["max-download-limit": "50K"]]) as? String == "OK")
-        #expect(manager.snapshot(QueueView(batch: batch)).items.allSatisfy { $0.rateLimit == 50 * 1024 })
+        let treeLimit = manager.treeRow(batch: batch)?.rateLimit
+        #expect(treeLimit == Int64(50 << 10), "\(String(describing: treeLimit))")
+        #expect((try await call("aria2.getOption", [gid]) as? [String: Any])?["max-download-limit"] as? String == "\(50 * 1024)")
+        #expect(manager.snapshot(QueueView(batch: batch)).items.allSatisfy { $0.rateLimit == nil }, "the tree's, not each file's")
         #expect(try await call("aria2.unpause", [gid]) as? String == gid)
         #expect(manager.snapshot(QueueView(batch: batch)).items.allSatisfy { $0.state != .paused })
         #expect(try await call("aria2.forceRemove", [gid]) as? String == gid)

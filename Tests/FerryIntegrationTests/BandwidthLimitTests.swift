@@ -143,6 +143,33 @@ import TestHTTPServer
         for i in 0..<48 { #expect(dir.contents("s\(i).bin") == body, "s\(i).bin") }
     }
 
+    /// A tree's limit is the tree's, shared by its files as they come and go: 48 files of 64 KiB (3 MiB), 4 at once,
+    /// queued as a tree with `put -r`'s and `get -r`'s `--limit-rate 1M` (every file the same limit), take at least
+    /// 2.4 s (2.75 s less the tree's first burst, 256 KiB), not the 0.1 s they took when each file had the limit as
+    /// its own and a burst of its own that held its whole file (a tree of 128 KiB files under 20M came at 128 MiB/s).
+    @Test func aTreesLimitIsSharedByItsFilesAsTheyComeAndGo() async throws {
+        let body = Resource.randomBytes(count: 64 << 10, seed: 92)
+        for i in 0..<48 { server.route("/t\(i).bin", .serve(Resource(body: body))) }
+        let manager = try TransferManager(configuration: testConfiguration(maxConcurrent: 4))
+        defer { manager.shutdown() }
+        let specs = (0..<48).map {
+            var spec = TransferSpec(download: server.url("/t\($0).bin"), directory: dir.path)
+            spec.rateLimit = 1 << 20
+            return spec
+        }
+        let started = Date()
+        let result = try manager.perform(.add(.init(specs: specs, tree: server.url("/").absoluteString)))
+        let batch = try #require(result.batch)
+        let ids = try #require(result.added).map(\.id)
+        #expect(manager.treeRow(batch: batch)?.rateLimit == 1 << 20, "the tree's limit")
+        #expect(ids.allSatisfy { manager.snapshot(of: $0)?.rateLimit == nil }, "not each file's")
+        await manager.waitUntilFinished(Set(ids))
+        let elapsed = Date().timeIntervalSince(started)
+        print("BandwidthLimitTests: a tree of 48 x 64 KiB under its own 1 MiB/s: \(elapsed) s")
+        #expect(elapsed > 2.4, "\(elapsed) s for 3 MiB at 1 MiB/s")
+        for i in 0..<48 { #expect(dir.contents("t\(i).bin") == body, "t\(i).bin") }
+    }
+
     /// An item's own limit holds across the transfers of one item that follow one another: a resumable upload
     /// of 3 MiB in 256 KiB chunks under 1 MiB/s takes at least 2.4 s (2.75 s less the item's first burst), not
     /// the moment it took when each chunk's transfer started with a burst of its own (its whole chunk).

@@ -181,4 +181,37 @@ import TestHTTPServer
         _ = try again.perform(.remove(Selection(batch: batch), deletePart: false))
         #expect(try SQLiteQueueStore(path: storePath).walks().isEmpty)
     }
+
+    /// `get -r --limit-rate` (the walk's template) is the tree's limit, not each file's; the tree's row says it, a
+    /// whole-batch limit changes it (with an engine or without), and the next engine keeps it for the files.
+    @Test func aTreesLimitIsTheTreesAndTheStoreKeepsIt() async throws {
+        server.route("/l/", .serve(Resource(body: Data("<a href=\"a.bin\">a</a><a href=\"b.bin\">b</a>".utf8), contentType: "text/html")))
+        for name in ["a.bin", "b.bin"] { server.route("/l/" + name, .serve(Resource(body: Data(count: 1_000)))) }
+        var manager = try engine()
+        var template = TransferSpec(download: server.url("/l/"), directory: dir.path)
+        template.rateLimit = 300 << 10
+        let batch = try #require(try manager.perform(.walk(TreeJob(root: server.url("/l/"), directory: dir.path, template: template))).batch)
+        func row() -> TransferSnapshot? { manager.snapshot(QueueView(treesAsRows: true)).items.first { $0.batch == batch } }
+        try await eventually("both files done") { row()?.tree?.done == 2 }
+        #expect(row()?.tree?.rateLimit == 300 << 10 && row()?.rateLimit == 300 << 10)
+        #expect(manager.snapshot(QueueView(batch: batch)).items.allSatisfy { $0.rateLimit == nil }, "not each file's")
+        let files = manager.snapshot(QueueView(batch: batch)).items.map(\.id.rawValue)
+        // A whole-batch limit (the row's `l`, the tree's GID) changes the tree's; one naming files changes theirs.
+        _ = try manager.perform(.setRateLimit(Selection(batch: batch), 2 << 20))
+        #expect(row()?.tree?.rateLimit == 2 << 20)
+        _ = try manager.perform(.setRateLimit(Selection(ids: [files[0]]), 100 << 10))
+        #expect(row()?.tree?.rateLimit == 2 << 20)
+        #expect(manager.snapshot(of: TransferID(files[0]))?.rateLimit == 100 << 10)
+        manager.shutdown()
+        // Without an engine, then the next engine: the store's.
+        let stored = try StoredQueueCommands.perform(.setRateLimit(Selection(batch: batch), 700 << 10), store: SQLiteQueueStore(path: storePath))
+        #expect(stored.outcome.changed.count == 2)
+        #expect(try SQLiteQueueStore(path: storePath).batches().first { $0.id == batch }?.rateLimit == 700 << 10)
+        manager = try engine()
+        defer { manager.shutdown() }
+        #expect(row()?.tree?.rateLimit == 700 << 10)
+        #expect(manager.limits.current.batches[batch] == 700 << 10, "the transport's")
+        _ = try manager.perform(.setRateLimit(Selection(batch: batch), nil))
+        #expect(row()?.tree?.rateLimit == nil && manager.limits.current.batches[batch] == nil)
+    }
 }

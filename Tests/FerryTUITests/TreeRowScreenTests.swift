@@ -105,9 +105,15 @@ import Testing
         #expect(state.confirmation?.question == "Remove the tree pub/ (2000 files) from the queue and delete their partial files? Files done stay. (y/n)")
         (state, commands) = press([.character("y")], state, snapshot)
         #expect(commands == [.queueSaying(.remove(whole, deletePart: true))])
-        // A limit for each of its files; J moves the whole batch; a mark is refused (Enter opens it to mark some).
-        (state, commands) = press([.down, .character("l")] + "500K".map { .character($0) } + [.enter], Fixtures.state(), snapshot)
-        #expect(commands == [.queueSaying(.setRateLimit(whole, 500 * 1024))])
+        // The tree's own limit, shared by its files (its prompt shows the one it has); J moves the whole batch; a
+        // mark is refused (Enter opens it to mark some).
+        var limited = snapshot
+        limited.items[1].tree?.rateLimit = 2 << 20
+        (state, commands) = press([.down, .character("l")], Fixtures.state(), limited)
+        #expect(state.prompt?.kind == .treeLimit(batch: Self.batch, name: "pub/") && state.prompt?.editor.text == "2M")
+        (state, commands) = press([.down, .character("l"), .control("u")] + "500K".map { .character($0) } + [.enter], Fixtures.state(), limited)
+        #expect(commands == [.queue(.setRateLimit(whole, 500 * 1024))])
+        #expect(state.message?.text == "pub/ limited to 500.0 KiB/s, shared by its files")
         #expect(press([.down, .character("J")], Fixtures.state(), snapshot).1 == [.queue(.move(whole, .down))])
         (state, commands) = press([.down, .character("m")], Fixtures.state(), snapshot)
         #expect(commands.isEmpty && state.marks.isEmpty)

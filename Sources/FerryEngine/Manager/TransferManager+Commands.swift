@@ -119,10 +119,15 @@ extension TransferManager {
     }
 
     /// A new batch for what the user typed (the items of one command).
-    @_spi(Testing) public func makeBatch(command: String, tree: String? = nil) throws(StateError) -> Batch {
+    @_spi(Testing) public func makeBatch(command: String, tree: String? = nil, rateLimit: Int64? = nil) throws(StateError) -> Batch {
         do {
-            let batch = try store.makeBatch(command: command, tree: tree)
+            var batch = try store.makeBatch(command: command, tree: tree)
             if let tree { core.withLock { $0.trees[batch.id] = tree } }
+            if let rateLimit, rateLimit > 0 {
+                try store.saveBatchLimit(batch.id, rateLimit)
+                batch.rateLimit = rateLimit
+                limits.setBatch(batch.id, rateLimit)
+            }
             return batch
         } catch {
             throw Self.addRefused(error)
@@ -379,7 +384,14 @@ extension TransferManager {
         case let .add(addition):
             guard !addition.specs.isEmpty else { throw UsageError("add needs at least one transfer") }
             var batch = addition.batch ?? 0
-            if addition.batch == nil { batch = try makeBatch(command: addition.typed, tree: addition.tree).id }
+            var addition = addition
+            if addition.batch == nil {
+                // A new tree's limit is the tree's, its files share it (Batch.rateLimit): `put -r --limit-rate`
+                // gives every file the same one.
+                let rate = addition.tree == nil ? nil : Self.commonLimit(addition.specs)
+                if rate != nil { for index in addition.specs.indices { addition.specs[index].rateLimit = nil } }
+                batch = try makeBatch(command: addition.typed, tree: addition.tree, rateLimit: rate).id
+            }
             // Forced: an unfinished item of the same transfer goes, with its `.part` file, so that the new one
             // starts afresh under the same name (a completed one's file stays; the new copy gets a new name).
             var replaced: [String: TransferID] = [:]
@@ -424,8 +436,14 @@ extension TransferManager {
             if let path = configuration.liveSettingsPath {
                 LiveSettings.update(path) { $0.concurrency = count; $0.concurrencyChangedAt = Date() }
             }
-        case let .setRateLimit(_, rate):
-            for id in ids where setRateLimit(id, rate) { result.outcome.changed.append(id) }
+        case let .setRateLimit(selection, rate):
+            if let batch = selection.wholeBatch {
+                // A batch named as a whole (a tree's row, its GID): the batch's own limit, shared by its items.
+                try setBatchLimit(batch, rate)
+                result.outcome.changed = ids
+            } else {
+                for id in ids where setRateLimit(id, rate) { result.outcome.changed.append(id) }
+            }
         case let .rename(id, name):
             if try rename(id, to: name) { result.outcome.changed = [id] } else { result.outcome.left = before[id].map { [.init(id: id, state: $0)] } ?? [] }
         case let .setGlobalLimits(download, upload):

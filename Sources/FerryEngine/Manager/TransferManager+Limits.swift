@@ -8,7 +8,26 @@ extension TransferManager {
     /// The limits a task of `transfer` answers to; the item's own limit is handed to the transport here.
     func limitMembership(_ transfer: Transfer) -> LimitMembership {
         if limits.current.items[transfer.id.rawValue] != transfer.rateLimit { limits.setItem(transfer.id.rawValue, transfer.rateLimit) }
-        return LimitMembership(limits: limits, item: transfer.id.rawValue, direction: transfer.spec.direction)
+        return LimitMembership(limits: limits, item: transfer.id.rawValue, batch: transfer.batch, direction: transfer.spec.direction)
+    }
+
+    /// The limit every one of `specs` has, when they have one and the same (a tree's `--limit-rate`).
+    static func commonLimit(_ specs: [TransferSpec]) -> Int64? {
+        guard let rate = specs.first?.rateLimit, specs.allSatisfy({ $0.rateLimit == rate }) else { return nil }
+        return rate
+    }
+
+    /// Sets a batch's own limit (bytes per second, nil for none), shared by its items, at once for those running,
+    /// and saves it with the batch.
+    func setBatchLimit(_ batch: Int64, _ rate: Int64?) throws(StateError) {
+        let rate = rate.flatMap { $0 > 0 ? $0 : nil }
+        do {
+            try store.saveBatchLimit(batch, rate)
+        } catch {
+            throw StateError("cannot save the limit: \((error as? StateError)?.description ?? "\(error)")")
+        }
+        limits.setBatch(batch, rate)
+        limitsShown()
     }
 
     /// Sets one item's bandwidth limit (bytes per second, nil for none), at once for its running transfer,

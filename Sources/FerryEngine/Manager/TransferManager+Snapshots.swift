@@ -193,9 +193,11 @@ extension TransferManager {
     func treeSums(_ batches: Set<Int64>, _ core: inout Core) -> [Int64: TreeSums] {
         guard !batches.isEmpty else { return [:] }
         var sums: [Int64: TreeSums] = [:]
+        let batchLimits = limits.current.batches
         for batch in batches {
             sums[batch] = TreeSums(row: TreeRow(batch: batch, label: core.trees[batch] ?? "", files: core.queue.countsPerBatch[batch] ?? [:]))
             sums[batch]!.row.walk = core.walks[batch]?.progress
+            sums[batch]!.row.rateLimit = batchLimits[batch]
         }
         var loaded: [Int64: [TransferID]] = [:]
         for (id, transfer) in core.items {
@@ -445,14 +447,15 @@ struct TreeSums {
     var expected: Int64 = 0
     var rate: Double = 0
 
-    /// The row: `first` (the tree's first file in the view) with the tree's state, bytes, rate and ETA. What is
-    /// a file's alone (its failure, retries, attempts, limit) is not the tree's.
+    /// The row: `first` (the tree's first file in the view) with the tree's state, bytes, rate, ETA and limit (the
+    /// tree's own). What is a file's alone (its failure, retries, attempts, limit) is not the tree's.
     func row(_ first: TransferSnapshot) -> TransferSnapshot {
         // A total with sizes still unknown would be a part said as the whole: none until each is known.
         var item = TransferSnapshot(id: first.id, spec: first.spec, state: TreeRow.state(of: row.files), bytesDone: done,
                                     bytesExpected: row.sizesUnknown == 0 ? expected : nil)
         item.batch = row.batch
         item.tree = row
+        item.rateLimit = row.rateLimit
         if item.state == .running, rate > 0 {
             item.bytesPerSecond = rate
             if row.sizesUnknown == 0 { item.eta = Double(max(0, expected - done)) / rate }

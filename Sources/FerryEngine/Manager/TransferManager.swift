@@ -111,9 +111,11 @@ public final class TransferManager: Sendable {
             if let claim = row.claim { names.adopt(directory: claim.directory, name: claim.name) }
             core.append(row)
         }
-        for batch in try store.batches() { if let tree = batch.tree { core.trees[batch.id] = tree } }
+        let batches = try store.batches()
+        for batch in batches { if let tree = batch.tree { core.trees[batch.id] = tree } }
         self.core = PlainLock(core)
         limits.setGlobal(download: configuration.downloadLimit, upload: configuration.uploadLimit)
+        for batch in batches { if let rate = batch.rateLimit { limits.setBatch(batch.id, rate) } }
         if let schedule = configuration.downloadSchedule { followSchedule(schedule) }
         watchMultiplexing()
         mutate { core in ((), self.pump(&core)) }

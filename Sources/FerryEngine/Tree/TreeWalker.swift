@@ -29,7 +29,10 @@ extension TransferManager {
         }
         var job = job
         job.root = scope.root
-        let batch = try makeBatch(command: job.typed, tree: TerminalSafe.redactedURL(scope.root)).id
+        // The tree's limit is the tree's, its files share it (Batch.rateLimit), not each file's.
+        let rate = job.template.rateLimit
+        job.template.rateLimit = nil
+        let batch = try makeBatch(command: job.typed, tree: TerminalSafe.redactedURL(scope.root), rateLimit: rate).id
         do {
             try store.startWalk(job, batch: batch)
         } catch {

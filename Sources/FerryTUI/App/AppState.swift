@@ -53,7 +53,7 @@ public struct AppState: Sendable, Equatable {
             case let .uploadURL(_, shape): return "Upload to URL (\(shape.title); Tab: \(shape.next.title)): "
             case .filter: return "Filter: "
             case let .itemLimit(id): return "Limit of \(id) (e.g. 2M, 500K, off): "
-            case let .treeLimit(_, name): return "Limit of each file of \(name) (e.g. 2M, 500K, off): "
+            case let .treeLimit(_, name): return "Limit of \(name), its files together (e.g. 2M, 500K, off): "
             case .globalDownloadLimit: return "Global download limit (e.g. 2M, off): "
             case .globalUploadLimit: return "Global upload limit (e.g. 1M, off): "
             }

@@ -138,7 +138,8 @@ private func perform(_ action: Action, _ stateIn: AppState, _ snapshot: QueueSna
         return (state, [.queue(.move(wholeTree, action == .moveItemDown ? .down : .up))])
     case .limitItem where tree != nil:
         guard let tree else { break }
-        state.prompt = .init(kind: .treeLimit(batch: tree.batch, name: DisplayWidth.truncate(treeName, to: 30)))
+        state.prompt = .init(kind: .treeLimit(batch: tree.batch, name: DisplayWidth.truncate(treeName, to: 30)),
+                             editor: LineEditor(RateText.typed(tree.rateLimit), selected: true))
     case .mark where tree != nil:
         note("a tree's row acts on all its files: Enter opens it to mark some")
 
@@ -426,9 +427,10 @@ private func submit(_ stateIn: AppState, _ promptIn: AppState.Prompt, _ snapshot
         case let .treeLimit(batch, name):
             let rate = try RateText.parse(text)
             state.prompt = nil
-            state.message = .init(text: rate == nil ? "\(name): files no longer limited" : "\(name): each file limited to \(RateText.describe(rate))",
+            state.message = .init(text: rate == nil ? "\(name) no longer limited" : "\(name) limited to \(RateText.describe(rate)), shared by its files",
                                   isError: false)
-            return (state, [.queueSaying(.setRateLimit(Selection(batch: batch), rate))])
+            // The tree's own limit: the message above says it (an answer listing its files would read as each one's).
+            return (state, [.queue(.setRateLimit(Selection(batch: batch), rate))])
         case .globalDownloadLimit:
             let rate = try RateText.parse(text)
             state.prompt = .init(kind: .globalUploadLimit(download: rate), editor: LineEditor(RateText.typed(snapshot.uploadLimit), selected: true))
