@@ -139,6 +139,7 @@ extension CommandOutcome {
         let done: String
         switch command {
         case .remove: done = "removed"
+        case let .setRateLimit(_, rate): done = rate == nil ? "unlimited" : "limited"
         default: done = command.stateChange?.pastTense ?? command.name
         }
         var parts: [String] = []

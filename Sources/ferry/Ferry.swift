@@ -11,7 +11,7 @@ struct Ferry: AsyncParsableCommand {
         // What `--version` prints is FerryVersion.text, made in main when argument-parser asks for this line.
         version: versionLine,
         subcommands: [Get.self, Put.self, List.self, Run.self, Pause.self, Resume.self, Cancel.self, Retry.self, Remove.self,
-                      Move.self, Jobs.self, Stop.self, RPC.self, Version.self, BackgroundEngine.self]
+                      Limit.self, Move.self, Jobs.self, Stop.self, RPC.self, Version.self, BackgroundEngine.self]
     )
 
     /// Options that may come before the subcommand (`ferry --config F list`) as well as after it.

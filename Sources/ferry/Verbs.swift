@@ -88,6 +88,28 @@ struct Remove: ParsableCommand {
     func run() throws { try QueueVerb.run(.remove(selection.parsed(), deletePart: deletePart), common) }
 }
 
+/// `ferry limit RATE ...`: items' own limits, or with `--batch N` alone the batch's (a tree's: one rate its files
+/// share), as `l` does in the UI.
+struct Limit: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "limit",
+        abstract: "Set items' bandwidth limit (with --batch alone: the batch's own, shared by its items, as a tree's is).")
+    @Argument(help: ArgumentHelp("The rate, e.g. 500K, 2M, 1.5MiB (K, M = 1024; KB, MB = 1000); off or 0 for none.", valueName: "rate"))
+    var rate: String
+    @OptionGroup var selection: ItemSelection
+    @OptionGroup var common: StateOptions
+
+    func run() throws {
+        let parsed: Int64?
+        do throws(UsageError) {
+            parsed = try RateText.parse(rate)
+        } catch {
+            throw UsageError("limit: \(error.description)")
+        }
+        try QueueVerb.run(.setRateLimit(selection.parsed(), parsed), common)
+    }
+}
+
 struct Move: ParsableCommand {
     static let configuration = CommandConfiguration(commandName: "move", abstract: "Move an item in the queue: up, down, top or bottom.")
     @Argument(help: "The item's id.", completion: .custom { words, _, _ in ItemCompletion.ids(words) }) var id: String
@@ -190,7 +212,11 @@ enum QueueVerb {
             defer { lock.release() }
             result = try perform(command, on: .store(store))
         }
-        if case let .move(selection, direction) = command, let id = selection.ids?.first.map(TransferID.init) {
+        if case let .setRateLimit(selection, rate) = command, let batch = selection.wholeBatch {
+            let count = result.outcome.changed.count
+            print("batch \(batch): " + (rate.map { "limited to \(RateText.describe($0)), shared by its \(count) item\(count == 1 ? "" : "s")" }
+                                                ?? "no longer limited"))
+        } else if case let .move(selection, direction) = command, let id = selection.ids?.first.map(TransferID.init) {
             print(result.outcome.changed.isEmpty ? "\(id) is at the \(direction == .up || direction == .top ? "top" : "bottom") already"
                                                  : "moved \(direction.rawValue): \(id)")
         } else {

@@ -275,6 +275,29 @@ import TestHTTPServer
         #expect(scattered.stdout == "cancelled 12 (#9 #11 #13 #15 #17 #19 #21 #23 #25 #10 and 2 more)\n", "\(scattered.stdout)")
     }
 
+    /// `ferry limit RATE --batch N` sets the batch's own limit (a tree's: its files share it), with no engine as with
+    /// one; with ids it sets theirs; a bad rate exits 2 naming it, nothing changed.
+    @Test func limitSetsABatchsOwnLimitOrItemsLimits() async throws {
+        let state = dir.path + "/limits"
+        try FileManager.default.createDirectory(atPath: state, withIntermediateDirectories: true)
+        let path = StateDirectory(option: state).databasePath
+        let store = try SQLiteQueueStore(path: path)
+        let batch = try store.makeBatch(command: "ferry get -r", tree: server.url("/t/").absoluteString)
+        _ = try store.add((1...3).map { TransferSpec(download: server.url("/t/\($0).bin"), directory: dir.path) }, batch: batch.id, reuse: false)
+        let whole = try await runFerry(["limit", "2M", "--batch", "\(batch.id)"], stateDir: state)
+        #expect(whole.status == 0 && whole.stdout == "batch \(batch.id): limited to 2.0 MiB/s, shared by its 3 items\n", "\(whole.stdout) \(whole.stderr)")
+        #expect(try SQLiteQueueStore(path: path).batches().first?.rateLimit == 2 << 20)
+        #expect(try SQLiteQueueStore(path: path).loadAll().allSatisfy { $0.rateLimit == nil }, "the batch's, not each item's")
+        let one = try await runFerry(["limit", "500K", "#2"], stateDir: state)
+        #expect(one.status == 0 && one.stdout == "limited 1 (#2)\n", "\(one.stdout) \(one.stderr)")
+        #expect(try SQLiteQueueStore(path: path).loadAll().map(\.rateLimit) == [nil, 500 << 10, nil])
+        let bad = try await runFerry(["limit", "fast", "--batch", "\(batch.id)"], stateDir: state)
+        #expect(bad.status == 2 && bad.stderr.contains("limit: not a rate: 'fast'"), "\(bad.stderr)")
+        let off = try await runFerry(["limit", "off", "--batch", "\(batch.id)"], stateDir: state)
+        #expect(off.stdout == "batch \(batch.id): no longer limited\n", "\(off.stdout)")
+        #expect(try SQLiteQueueStore(path: path).batches().first?.rateLimit == nil)
+    }
+
     /// docs/man/ferry.1 is made by scripts/manpage from the same definitions; a stale page (an option added
     /// since) fails here.
     @Test func theManPageNamesEverySubcommandAndOption() async throws {
