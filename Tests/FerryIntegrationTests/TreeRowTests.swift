@@ -213,5 +213,10 @@ import TestHTTPServer
         #expect(manager.limits.current.batches[batch] == 700 << 10, "the transport's")
         _ = try manager.perform(.setRateLimit(Selection(batch: batch), nil))
         #expect(row()?.tree?.rateLimit == nil && manager.limits.current.batches[batch] == nil)
+        // A tree removed takes its limit with it.
+        _ = try manager.perform(.setRateLimit(Selection(batch: batch), 1 << 20))
+        _ = try manager.perform(.remove(Selection(batch: batch), deletePart: false))
+        #expect(manager.limits.current.batches.isEmpty)
+        #expect(try SQLiteQueueStore(path: storePath).batches().first { $0.id == batch }?.rateLimit == nil)
     }
 }

@@ -357,8 +357,10 @@ extension TransferManager {
             }
         } ?? ([], [:])
         switch command {
-        case let .remove(_, deletePart):
+        case let .remove(selection, deletePart):
             result.outcome.changed = remove(ids, deletePartial: deletePart)
+            // A batch removed as a whole takes its limit with it (its bucket and the shares that follow from it).
+            if let batch = selection.wholeBatch, limits.current.batches[batch] != nil { try? setBatchLimit(batch, nil) }
             let removed = Set(result.outcome.changed)
             result.outcome.left = ids.filter { !removed.contains($0) }.compactMap { id in before[id].map { .init(id: id, state: $0) } }
         case .pause, .resume, .cancel, .retry:
