@@ -48,9 +48,13 @@ public enum StoredQueueCommands {
                 result.outcome.changed.append(item.id)
             }
             try store.keepLeftovers(leftovers)
+            // A batch removed as a whole takes its limit with it, as with an engine.
+            if case let .remove(selection, _) = command, let batch = selection.wholeBatch { _ = try store.saveBatchLimit(batch, nil) }
         case let .setRateLimit(selection, rate) where selection.wholeBatch != nil:
             // A batch named as a whole: its own limit, as with an engine (TransferManager.setBatchLimit).
-            try store.saveBatchLimit(selection.wholeBatch!, rate.flatMap { $0 > 0 ? $0 : nil })
+            guard try store.saveBatchLimit(selection.wholeBatch!, rate.flatMap { $0 > 0 ? $0 : nil }) else {
+                throw UsageError("no batch \(selection.wholeBatch!)")
+            }
             result.outcome.changed = chosen.map(\.id)
         case let .setRateLimit(_, rate):
             for item in chosen {

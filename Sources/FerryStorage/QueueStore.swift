@@ -207,8 +207,9 @@ public protocol QueueStore: WalkStore {
     func unfinished(sameAs identities: [String]) throws -> [(id: TransferID, identity: String)]
     /// A new batch for what the user typed.
     func makeBatch(command: String, tree: String?) throws -> Batch
-    /// A batch's own limit (Batch.rateLimit; nil: none). Nothing when there is no such batch.
-    func saveBatchLimit(_ batch: Int64, _ rate: Int64?) throws
+    /// A batch's own limit (Batch.rateLimit; nil: none). False when there is no such batch (nothing changed).
+    @discardableResult
+    func saveBatchLimit(_ batch: Int64, _ rate: Int64?) throws -> Bool
     /// The bytes done and expected of the items of `batch` (`only` those of them, when given), and how many
     /// have no known size (from an answer, or a tree's listing).
     func byteSums(batch: Int64, only ids: [TransferID]?) throws -> ByteSums
@@ -460,10 +461,12 @@ public final class InMemoryQueueStore: QueueStore {
 
     public func batches() throws -> [Batch] { state.withLock { $0.batches } }
 
-    public func saveBatchLimit(_ batch: Int64, _ rate: Int64?) throws {
+    @discardableResult
+    public func saveBatchLimit(_ batch: Int64, _ rate: Int64?) throws -> Bool {
         state.withLock { s in
-            guard let index = s.batches.firstIndex(where: { $0.id == batch }) else { return }
+            guard let index = s.batches.firstIndex(where: { $0.id == batch }) else { return false }
             s.batches[index].rateLimit = rate
+            return true
         }
     }
 

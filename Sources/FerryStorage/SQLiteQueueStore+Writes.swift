@@ -141,8 +141,12 @@ extension SQLiteQueueStore {
         }
     }
 
-    public func saveBatchLimit(_ batch: Int64, _ rate: Int64?) throws {
-        try writing { db in try db.execute(sql: "UPDATE batch SET rateLimit = ? WHERE id = ?", arguments: [rate, batch]) }
+    @discardableResult
+    public func saveBatchLimit(_ batch: Int64, _ rate: Int64?) throws -> Bool {
+        try writing { db in
+            try db.execute(sql: "UPDATE batch SET rateLimit = ? WHERE id = ?", arguments: [rate, batch])
+            return db.changesCount > 0
+        }
     }
 
     public func byteSums(batch: Int64, only ids: [TransferID]?) throws -> ByteSums {

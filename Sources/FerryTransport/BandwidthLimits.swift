@@ -12,6 +12,9 @@ public final class BandwidthLimits: Sendable {
         public var upload: Int64?
         public var items: [Int64: Int64] = [:]
         public var batches: [Int64: Int64] = [:]
+        /// Items whose batch changed while they ran (an add that found them: another tree's re-run), by item: the
+        /// batch their running transfers now answer to (LimitMembership.batch is the one they started in).
+        public var movedItems: [Int64: Int64] = [:]
 
         /// No limit at all: every transfer runs free.
         public var limitNothing: Bool { download == nil && upload == nil && items.isEmpty && batches.isEmpty }
@@ -43,6 +46,12 @@ public final class BandwidthLimits: Sendable {
         update { $0.batches[batch] = Self.normalized(rate) }
     }
 
+    /// An item now in `batch`: its running transfers answer to that batch's limit from now on.
+    public func moveItem(_ item: Int64, toBatch batch: Int64) {
+        guard current.movedItems[item] != batch else { return }
+        update { $0.movedItems[item] = batch }
+    }
+
     private func update(_ change: (inout Rates) -> Void) {
         rates.withLock { change(&$0) }
         changes.add(1, ordering: .releasing)
@@ -66,9 +75,12 @@ package struct LimitMembership {
     /// Whether a limit holds this transfer back now (its item's own, its batch's, or the engine's for its direction).
     package var limited: Bool {
         let rates = limits.current
-        return rates.items[item] != nil || batch.flatMap { rates.batches[$0] } != nil
+        return rates.items[item] != nil || batch(in: rates).flatMap { rates.batches[$0] } != nil
             || (direction == .download ? rates.download : rates.upload) != nil
     }
+
+    /// The batch whose limit it answers to now: the one its item was moved to while it ran, else its own.
+    package func batch(in rates: BandwidthLimits.Rates) -> Int64? { rates.movedItems[item] ?? batch }
 
     package init(limits: BandwidthLimits, item: Int64, batch: Int64? = nil, direction: Direction) {
         self.limits = limits

@@ -339,7 +339,7 @@ package final class CurlTransport: @unchecked Sendable {
                     let item = member.limits!.item
                     member.shareItem(Self.bucket(&itemBuckets, ItemBucketKey(limits: group, item: item, direction: direction), of: limits,
                                                  rate: rates.items[item].map(Double.init), now: now))
-                    let batch = member.limits!.batch
+                    let batch = member.limits!.batch(in: rates)
                     member.shareBatch(batch.flatMap { batch in
                         Self.bucket(&batchBuckets, ItemBucketKey(limits: group, item: batch, direction: direction), of: limits,
                                     rate: rates.batches[batch].map(Double.init), now: now)
@@ -358,7 +358,7 @@ package final class CurlTransport: @unchecked Sendable {
         for transfer in paced {
             guard let limits = transfer.limits else { continue }
             moving.insert(ItemBucketKey(limits: ObjectIdentifier(limits.limits), item: limits.item, direction: limits.direction))
-            if let batch = limits.batch {
+            if let batch = limits.batch(in: limits.limits.current) {
                 movingBatches.insert(ItemBucketKey(limits: ObjectIdentifier(limits.limits), item: batch, direction: limits.direction))
             }
         }

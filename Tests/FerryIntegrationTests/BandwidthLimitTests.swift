@@ -1,5 +1,6 @@
 @_spi(Testing) import FerryEngine
 import FerryCore
+import FerryTransport
 import Foundation
 import Testing
 import TestHTTPServer
@@ -168,6 +169,27 @@ import TestHTTPServer
         print("BandwidthLimitTests: a tree of 48 x 64 KiB under its own 1 MiB/s: \(elapsed) s")
         #expect(elapsed > 2.4, "\(elapsed) s for 3 MiB at 1 MiB/s")
         for i in 0..<48 { #expect(dir.contents("t\(i).bin") == body, "t\(i).bin") }
+    }
+
+    /// A running file found again by another tree's add (a re-run of `get -r` with another `--limit-rate`) answers
+    /// to its new tree's limit from then on, not to the batch its transfer started in.
+    @Test func aRunningFileMovedToAnotherTreeAnswersToItsLimit() async throws {
+        server.route("/moving.bin", .serve(Resource(body: Resource.randomBytes(count: 400_000, seed: 93)), ServeOptions(stallAfter: 100_000)))
+        let manager = try TransferManager(configuration: testConfiguration())
+        defer { manager.shutdown() }
+        let spec = TransferSpec(download: server.url("/moving.bin"), directory: dir.path)
+        let first = try manager.perform(.add(.init(specs: [spec], tree: server.url("/").absoluteString)))
+        let id = try #require(first.added?.first?.id)
+        try await eventually("it runs") { manager.snapshot(of: id)?.state == .running }
+        var again = spec
+        again.rateLimit = 300 << 10
+        let second = try manager.perform(.add(.init(specs: [again], tree: server.url("/").absoluteString)))
+        let batch = try #require(second.batch)
+        #expect(second.added?.first?.id == id, "the same item, found again")
+        #expect(manager.snapshot(of: id)?.batch == batch)
+        #expect(manager.limits.current.batches[batch] == 300 << 10)
+        #expect(manager.limits.current.movedItems[id.rawValue] == batch, "its running transfer answers to the new tree's limit")
+        #expect(LimitMembership(limits: manager.limits, item: id.rawValue, batch: first.batch, direction: .download).limited)
     }
 
     /// An item's own limit holds across the transfers of one item that follow one another: a resumable upload

@@ -296,6 +296,14 @@ import TestHTTPServer
         let off = try await runFerry(["limit", "off", "--batch", "\(batch.id)"], stateDir: state)
         #expect(off.stdout == "batch \(batch.id): no longer limited\n", "\(off.stdout)")
         #expect(try SQLiteQueueStore(path: path).batches().first?.rateLimit == nil)
+        // A batch the queue does not have: refused, exit 2.
+        let unknown = try await runFerry(["limit", "1M", "--batch", "99"], stateDir: state)
+        #expect(unknown.status == 2 && unknown.stderr.contains("no batch 99"), "\(unknown.stderr)")
+        // Removed as a whole, with no engine: its limit goes with it.
+        _ = try await runFerry(["limit", "1M", "--batch", "\(batch.id)"], stateDir: state)
+        let removed = try await runFerry(["remove", "--batch", "\(batch.id)"], stateDir: state)
+        #expect(removed.status == 0, "\(removed.stderr)")
+        #expect(try SQLiteQueueStore(path: path).batches().first?.rateLimit == nil)
     }
 
     /// docs/man/ferry.1 is made by scripts/manpage from the same definitions; a stale page (an option added

@@ -475,7 +475,7 @@ final class LoadCountingStore: QueueStore {
     func saveSpec(_ id: TransferID, _ spec: TransferSpec) throws { try base.saveSpec(id, spec) }
     func unfinished(sameAs identities: [String]) throws -> [(id: TransferID, identity: String)] { try base.unfinished(sameAs: identities) }
     func makeBatch(command: String, tree: String?) throws -> Batch { try base.makeBatch(command: command, tree: tree) }
-    func saveBatchLimit(_ batch: Int64, _ rate: Int64?) throws { try base.saveBatchLimit(batch, rate) }
+    func saveBatchLimit(_ batch: Int64, _ rate: Int64?) throws -> Bool { try base.saveBatchLimit(batch, rate) }
     func startWalk(_ job: TreeJob, batch: Int64) throws { try base.startWalk(job, batch: batch) }
     func walks() throws -> [StoredWalk] { try base.walks() }
     func walkDirectories(batch: Int64, state: WalkDirectory.State) throws -> [WalkDirectory] { try base.walkDirectories(batch: batch, state: state) }

@@ -210,13 +210,30 @@ import TestHTTPServer
         manager = try engine()
         defer { manager.shutdown() }
         #expect(row()?.tree?.rateLimit == 700 << 10)
-        #expect(manager.limits.current.batches[batch] == 700 << 10, "the transport's")
+        // Every file done: the transport is not given a limit nothing will answer to (it would work out shares at
+        // every transfer's start and end for nothing).
+        #expect(manager.limits.current.batches[batch] == nil)
         _ = try manager.perform(.setRateLimit(Selection(batch: batch), nil))
         #expect(row()?.tree?.rateLimit == nil && manager.limits.current.batches[batch] == nil)
+        // A batch the queue does not have is refused, and nothing is kept for it (a later batch of that number).
+        #expect(throws: UsageError.self) { try manager.perform(.setRateLimit(Selection(batch: 999), 1 << 20)) }
+        #expect(manager.limits.current.batches[999] == nil)
+        // An add sent in parts (ControlClient.add): the first part makes the rate the tree's, the next ones too.
+        func limited(_ name: String) -> TransferSpec {
+            var spec = TransferSpec(download: server.url("/parts/" + name), directory: dir.path)
+            spec.rateLimit = 64 << 10
+            return spec
+        }
+        let first = try manager.perform(.add(.init(specs: [limited("a"), limited("b")], paused: true, tree: server.url("/parts/").absoluteString)))
+        let parts = try #require(first.batch)
+        let next = try manager.perform(.add(.init(specs: [limited("c"), limited("d")], batch: parts, paused: true)))
+        #expect(manager.treeRow(batch: parts)?.rateLimit == 64 << 10)
+        let added = (first.added ?? []) + (next.added ?? [])
+        #expect(added.count == 4 && added.allSatisfy { manager.snapshot(of: $0.id)?.rateLimit == nil }, "the tree's, in every part")
         // A tree removed takes its limit with it.
         _ = try manager.perform(.setRateLimit(Selection(batch: batch), 1 << 20))
         _ = try manager.perform(.remove(Selection(batch: batch), deletePart: false))
-        #expect(manager.limits.current.batches.isEmpty)
+        #expect(manager.limits.current.batches[batch] == nil)
         #expect(try SQLiteQueueStore(path: storePath).batches().first { $0.id == batch }?.rateLimit == nil)
     }
 }

@@ -10,8 +10,9 @@ import Foundation
 /// gets an error reply. See EngineHost for what each verb does.
 public enum ControlProtocol {
     /// 2: every change of the queue is one `command` (QueueCommand). 4: a command may be answered `working`
-    /// before its reply (an older client would take that for the answer).
-    public static let version = 4
+    /// before its reply (an older client would take that for the answer). 5: a limit of a whole batch
+    /// (`Selection(batch:)`) is the batch's own, shared by its items (an older engine gave it to each item).
+    public static let version = 5
     /// The longest request line the engine reads. An `add` is sent in parts well under it
     /// (ControlClient.add), so no list of URLs is too long.
     public static let maxRequest = 4 << 20

@@ -47,7 +47,11 @@ extension TransferManager {
     /// that chose its items in between would not have found them, and they would run).
     func queue(_ additions: [QueueAddition], paused: Bool = false, walk: Int64? = nil) -> [AddedItem] {
         var newLimits: [(TransferID, Int64?)] = []
-        defer { for (id, rate) in newLimits { limits.setItem(id.rawValue, rate) } }
+        var moved: [(TransferID, Int64)] = []
+        defer {
+            for (id, rate) in newLimits { limits.setItem(id.rawValue, rate) }
+            for (id, batch) in moved { limits.moveItem(id.rawValue, toBatch: batch) }
+        }
         return mutate { core in
             var effects: [Effect] = []
             var outcomes: [AddedItem] = []
@@ -64,6 +68,8 @@ extension TransferManager {
                     continue
                 }
                 let before = transfer.state
+                // One running now answers to its new batch's limit (its transfers were made in the old one).
+                if transfer.busy, let batch = record.batch, batch != transfer.batch { moved.append((record.id, batch)) }
                 transfer.batch = record.batch
                 core.touch(record.id)
                 // Asked again with other options: the store's record has them; one in memory takes them now.
@@ -126,8 +132,9 @@ extension TransferManager {
             if let rateLimit, rateLimit > 0 {
                 try store.saveBatchLimit(batch.id, rateLimit)
                 batch.rateLimit = rateLimit
-                limits.setBatch(batch.id, rateLimit)
             }
+            if batch.rateLimit != nil || limits.current.batches[batch.id] != nil { limits.setBatch(batch.id, batch.rateLimit) }
+            if let rate = batch.rateLimit { core.withLock { $0.batchLimits[batch.id] = rate } }
             return batch
         } catch {
             throw Self.addRefused(error)
@@ -360,7 +367,7 @@ extension TransferManager {
         case let .remove(selection, deletePart):
             result.outcome.changed = remove(ids, deletePartial: deletePart)
             // A batch removed as a whole takes its limit with it (its bucket and the shares that follow from it).
-            if let batch = selection.wholeBatch, limits.current.batches[batch] != nil { try? setBatchLimit(batch, nil) }
+            if let batch = selection.wholeBatch, core.withLock({ $0.batchLimits[batch] }) != nil { try? setBatchLimit(batch, nil) }
             let removed = Set(result.outcome.changed)
             result.outcome.left = ids.filter { !removed.contains($0) }.compactMap { id in before[id].map { .init(id: id, state: $0) } }
         case .pause, .resume, .cancel, .retry:
@@ -393,6 +400,9 @@ extension TransferManager {
                 let rate = addition.tree == nil ? nil : Self.commonLimit(addition.specs)
                 if rate != nil { for index in addition.specs.indices { addition.specs[index].rateLimit = nil } }
                 batch = try makeBatch(command: addition.typed, tree: addition.tree, rateLimit: rate).id
+            } else if let rate = core.withLock({ $0.batchLimits[batch] }) {
+                // The next parts of an add sent in parts (ControlClient.add): the rate its first part made the tree's.
+                for index in addition.specs.indices where addition.specs[index].rateLimit == rate { addition.specs[index].rateLimit = nil }
             }
             // Forced: an unfinished item of the same transfer goes, with its `.part` file, so that the new one
             // starts afresh under the same name (a completed one's file stays; the new copy gets a new name).

@@ -16,6 +16,9 @@ extension TransferManager {
         var pinned: Set<TransferID> = []
         /// The batches that are trees (Batch.tree), with where each is from: a view may show each as one row.
         var trees: [Int64: String] = [:]
+        /// The batches' own limits as the store has them (Batch.rateLimit): what their rows say. The transport
+        /// holds those of batches with work left (BandwidthLimits.batches).
+        var batchLimits: [Int64: Int64] = [:]
         /// What the store held of each tree's bytes when last read (TransferManager.treeSums), and when: the
         /// store writer's generation and the tree's item count then.
         var treeStored: [Int64: (generation: UInt64, items: Int, sums: ByteSums)] = [:]

@@ -18,16 +18,22 @@ extension TransferManager {
     }
 
     /// Sets a batch's own limit (bytes per second, nil for none), shared by its items, at once for those running,
-    /// and saves it with the batch.
-    func setBatchLimit(_ batch: Int64, _ rate: Int64?) throws(StateError) {
+    /// and saves it with the batch. A batch the store does not have is refused (nothing set).
+    func setBatchLimit(_ batch: Int64, _ rate: Int64?) throws {
         let rate = rate.flatMap { $0 > 0 ? $0 : nil }
+        let found: Bool
         do {
-            try store.saveBatchLimit(batch, rate)
+            found = try store.saveBatchLimit(batch, rate)
         } catch {
             throw StateError("cannot save the limit: \((error as? StateError)?.description ?? "\(error)")")
         }
+        guard found else { throw UsageError("no batch \(batch)") }
         limits.setBatch(batch, rate)
-        limitsShown()
+        mutate { core in
+            core.batchLimits[batch] = rate
+            core.version &+= 1
+            return ((), [])
+        }
     }
 
     /// Sets one item's bandwidth limit (bytes per second, nil for none), at once for its running transfer,

@@ -193,11 +193,10 @@ extension TransferManager {
     func treeSums(_ batches: Set<Int64>, _ core: inout Core) -> [Int64: TreeSums] {
         guard !batches.isEmpty else { return [:] }
         var sums: [Int64: TreeSums] = [:]
-        let batchLimits = limits.current.batches
         for batch in batches {
             sums[batch] = TreeSums(row: TreeRow(batch: batch, label: core.trees[batch] ?? "", files: core.queue.countsPerBatch[batch] ?? [:]))
             sums[batch]!.row.walk = core.walks[batch]?.progress
-            sums[batch]!.row.rateLimit = batchLimits[batch]
+            sums[batch]!.row.rateLimit = core.batchLimits[batch]
         }
         var loaded: [Int64: [TransferID]] = [:]
         for (id, transfer) in core.items {

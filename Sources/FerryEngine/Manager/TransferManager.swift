@@ -112,10 +112,21 @@ public final class TransferManager: Sendable {
             core.append(row)
         }
         let batches = try store.batches()
-        for batch in batches { if let tree = batch.tree { core.trees[batch.id] = tree } }
+        for batch in batches {
+            if let tree = batch.tree { core.trees[batch.id] = tree }
+            if let rate = batch.rateLimit { core.batchLimits[batch.id] = rate }
+        }
+        // The limits of batches with work left (a file not done, a walk not ended): a limit no transfer can answer to
+        // would keep the transport working out shares at every transfer that comes or goes (BandwidthLimits).
+        let walking = batches.contains { $0.rateLimit != nil } ? Set(try store.walks().filter { !$0.progress.ended }.map(\.progress.batch)) : []
+        let batchLimits = batches.compactMap { batch -> (Int64, Int64)? in
+            guard let rate = batch.rateLimit else { return nil }
+            let left = core.queue.countsPerBatch[batch.id]?.contains { $0.key != .completed && $0.value > 0 } ?? false
+            return left || walking.contains(batch.id) ? (batch.id, rate) : nil
+        }
         self.core = PlainLock(core)
         limits.setGlobal(download: configuration.downloadLimit, upload: configuration.uploadLimit)
-        for batch in batches { if let rate = batch.rateLimit { limits.setBatch(batch.id, rate) } }
+        for (batch, rate) in batchLimits { limits.setBatch(batch, rate) }
         if let schedule = configuration.downloadSchedule { followSchedule(schedule) }
         watchMultiplexing()
         mutate { core in ((), self.pump(&core)) }
