@@ -38,7 +38,7 @@ public enum StoredQueueCommands {
             try store.saveRanks(ranked.map { ($0.id, $0.position) })
             let rerankedIDs = Set(ranked.map(\.id))
             result.outcome.changed = chosen.map(\.id).filter(rerankedIDs.contains)
-        case let .remove(_, deletePart):
+        case let .remove(selection, deletePart):
             var leftovers: [Leftover] = []
             for item in chosen {
                 try store.remove(item.id)
@@ -49,14 +49,14 @@ public enum StoredQueueCommands {
             }
             try store.keepLeftovers(leftovers)
             // A batch removed as a whole takes its limit with it, as with an engine.
-            if case let .remove(selection, _) = command, let batch = selection.wholeBatch { _ = try store.saveBatchLimit(batch, nil) }
-        case let .setRateLimit(selection, rate) where selection.wholeBatch != nil:
-            // A batch named as a whole: its own limit, as with an engine (TransferManager.setBatchLimit).
-            guard try store.saveBatchLimit(selection.wholeBatch!, rate.flatMap { $0 > 0 ? $0 : nil }) else {
-                throw UsageError("no batch \(selection.wholeBatch!)")
+            if let batch = selection.wholeBatch { try store.saveBatchLimit(batch, nil) }
+        case let .setRateLimit(selection, rate):
+            if let batch = selection.wholeBatch {
+                // A batch named as a whole: its own limit, as with an engine (TransferManager.setBatchLimit).
+                guard try store.saveBatchLimit(batch, rate.flatMap { $0 > 0 ? $0 : nil }) else { throw UsageError("no batch \(batch)") }
+                result.outcome.changed = chosen.map(\.id)
+                break
             }
-            result.outcome.changed = chosen.map(\.id)
-        case let .setRateLimit(_, rate):
             for item in chosen {
                 var item = item
                 item.rateLimit = rate.flatMap { $0 > 0 ? $0 : nil }

@@ -136,6 +136,12 @@ extension CommandOutcome {
     /// `retried 3 (#4 #9 #12); #2 is done, left as it is`: what a command changed and what it left, in words
     /// (a shell verb prints it; the UI says it after an action on marked items).
     public func sentence(for command: QueueCommand) -> String {
+        if case let .setRateLimit(selection, rate) = command, let batch = selection.wholeBatch {
+            // The batch's own limit, not its items': said of the batch.
+            let count = changed.count
+            return "batch \(batch): " + (rate.map { "limited to \(RateText.describe($0)), shared by its \(count) item\(count == 1 ? "" : "s")" }
+                                              ?? "no longer limited")
+        }
         let done: String
         switch command {
         case .remove: done = "removed"

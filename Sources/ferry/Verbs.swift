@@ -212,11 +212,7 @@ enum QueueVerb {
             defer { lock.release() }
             result = try perform(command, on: .store(store))
         }
-        if case let .setRateLimit(selection, rate) = command, let batch = selection.wholeBatch {
-            let count = result.outcome.changed.count
-            print("batch \(batch): " + (rate.map { "limited to \(RateText.describe($0)), shared by its \(count) item\(count == 1 ? "" : "s")" }
-                                                ?? "no longer limited"))
-        } else if case let .move(selection, direction) = command, let id = selection.ids?.first.map(TransferID.init) {
+        if case let .move(selection, direction) = command, let id = selection.ids?.first.map(TransferID.init) {
             print(result.outcome.changed.isEmpty ? "\(id) is at the \(direction == .up || direction == .top ? "top" : "bottom") already"
                                                  : "moved \(direction.rawValue): \(id)")
         } else {

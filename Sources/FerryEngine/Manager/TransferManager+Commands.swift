@@ -132,9 +132,9 @@ extension TransferManager {
             if let rateLimit, rateLimit > 0 {
                 try store.saveBatchLimit(batch.id, rateLimit)
                 batch.rateLimit = rateLimit
+                limits.setBatch(batch.id, rateLimit)
+                core.withLock { $0.batchLimits[batch.id] = rateLimit }
             }
-            if batch.rateLimit != nil || limits.current.batches[batch.id] != nil { limits.setBatch(batch.id, batch.rateLimit) }
-            if let rate = batch.rateLimit { core.withLock { $0.batchLimits[batch.id] = rate } }
             return batch
         } catch {
             throw Self.addRefused(error)
@@ -395,13 +395,13 @@ extension TransferManager {
             var batch = addition.batch ?? 0
             var addition = addition
             if addition.batch == nil {
-                // A new tree's limit is the tree's, its files share it (Batch.rateLimit): `put -r --limit-rate`
-                // gives every file the same one.
-                let rate = addition.tree == nil ? nil : Self.commonLimit(addition.specs)
-                if rate != nil { for index in addition.specs.indices { addition.specs[index].rateLimit = nil } }
-                batch = try makeBatch(command: addition.typed, tree: addition.tree, rateLimit: rate).id
-            } else if let rate = core.withLock({ $0.batchLimits[batch] }) {
-                // The next parts of an add sent in parts (ControlClient.add): the rate its first part made the tree's.
+                // A new tree's limit is the tree's (Batch.rateLimit): `put -r --limit-rate` gives every file the same one.
+                batch = try makeBatch(command: addition.typed, tree: addition.tree,
+                                      rateLimit: addition.tree == nil ? nil : Self.commonLimit(addition.specs)).id
+            }
+            // Files given their batch's rate (in every part of an add sent in parts: ControlClient.add) share it: it is
+            // not each one's own.
+            if let rate = core.withLock({ $0.batchLimits[batch] }) {
                 for index in addition.specs.indices where addition.specs[index].rateLimit == rate { addition.specs[index].rateLimit = nil }
             }
             // Forced: an unfinished item of the same transfer goes, with its `.part` file, so that the new one
